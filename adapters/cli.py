@@ -1,0 +1,120 @@
+"""The ``mongo-sansio`` command line.
+
+Subcommands:
+
+* ``bson dump FILE [--canonical] [--indent N]`` -- print each BSON document of FILE (a
+  ``mongodump``-style concatenation, or ``-`` for standard input) as one line of Extended JSON.
+* ``bson load FILE [-o OUT]`` -- read Extended JSON (one document per line, or one JSON array
+  or document) and write the documents as concatenated BSON.
+
+Bad input ends the command with a one-line message naming the offset or line and exit status 1,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any, BinaryIO
+
+from mongo_sansio.bson import decode_iter, encode, extjson
+from mongo_sansio.bson.errors import BSONError
+
+
+def _read_input(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _bson_dump(args: argparse.Namespace) -> int:
+    data = _read_input(args.file)
+    mode = "canonical" if args.canonical else "relaxed"
+    out = sys.stdout
+    count = 0
+    try:
+        for document in decode_iter(data):
+            out.write(extjson.dumps(document, mode=mode, indent=args.indent))
+            out.write("\n")
+            count += 1
+    except BSONError as exc:
+        out.flush()
+        print(f"mongo-sansio: {args.file}: document {count + 1}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _documents_from_text(text: str) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, document) from a JSON array, one document, or JSON lines."""
+    stripped = text.strip()
+    if not stripped:
+        return
+    if stripped.startswith("["):
+        for value in extjson.loads(stripped):  # type: ignore[union-attr]
+            yield 1, value
+        return
+    try:
+        yield 1, extjson.loads(stripped)
+        return
+    except BSONError:
+        pass  # not one document: read it as JSON lines
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            yield number, extjson.loads(line)
+
+
+def _bson_load(args: argparse.Namespace) -> int:
+    text = _read_input(args.file).decode("utf-8")
+    out: BinaryIO
+    out = open(args.output, "wb") if args.output != "-" else sys.stdout.buffer  # noqa: SIM115
+    line = 0
+    try:
+        for line, document in _documents_from_text(text):
+            if not isinstance(document, dict):
+                raise BSONError(f"expected a JSON object, got {type(document).__name__}")
+            out.write(encode(document))
+    except (BSONError, json.JSONDecodeError) as exc:
+        print(f"mongo-sansio: {args.file}: line {line}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if out is not sys.stdout.buffer:
+            out.close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mongo-sansio", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    bson_parser = commands.add_parser("bson", help="BSON and Extended JSON tools")
+    bson_commands = bson_parser.add_subparsers(dest="bson_command", required=True)
+
+    dump = bson_commands.add_parser("dump", help="print BSON documents as Extended JSON")
+    dump.add_argument("file", help="a file of concatenated BSON documents, or - for stdin")
+    dump.add_argument("--canonical", action="store_true", help="canonical instead of relaxed")
+    dump.add_argument("--indent", type=int, default=None, help="pretty-print with this indent")
+    dump.set_defaults(run=_bson_dump)
+
+    load = bson_commands.add_parser("load", help="turn Extended JSON into BSON")
+    load.add_argument("file", help="Extended JSON (array, document or JSON lines), or -")
+    load.add_argument("-o", "--output", default="-", help="where to write BSON (default stdout)")
+    load.set_defaults(run=_bson_load)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        status: int = args.run(args)
+    except OSError as exc:
+        print(f"mongo-sansio: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # e.g. piped into head
+        return 0
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

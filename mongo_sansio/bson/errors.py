@@ -1,0 +1,68 @@
+"""Errors raised by the BSON and Extended JSON codecs.
+
+:class:`InvalidBSON` blames the bytes (the peer); :class:`InvalidDocument` blames the value
+handed to :func:`mongo_sansio.bson.encode` (the caller).  Both are :class:`ValueError`
+subclasses; encoding a value of an unsupported Python type raises :class:`UnencodableType`,
+which is also a :class:`TypeError`.
+"""
+
+from __future__ import annotations
+
+from mongo_sansio.errors import LocalProtocolError, RemoteProtocolError
+
+__all__ = [
+    "BSONError",
+    "InvalidBSON",
+    "InvalidDocument",
+    "UnencodableType",
+    "InvalidDecimal128",
+    "InvalidExtendedJSON",
+    "InvalidId",
+]
+
+
+class BSONError(ValueError):
+    """Base class of the codec's errors."""
+
+
+class InvalidBSON(BSONError, RemoteProtocolError):
+    """Bytes that cannot be decoded as BSON.
+
+    ``offset`` is the byte position (from the start of the outermost buffer) where decoding
+    failed, or ``None`` where no single position is to blame; ``reason`` is the plain cause.
+    """
+
+    def __init__(self, reason: str, offset: int | None = None) -> None:
+        self.reason = reason
+        self.offset = offset
+        where = f" at offset {offset}" if offset is not None else ""
+        super().__init__(f"invalid BSON{where}: {reason}")
+
+
+class InvalidDocument(BSONError, LocalProtocolError):
+    """A value that cannot be encoded as BSON.
+
+    ``path`` names the key path to the offending value (``"a.b.3"``), empty for the top level.
+    """
+
+    def __init__(self, reason: str, path: str = "") -> None:
+        self.reason = reason
+        self.path = path
+        where = f" at key path {path!r}" if path else ""
+        super().__init__(f"cannot encode document{where}: {reason}")
+
+
+class UnencodableType(InvalidDocument, TypeError):
+    """A value whose Python type has no BSON representation."""
+
+
+class InvalidDecimal128(BSONError, LocalProtocolError):
+    """A string or number that is not a valid Decimal128 value."""
+
+
+class InvalidExtendedJSON(BSONError, LocalProtocolError):
+    """Text that is not valid (relaxed, canonical or legacy) Extended JSON."""
+
+
+class InvalidId(BSONError, LocalProtocolError):
+    """A value that cannot be turned into an ObjectId."""

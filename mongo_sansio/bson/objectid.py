@@ -1,0 +1,157 @@
+"""ObjectId: the 12-byte identifier (4-byte seconds, 5-byte process-random value, 3-byte counter).
+
+This is the one module of the core allowed to read the clock and the operating system's
+randomness: users expect ``ObjectId()`` to work without arguments.  Code that needs
+deterministic ids passes ``ObjectId.from_parts(seconds, random5, counter)`` or raw bytes.
+"""
+
+from __future__ import annotations
+
+import binascii
+import datetime
+import os
+import struct
+import time
+from typing import Any
+
+from mongo_sansio.bson.errors import InvalidId
+
+__all__ = ["ObjectId"]
+
+_PACK_TIME = struct.Struct(">I")
+_COUNTER_LIMIT = 0xFFFFFF
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+_UTC = datetime.timezone.utc
+
+
+class _Generator:
+    """Per-process state: the 5 random bytes and the 3-byte counter (reset after fork)."""
+
+    __slots__ = ("pid", "random5", "counter")
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.random5 = os.urandom(5)
+        self.counter = int.from_bytes(os.urandom(3), "big")
+
+    def next(self) -> bytes:
+        if os.getpid() != self.pid:  # a forked child must not repeat its parent's ids
+            self.__init__()  # type: ignore[misc]
+        self.counter = (self.counter + 1) & _COUNTER_LIMIT
+        return (
+            _PACK_TIME.pack(int(time.time()) & 0xFFFFFFFF)
+            + self.random5
+            + self.counter.to_bytes(3, "big")
+        )
+
+
+_GENERATOR = _Generator()
+
+
+class ObjectId:
+    """A BSON ObjectId: 12 bytes, ordered and hashed by those bytes."""
+
+    __slots__ = ("_id",)
+
+    _id: bytes
+
+    def __init__(self, oid: str | bytes | ObjectId | None = None) -> None:
+        if oid is None:
+            self._id = _GENERATOR.next()
+        elif isinstance(oid, ObjectId):
+            self._id = oid._id
+        elif isinstance(oid, bytes):
+            if len(oid) != 12:
+                raise InvalidId(f"an ObjectId needs 12 bytes, got {len(oid)}")
+            self._id = oid
+        elif isinstance(oid, str):
+            if len(oid) != 24 or not _HEX_DIGITS.issuperset(oid):
+                raise InvalidId(f"{oid!r} is not a 24-character hex string")
+            self._id = bytes.fromhex(oid)
+        else:
+            raise InvalidId(
+                f"an ObjectId is made from 12 bytes or 24 hex characters, not {type(oid).__name__}"
+            )
+
+    @classmethod
+    def _from_bytes(cls, data: bytes) -> ObjectId:
+        """Build from exactly 12 bytes without validation (the decoder's fast path)."""
+        new = object.__new__(cls)
+        new._id = data
+        return new
+
+    @classmethod
+    def from_parts(cls, seconds: int, random5: bytes, counter: int) -> ObjectId:
+        """Build an id deterministically from its three parts."""
+        if len(random5) != 5:
+            raise InvalidId("the random part of an ObjectId is 5 bytes")
+        return cls(
+            _PACK_TIME.pack(seconds & 0xFFFFFFFF) + random5 + (counter & _COUNTER_LIMIT).to_bytes(3, "big")
+        )
+
+    @classmethod
+    def from_datetime(cls, when: datetime.datetime) -> ObjectId:
+        """The smallest id generated at ``when`` (for range queries on _id)."""
+        if when.utcoffset() is not None:
+            when = when - when.utcoffset()  # type: ignore[operator]
+        seconds = int(when.replace(tzinfo=_UTC).timestamp())
+        return cls(_PACK_TIME.pack(seconds & 0xFFFFFFFF) + b"\x00" * 8)
+
+    @classmethod
+    def is_valid(cls, oid: Any) -> bool:
+        try:
+            cls(oid)
+        except (InvalidId, TypeError):
+            return False
+        return True
+
+    @property
+    def binary(self) -> bytes:
+        return self._id
+
+    @property
+    def generation_time(self) -> datetime.datetime:
+        seconds = _PACK_TIME.unpack_from(self._id)[0]
+        return datetime.datetime.fromtimestamp(seconds, _UTC)
+
+    def __str__(self) -> str:
+        return binascii.hexlify(self._id).decode("ascii")
+
+    def __repr__(self) -> str:
+        return f"ObjectId('{self}')"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ObjectId, (self._id,))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ObjectId):
+            return self._id == other._id
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, ObjectId):
+            return self._id != other._id
+        return NotImplemented
+
+    def __lt__(self, other: ObjectId) -> bool:
+        if isinstance(other, ObjectId):
+            return self._id < other._id
+        return NotImplemented
+
+    def __le__(self, other: ObjectId) -> bool:
+        if isinstance(other, ObjectId):
+            return self._id <= other._id
+        return NotImplemented
+
+    def __gt__(self, other: ObjectId) -> bool:
+        if isinstance(other, ObjectId):
+            return self._id > other._id
+        return NotImplemented
+
+    def __ge__(self, other: ObjectId) -> bool:
+        if isinstance(other, ObjectId):
+            return self._id >= other._id
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._id)
