@@ -72,7 +72,8 @@ def _bson_load(args: argparse.Namespace) -> int:
     out = open(args.output, "wb") if args.output != "-" else sys.stdout.buffer  # noqa: SIM115
     line = 0
     try:
-        for line, document in _documents_from_text(text):
+        for number, document in _documents_from_text(text):
+            line = number
             if not isinstance(document, dict):
                 raise BSONError(f"expected a JSON object, got {type(document).__name__}")
             out.write(encode(document))

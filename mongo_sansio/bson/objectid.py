@@ -21,7 +21,7 @@ __all__ = ["ObjectId"]
 _PACK_TIME = struct.Struct(">I")
 _COUNTER_LIMIT = 0xFFFFFF
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
-_UTC = datetime.timezone.utc
+_UTC = datetime.UTC
 
 
 class _Generator:

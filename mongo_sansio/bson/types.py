@@ -70,7 +70,7 @@ class Timestamp:
             offset = time.utcoffset()
             if offset is not None:
                 time = time - offset
-            time = int(time.replace(tzinfo=datetime.timezone.utc).timestamp())
+            time = int(time.replace(tzinfo=datetime.UTC).timestamp())
         if not isinstance(time, int) or not isinstance(inc, int):
             raise TypeError("Timestamp time and inc must be integers")
         if not 0 <= time <= _UINT32_MAX or not 0 <= inc <= _UINT32_MAX:
@@ -82,7 +82,7 @@ class Timestamp:
         raise AttributeError("Timestamp is immutable")
 
     def as_datetime(self) -> datetime.datetime:
-        return datetime.datetime.fromtimestamp(self.time, datetime.timezone.utc)
+        return datetime.datetime.fromtimestamp(self.time, datetime.UTC)
 
     def _key(self) -> tuple[int, int]:
         return (self.time, self.inc)
@@ -474,7 +474,7 @@ def _rebuild_dbref(collection: str, id: Any, database: str | None, extra: dict[s
     return DBRef(collection, id, database, **extra)
 
 
-_EPOCH_AWARE = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH_AWARE = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 # the datetime range in milliseconds since the epoch (both ends inclusive)
 DATETIME_MIN_MS = -62135596800000
 DATETIME_MAX_MS = 253402300799999

@@ -1,0 +1,662 @@
+"""The BSON decoder: BSON bytes in, Python documents out.
+
+Inputs: ``bytes``, ``bytearray`` or ``memoryview`` (the latter two are copied to ``bytes``
+once, because ``bytes`` slicing and ``bytes.index`` are what make the loop fast) and optional
+:class:`CodecOptions`.
+
+Outputs: :func:`decode` returns the one document the buffer holds (trailing bytes are an
+error); :func:`decode_all` returns a list of the concatenated documents of a buffer and
+:func:`decode_iter` yields them one by one, checking each document's length before decoding
+it.  Documents are ``dict`` unless ``codec_options.document_class`` says otherwise (with
+:class:`~mongo_sansio.bson.raw.RawDocument` as the document class, documents come back as lazy
+views).  :func:`read_document` and :func:`read_value` are the pieces the lazy views share.
+
+BSON type to Python value:
+
+====================== ===============================================================
+0x01 double            float
+0x02 string            str (``unicode_decode_error_handler`` applies)
+0x03 document          document_class, or DBRef for a subdocument with a str ``$ref``,
+                       a ``$id`` and a ``$db`` that is absent or a str (DBRef spec)
+0x04 array             list
+0x05 binary            bytes (subtype 0); Binary(payload, 2) for the old subtype 2;
+                       uuid.UUID for subtype 4 (STANDARD) or 3 (the legacy
+                       representations) when ``uuid_representation`` says so;
+                       Binary(payload, subtype) otherwise
+0x06 / 0x0A            Undefined() / None
+0x07 ObjectId          ObjectId
+0x08 boolean           bool (the byte must be 0 or 1)
+0x09 UTC datetime      datetime.datetime, naive UTC unless ``tz_aware`` (then aware, in
+                       ``tzinfo`` if set); DatetimeMS where datetime cannot hold the
+                       value or ``datetime_conversion`` asks for it; clamped to
+                       datetime.min/max under DATETIME_CLAMP
+0x0B / 0x0C            Regex(pattern, flags) / DBPointer(namespace, ObjectId)
+0x0D / 0x0E / 0x0F     Code(code) / Symbol / Code(code, scope document)
+0x10 int32             int
+0x11 timestamp         Timestamp(time, increment)
+0x12 int64             Int64 when the value fits in an int32 (so that re-encoding gives
+                       int64 again), a plain int otherwise (the encoder writes those as
+                       int64 anyway): bytes survive a decode/encode round trip unchanged
+0x13 decimal128        Decimal128
+0xFF / 0x7F            MinKey() / MaxKey()
+====================== ===============================================================
+
+Errors: every malformed input raises :class:`InvalidBSON` with the byte offset (in the
+buffer handed to the public function) and the reason; never IndexError, struct.error,
+UnicodeDecodeError or RecursionError.  Documents nested deeper than
+``codec_options.max_nesting_depth`` (the top level is depth 1) or larger than
+``codec_options.max_document_size`` are refused.
+
+How it is fast: one loop per call, no recursion -- nested containers are entered by pushing
+the parent on an explicit list, so nesting depth is limited only by ``max_nesting_depth`` and
+never by the Python stack.  Keys are mostly not searched for nor decoded: the *shape trie*
+(:mod:`._decode_parts`) predicts each element's header from the documents seen before, and
+one struct call checks the prediction and reads the value.  The common types are decoded
+inline in if/elif chains ordered by frequency.  Structure is checked with a few comparisons
+per element; slicing past the end (which Python answers with short data instead of an error)
+is caught by the exact end-of-container check: every element must end exactly where its
+container's trailing NUL sits.
+"""
+
+from __future__ import annotations
+
+import datetime
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+from mongo_sansio.bson._decode_parts import (
+    DOUBLE,
+    EPOCH_NAIVE,
+    I32,
+    I64,
+    LEARN_BUDGET,
+    LEARN_DEPTH,
+    OBJECTID,
+    TRIE,
+    bad_end,
+    bad_string,
+    binary_value,
+    code_header,
+    converter,
+    count_nodes,
+    datetime_value,
+    finish_dbref,
+    make_code,
+    make_timestamp,
+    new_node,
+    new_root,
+    read_rare,
+    read_string,
+    too_deep,
+)
+from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions, DatetimeConversion
+from mongo_sansio.bson.decimal128 import Decimal128
+from mongo_sansio.bson.errors import InvalidBSON
+from mongo_sansio.bson.types import DATETIME_MAX_MS, DATETIME_MIN_MS, Code, Int64
+
+__all__ = [
+    "decode",
+    "decode_all",
+    "decode_iter",
+    "read_document",
+    "read_value",
+    "as_bytes",
+    "document_end",
+    "KIND_TOP",
+    "KIND_DOC",
+    "KIND_ARRAY",
+]
+
+# Container kinds: how a container is finished when its trailing NUL is reached.  (While a
+# code-with-scope's scope document is decoded, its "kind" is the code string.)
+KIND_TOP = 0  # a document decoded on its own: never turned into a DBRef
+KIND_DOC = 1  # an embedded document: may be a DBRef
+KIND_ARRAY = 2
+
+
+def as_bytes(data: Any) -> bytes:
+    """``data`` as ``bytes``: bytes pass through, bytearray and memoryview are copied once."""
+    if type(data) is bytes:
+        return data
+    if isinstance(data, bytes | bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(f"BSON data must be bytes, bytearray or memoryview, not {type(data).__name__}")
+
+
+def document_end(data: bytes, start: int, limit: int, opts: CodecOptions) -> int:
+    """Check the length prefix of the document starting at ``start``; return where it ends.
+
+    The document must fit within ``data[start:limit]`` and ``max_document_size``.  The
+    trailing NUL is checked by whoever walks the document.
+    """
+    if limit - start < 5:
+        raise InvalidBSON(f"{limit - start} bytes cannot hold a document (5 at least)", start)
+    length: int = I32(data, start)[0]
+    if length < 5:
+        raise InvalidBSON(f"document length {length} is below the minimum of 5", start)
+    if start + length > limit:
+        raise InvalidBSON(
+            f"document length {length} runs past the {limit - start} bytes available", start
+        )
+    max_size = opts.max_document_size
+    if max_size is not None and length > max_size:
+        raise InvalidBSON(f"document of {length} bytes exceeds max_document_size {max_size}", start)
+    return start + length
+
+
+def decode(data: bytes | bytearray | memoryview, codec_options: CodecOptions | None = None) -> Any:
+    """Decode the one BSON document ``data`` holds (no bytes may follow it)."""
+    if codec_options is None:
+        opts = DEFAULT_CODEC_OPTIONS
+        settings = _DEFAULT_SETTINGS
+    else:
+        opts = codec_options
+        settings = _settings(opts)
+    if type(data) is not bytes:
+        data = as_bytes(data)
+    size = len(data)
+    if size < 5 or I32(data, 0)[0] != size or (settings[7] is not None and size > settings[7]):
+        end = document_end(data, 0, size, opts)  # raises, unless bytes follow the document
+        raise InvalidBSON(f"{size - end} bytes follow the document", end)
+    if settings[3]:  # RawDocument is the document class
+        return settings[2]._view(data, 0, size, opts, TRIE[0])
+    return _read(data, 0, size, opts, settings, 1, KIND_TOP, TRIE[0])
+
+
+def decode_iter(
+    data: bytes | bytearray | memoryview, codec_options: CodecOptions | None = None
+) -> Iterator[Any]:
+    """Yield each of the concatenated BSON documents of ``data`` in turn.
+
+    Each document's length is checked against the bytes left before it is decoded, so a
+    truncated last document fails only when it is reached.
+    """
+    opts = DEFAULT_CODEC_OPTIONS if codec_options is None else codec_options
+    if type(data) is not bytes:
+        data = as_bytes(data)
+    size = len(data)
+    settings = _settings(opts)
+    pos = 0
+    while pos < size:
+        end = document_end(data, pos, size, opts)
+        if settings[3]:
+            yield settings[2]._view(data, pos, end, opts, TRIE[0])
+        else:
+            yield _read(data, pos, end, opts, settings, 1, KIND_TOP, TRIE[0])
+        pos = end
+
+
+def decode_all(
+    data: bytes | bytearray | memoryview, codec_options: CodecOptions | None = None
+) -> list[Any]:
+    """Decode the concatenated BSON documents of ``data`` (empty data gives ``[]``)."""
+    return list(decode_iter(data, codec_options))
+
+
+_RAW_CLASS: list[type] = []
+
+
+def _is_raw(doc_class: type) -> bool:
+    """Is ``doc_class`` the lazy RawDocument (or a subclass)?  (raw.py imports this module.)"""
+    if not _RAW_CLASS:
+        from mongo_sansio.bson.raw import RawDocument
+
+        _RAW_CLASS.append(RawDocument)
+    return isinstance(doc_class, type) and issubclass(doc_class, _RAW_CLASS[0])
+
+
+# strict, errors, document class, lazy (RawDocument), convert, plain dates, max depth,
+# max document size
+_Settings = tuple[bool, str, Any, bool, Any, bool, int, int | None]
+_SETTINGS: dict[int, tuple[CodecOptions, _Settings]] = {}
+
+
+def _settings(opts: CodecOptions) -> _Settings:
+    """What the loop needs from ``opts``, worked out once per CodecOptions object."""
+    entry = _SETTINGS.get(id(opts))
+    if entry is not None and entry[0] is opts:
+        return entry[1]
+    errors = opts.unicode_decode_error_handler
+    doc_class = opts.document_class
+    lazy = doc_class is not dict and _is_raw(doc_class)
+    settings: _Settings = (
+        errors == "strict",
+        errors,
+        doc_class,
+        lazy,
+        None if doc_class is dict or lazy else converter(doc_class),
+        not opts.tz_aware
+        and opts.datetime_conversion
+        in (DatetimeConversion.DATETIME, DatetimeConversion.DATETIME_AUTO),
+        opts.max_nesting_depth,
+        opts.max_document_size,
+    )
+    if len(_SETTINGS) >= 64:
+        _SETTINGS.clear()
+    _SETTINGS[id(opts)] = (opts, settings)  # holding opts keeps its id from being reused
+    return settings
+
+
+_DEFAULT_SETTINGS = _settings(DEFAULT_CODEC_OPTIONS)
+
+
+def read_document(
+    data: bytes,
+    start: int,
+    end: int,
+    opts: CodecOptions = DEFAULT_CODEC_OPTIONS,
+    depth: int = 1,
+    kind: int = KIND_TOP,
+    shapes: bool = True,
+) -> Any:
+    """Decode the document (or, with ``kind=KIND_ARRAY``, the array) filling ``data[start:end]``.
+
+    The caller has checked that the length prefix at ``start`` equals ``end - start``, is at
+    least 5 and that ``end <= len(data)`` (:func:`document_end` does that).  ``depth`` is the
+    nesting depth of this container (1 for a top-level document).  ``shapes`` says whether to
+    use (and teach) the shape trie of top-level documents; pass False for containers that
+    are not top-level documents.  Embedded documents are decoded fully, except that with
+    RawDocument as the document class they come back as views.
+    """
+    root = TRIE[0] if shapes and kind != KIND_ARRAY else None
+    return _read(data, start, end, opts, _settings(opts), depth, kind, root)
+
+
+def _read(
+    data: bytes,
+    start: int,
+    end: int,
+    opts: CodecOptions,
+    settings: _Settings,
+    depth: int,
+    kind: Any,
+    node: Any,
+    # bound once, when the function is made: locals are the cheapest names to look up
+    i32: Any = I32,
+    i64: Any = I64,
+    double: Any = DOUBLE,
+    objectid: Any = OBJECTID,
+    epoch: datetime.datetime = EPOCH_NAIVE,
+    timedelta: Any = datetime.timedelta,
+    int64: Any = Int64,
+    unpack_error: Any = struct.error,
+) -> Any:
+    """:func:`read_document` with the settings worked out and the trie root (or None) given."""
+    strict, errors, doc_class, lazy, convert, plain_dates, max_depth, _ = settings
+    if depth > max_depth:
+        raise too_deep(max_depth, start)
+    find = data.index
+    learn = LEARN_BUDGET  # nodes this decode may still add to the trie
+    stack: list[tuple[Any, Any, int, str, Any, bool, bool]] = []
+    arr = kind == KIND_ARRAY
+    cur: Any = [] if arr else {}
+    track = node is not None  # predicting headers (documents only)
+    stop = end - 1  # where this container's trailing NUL must be
+    pos = start + 4
+    key = ""
+    value: Any
+    try:
+        while True:
+            while pos < stop:
+                if track:
+                    nxt = node[0]
+                    hdr, unpack, key, size, vkind = nxt[1]
+                    try:
+                        h, value = unpack(data, pos)
+                    except unpack_error:  # the prediction runs past the data: a miss
+                        h = None
+                    if h == hdr:  # as predicted: the key is known, the value's fixed part read
+                        node = nxt
+                        pos += size
+                        # (value kinds as in _decode_parts, as literals: globals are slower)
+                        if vkind == 0:
+                            cur[key] = value
+                            continue
+                        if vkind == 1:  # string; value is its length
+                            s = pos
+                            pos += value
+                            e = pos - 1
+                            if value < 1 or data[e]:
+                                raise bad_string("string", value, s - 4)
+                            if strict:
+                                cur[key] = data[s:e].decode()
+                            else:
+                                cur[key] = data[s:e].decode("utf-8", errors)
+                            continue
+                        if vkind < 4:  # document or array; value is its length
+                            e = pos + value - 5  # where its NUL must be
+                            if value < 5 or e >= stop:
+                                raise InvalidBSON(
+                                    f"embedded document length {value} does not fit", pos - 4
+                                )
+                            if depth >= max_depth:
+                                raise too_deep(max_depth, pos - 4)
+                            if value == 5 and not lazy and convert is None:
+                                # an empty container: no need to go in
+                                if data[pos]:
+                                    raise bad_end(data, pos, pos)
+                                pos += 1
+                                cur[key] = {} if vkind == 2 else []
+                                continue
+                            if vkind == 2 and lazy:
+                                pos -= 4
+                                cur[key] = doc_class._view(data, pos, pos + value, opts, None)
+                                pos += value
+                                continue
+                            stack.append((cur, kind, stop, key, node, arr, track))
+                            sub = nxt[4]
+                            if sub is None and learn:
+                                learn -= 1
+                                sub = nxt[4] = new_root()
+                            node = sub
+                            depth += 1
+                            stop = e
+                            # a tracked array collects its items in a dict keyed "0", "1", ...
+                            # (the trie has checked those keys) and becomes a list at its end
+                            kind = vkind - 1  # KIND_DOC or KIND_ARRAY
+                            if sub is not None:
+                                cur = {}
+                                arr = False
+                                track = True
+                            elif vkind == 2:
+                                cur = {}
+                                arr = False
+                                track = False
+                            else:
+                                cur = []
+                                arr = True
+                                track = False
+                            continue
+                        if vkind == 4:
+                            if value == 1:
+                                cur[key] = True
+                            elif value == 0:
+                                cur[key] = False
+                            else:
+                                raise InvalidBSON(f"boolean byte {value} is not 0 or 1", pos - 1)
+                            continue
+                        if vkind == 5:
+                            cur[key] = nxt[5]
+                            continue
+                        if vkind == 6:
+                            if -2147483648 <= value <= 2147483647:
+                                value = int64(value)
+                            cur[key] = value
+                            continue
+                        if vkind == 7:
+                            cur[key] = objectid(value)
+                            continue
+                        if vkind == 8:
+                            if plain_dates and DATETIME_MIN_MS <= value <= DATETIME_MAX_MS:
+                                cur[key] = epoch + timedelta(0, 0, 0, value)
+                            else:
+                                cur[key] = datetime_value(value, opts)
+                            continue
+                        if vkind == 9:  # binary; value is its length
+                            if value < 0:
+                                raise InvalidBSON(f"binary length {value} is negative", pos - 4)
+                            s = pos + 1
+                            pos = s + value
+                            if pos > stop:
+                                raise InvalidBSON("binary value runs past its document", s - 5)
+                            cur[key] = binary_value(data, s, pos, data[s - 1], opts)
+                            continue
+                        if vkind == 10:  # code; value is its length
+                            s = pos
+                            pos += value
+                            if value < 1 or data[pos - 1]:
+                                raise bad_string("code", value, s - 4)
+                            cur[key] = make_code(data[s : pos - 1].decode("utf-8", errors))
+                            continue
+                        if vkind == 11:
+                            cur[key] = make_timestamp(value >> 32, value & 0xFFFFFFFF)
+                            continue
+                        if vkind == 12:
+                            cur[key] = Decimal128.from_bid(value)
+                            continue
+                        t = nxt[2]  # other types: the general code below
+                    else:
+                        t = data[pos]
+                        kend = find(0, pos + 1)
+                        hdr = data[pos : kend + 1]
+                        kids = node[3]
+                        nxt = None if kids is None else kids.get(hdr)
+                        if nxt is not None:  # seen before after this same element
+                            key = nxt[1][2]
+                            node[0] = nxt
+                            node = nxt
+                        else:
+                            key = data[pos + 1 : kend].decode()
+                            if (
+                                learn
+                                and node[6] < LEARN_DEPTH
+                                and (kind != 2 or key == str(node[6]))
+                            ):
+                                learn -= 1
+                                nxt = new_node(hdr, t, key, node[6] + 1)
+                                if kind == 2:  # the documents of an array share one root
+                                    shared = node[4]
+                                    if shared is None:
+                                        shared = node[4] = new_root()
+                                    nxt[4] = shared
+                                if kids is None:
+                                    node[3] = kids = {}
+                                kids[hdr] = nxt
+                                node[0] = nxt
+                                node = nxt
+                            else:  # budget spent, document too long or odd array keys
+                                node = None
+                                track = False
+                                if kind == 2:
+                                    cur = list(cur.values())
+                                    arr = True
+                        pos = kend + 1
+                elif arr:  # array keys are "0", "1", ... by convention; their text is ignored
+                    t = data[pos]
+                    pos = find(0, pos + 1) + 1
+                else:
+                    t = data[pos]
+                    kend = find(0, pos + 1)
+                    key = data[pos + 1 : kend].decode()
+                    pos = kend + 1
+
+                # the general code: value of type t at pos
+                if t == 2:
+                    n = i32(data, pos)[0]
+                    s = pos + 4
+                    pos = s + n
+                    if n < 1 or data[pos - 1]:
+                        raise bad_string("string", n, s - 4)
+                    if strict:
+                        value = data[s : pos - 1].decode()
+                    else:
+                        value = data[s : pos - 1].decode("utf-8", errors)
+                elif t == 16:
+                    value = i32(data, pos)[0]
+                    pos += 4
+                elif t == 1:
+                    value = double(data, pos)[0]
+                    pos += 8
+                elif t == 3 or t == 4:
+                    n = i32(data, pos)[0]
+                    if n < 5 or pos + n > stop:
+                        raise InvalidBSON(f"embedded document length {n} does not fit", pos)
+                    if depth >= max_depth:
+                        raise too_deep(max_depth, pos)
+                    if t == 3 and lazy:
+                        value = doc_class._view(data, pos, pos + n, opts, None)
+                        pos += n
+                    else:
+                        stack.append((cur, kind, stop, key, node, arr, track))
+                        if node is not None:  # the child's root in the trie
+                            sub = node[4]
+                            if sub is None and learn:
+                                learn -= 1
+                                sub = node[4] = new_root()
+                            node = sub
+                        depth += 1
+                        stop = pos + n - 1
+                        pos += 4
+                        kind = 1 if t == 3 else 2
+                        if t == 3 or node is not None:  # (a tracked array is a dict for now)
+                            cur = {}
+                            arr = False
+                            track = node is not None
+                        else:
+                            cur = []
+                            arr = True
+                            track = False
+                        continue
+                elif t == 18:
+                    value = i64(data, pos)[0]
+                    pos += 8
+                    if -2147483648 <= value <= 2147483647:
+                        value = int64(value)
+                elif t == 8:
+                    value = data[pos]
+                    pos += 1
+                    if value == 1:
+                        value = True
+                    elif value == 0:
+                        value = False
+                    else:
+                        raise InvalidBSON(f"boolean byte {value} is not 0 or 1", pos - 1)
+                elif t == 10:
+                    value = None
+                elif t == 7:
+                    value = objectid(data[pos : pos + 12])
+                    pos += 12
+                elif t == 9:
+                    value = i64(data, pos)[0]
+                    pos += 8
+                    if plain_dates and DATETIME_MIN_MS <= value <= DATETIME_MAX_MS:
+                        value = epoch + timedelta(0, 0, 0, value)
+                    else:
+                        value = datetime_value(value, opts)
+                elif t == 15:
+                    code, scope_start, scope_end = code_header(data, pos, stop, errors)
+                    if lazy:
+                        value = Code(code, doc_class._view(data, scope_start, scope_end, opts, None))
+                        pos = scope_end
+                    else:
+                        if depth >= max_depth:
+                            raise too_deep(max_depth, pos)
+                        stack.append((cur, kind, stop, key, node, arr, track))
+                        depth += 1
+                        pos = scope_start + 4
+                        stop = scope_end - 1
+                        cur = {}
+                        kind = code  # a str kind marks a scope document
+                        arr = False
+                        node = None  # scopes are rare: not worth a place in the trie
+                        track = False
+                        continue
+                else:
+                    value, pos = read_rare(data, t, pos, opts)
+                if arr:
+                    cur.append(value)
+                else:
+                    cur[key] = value
+
+            # the current container is complete: its last element must end at its NUL
+            if pos != stop or data[stop]:
+                raise bad_end(data, pos, stop)
+            value = cur
+            if kind == 1:  # KIND_DOC
+                if "$ref" in value:
+                    value = finish_dbref(value, convert)
+                elif convert is not None:
+                    value = convert(value)
+            elif kind == 2:  # KIND_ARRAY
+                if not arr:  # tracked: its items are in a dict
+                    value = list(value.values())
+            elif kind == 0:  # KIND_TOP
+                if convert is not None:
+                    value = convert(value)
+            else:  # a scope document; kind is the code
+                value = Code(kind, value if convert is None else convert(value))
+            if not stack:
+                return value
+            pos = stop + 1
+            cur, kind, stop, key, node, arr, track = stack.pop()
+            depth -= 1
+            if arr:
+                cur.append(value)
+            else:
+                cur[key] = value
+    except InvalidBSON:
+        raise
+    except (IndexError, struct.error) as exc:
+        raise InvalidBSON(f"data ends inside an element ({exc})", pos) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidBSON(f"invalid UTF-8 in a key or string ({exc.reason})", pos) from None
+    except ValueError as exc:  # bytes.index: a key without its NUL
+        raise InvalidBSON(f"key is not NUL-terminated ({exc})", pos) from None
+    finally:
+        if learn != LEARN_BUDGET:
+            count_nodes(LEARN_BUDGET - learn)
+
+
+def read_value(
+    data: bytes, t: int, pos: int, stop: int, opts: CodecOptions, depth: int = 1
+) -> tuple[Any, int]:
+    """Decode the value of one element of type ``t`` starting at ``pos``; return it and its end.
+
+    ``stop`` is the position of the containing document's trailing NUL: the value must end at
+    or before it.  Documents, arrays and code-with-scope scopes are decoded fully at nesting
+    depth ``depth + 1``, except that documents come back as views when RawDocument is the
+    document class.  This is how the lazy views decode one value on access.
+    """
+    value: Any
+    doc_class: Any = opts.document_class
+    try:
+        if t == 2:
+            value, end = read_string(data, pos, opts.unicode_decode_error_handler)
+        elif t == 16:
+            value, end = I32(data, pos)[0], pos + 4
+        elif t == 1:
+            value, end = DOUBLE(data, pos)[0], pos + 8
+        elif t == 18:
+            value, end = I64(data, pos)[0], pos + 8
+            if -2147483648 <= value <= 2147483647:
+                value = Int64(value)
+        elif t == 8:
+            value, end = data[pos], pos + 1
+            if value > 1:
+                raise InvalidBSON(f"boolean byte {value} is not 0 or 1", pos)
+            value = value == 1
+        elif t == 10:
+            value, end = None, pos
+        elif t == 7:
+            value, end = OBJECTID(data[pos : pos + 12]), pos + 12
+        elif t == 9:
+            value, end = datetime_value(I64(data, pos)[0], opts), pos + 8
+        elif t == 3 or t == 4:
+            end = document_end(data, pos, stop, opts)
+            if t == 3 and _settings(opts)[3]:
+                value = doc_class._view(data, pos, end, opts, None)
+            else:
+                value = read_document(
+                    data, pos, end, opts, depth + 1, KIND_DOC if t == 3 else KIND_ARRAY, False
+                )
+        elif t == 15:
+            code, scope_start, end = code_header(data, pos, stop, opts.unicode_decode_error_handler)
+            if _settings(opts)[3]:
+                scope = doc_class._view(data, scope_start, end, opts, None)
+            else:
+                scope = read_document(data, scope_start, end, opts, depth + 1, KIND_TOP, False)
+            value = Code(code, scope)
+        else:
+            value, end = read_rare(data, t, pos, opts)
+    except InvalidBSON:
+        raise
+    except (IndexError, struct.error) as exc:
+        raise InvalidBSON(f"data ends inside an element ({exc})", pos) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidBSON(f"invalid UTF-8 in a string ({exc.reason})", pos) from None
+    except ValueError as exc:
+        raise InvalidBSON(f"cstring is not NUL-terminated ({exc})", pos) from None
+    if end > stop:
+        raise InvalidBSON("an element runs past the end of its document", pos)
+    return value, end

@@ -1,0 +1,734 @@
+"""The BSON encoder: Python documents in, BSON bytes out.
+
+Inputs: a top-level mapping (``dict``, any ``collections.abc.Mapping``, or a
+:class:`~mongo_sansio.bson.raw.RawDocument`) and optional :class:`CodecOptions`, of which
+``uuid_representation``, ``max_nesting_depth`` and ``max_document_size`` are consulted.
+
+Outputs: :func:`encode` returns the document's BSON bytes; :func:`encode_into` appends them to
+a caller's ``bytearray`` (the wire layer builds messages that way) and returns how many bytes
+it wrote.  Key order is kept exactly as the mapping yields it (a top-level ``_id`` is *not*
+moved first).
+
+Errors: :class:`InvalidDocument` for values BSON cannot hold (non-str or NUL-containing keys,
+integers outside int64, nesting deeper than ``max_nesting_depth`` -- the top level is depth 1
+--, documents over ``max_document_size`` or 2**31-1 bytes, ...) and :class:`UnencodableType`
+(also a ``TypeError``) for Python types with no BSON counterpart.  Both carry ``path``, the
+dotted key path of the offending value (``"a.b.3"``).
+
+Python type to BSON element type:
+
+==================================== ==================================================
+bool / None / float                  0x08 boolean / 0x0A null / 0x01 double
+int / Int64                          0x10 int32 if it fits, else 0x12 int64 / 0x12 int64
+str / Symbol / Code                  0x02 string / 0x0E symbol / 0x0D code, or 0x0F code
+                                     with scope when ``scope`` is not None
+dict, Mapping, DBRef / RawDocument   0x03 document / its bytes copied unchanged
+list, tuple / RawArray               0x04 array / its bytes copied unchanged
+bytes, bytearray, memoryview, Binary 0x05 binary (subtype 0, or the Binary's own)
+uuid.UUID / BinaryVector             0x05 per ``uuid_representation`` / subtype 9
+Undefined / ObjectId / DBPointer     0x06 / 0x07 / 0x0C
+datetime.datetime, DatetimeMS        0x09 UTC datetime (a naive datetime is UTC)
+Regex, re.Pattern                    0x0B regular expression
+Timestamp / Decimal128               0x11 / 0x13
+MinKey / MaxKey                      0xFF / 0x7F
+==================================== ==================================================
+
+How it is fast (pure Python: every bytecode counts): one ``bytearray`` grows by ``+=``, and
+each container's int32 length is back-patched when it closes.  The commonest types are tested
+inline, in order of frequency; the rest go through a type-keyed table.  Per element type a
+cache (a plain dict: a miss raises KeyError and the loop learns the key) maps a key to the
+element's header -- type byte, key, NUL -- so a cached element costs one subscript.
+Containers of common scalars ("leaves") are written by an inner loop without a stack frame.  Containers over ``_BIG_CONTAINER`` entries skip the caches (unique keys).  There
+is no recursion: an explicit stack of suspended iterators bounds depth by
+``max_nesting_depth`` alone.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import struct
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Protocol
+
+from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+from mongo_sansio.bson.decimal128 import Decimal128
+from mongo_sansio.bson.errors import InvalidDocument, UnencodableType
+from mongo_sansio.bson.objectid import ObjectId
+from mongo_sansio.bson.types import (
+    OLD_BINARY_SUBTYPE,
+    Binary,
+    Code,
+    DatetimeMS,
+    DBPointer,
+    DBRef,
+    Int64,
+    MaxKey,
+    MinKey,
+    Regex,
+    Symbol,
+    Timestamp,
+    Undefined,
+)
+from mongo_sansio.bson.vector import BinaryVector
+
+__all__ = ["encode", "encode_into"]
+
+_INT32 = struct.Struct("<i")
+_pack_i32 = _INT32.pack
+_pack_i32_into = _INT32.pack_into
+_pack_i64 = struct.Struct("<q").pack
+_pack_double = struct.Struct("<d").pack
+_pack_timestamp = struct.Struct("<II").pack  # increment first: it is the low 4 bytes
+_pack_binary_header = struct.Struct("<iB").pack  # length, subtype
+# The uncached path writes a key without its NUL and lets the value's packer add it.
+_pack_nul_i32 = struct.Struct("<xi").pack
+_pack_nul_i64 = struct.Struct("<xq").pack
+_pack_nul_double = struct.Struct("<xd").pack
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_BSON_SIZE_LIMIT = 2**31 - 1  # the int32 length prefix cannot say more
+_TOO_DEEP = "document nested deeper than max_nesting_depth"
+
+# Pre-packed int32s: string length prefixes and small integers are mostly small, and a tuple
+# subscript costs a quarter of a struct call.  Negative values sit at the end, so that
+# ``_SMALL_I32[i]`` is right for -128 <= i < 1024.
+_SMALL_I32 = tuple(_pack_i32(i) for i in [*range(1024), *range(-128, 0)])
+_SMALL_NUL_I32 = tuple(b"\x00" + packed for packed in _SMALL_I32)
+_EMPTY_CONTAINER = b"\x05\x00\x00\x00\x00"
+
+_EPOCH_NAIVE = datetime.datetime(1970, 1, 1)
+_EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_PLACEHOLDER = b"\x00\x00\x00\x00"
+_NO_KEY = object()  # "not inside an inlined child" (error paths name the key path with it)
+
+# Containers with more entries than this are walked without the key caches: their keys are
+# mostly seen once (a 100k-key document, a long array), so caching would miss and would evict
+# the keys of ordinary documents.
+_BIG_CONTAINER = 1024
+_INDEX_STRS = tuple(str(i) for i in range(_BIG_CONTAINER))  # array keys share the caches
+
+# A cache holds at most _KEY_CACHE_LIMIT keys and is emptied when full, so ids used as keys
+# cannot grow memory without bound; keys over _KEY_CACHE_MAX_LEN characters are not cached.
+_KEY_CACHE_LIMIT = 4096
+_KEY_CACHE_MAX_LEN = 64
+
+
+def _encode_key(key: Any) -> bytes:
+    """A document key as a BSON cstring (UTF-8 plus the terminating NUL), validated."""
+    if not isinstance(key, str):
+        raise InvalidDocument(f"document keys must be str, not {type(key).__name__}")
+    if "\x00" in key:
+        raise InvalidDocument("document keys must not contain a NUL character")
+    return key.encode("utf-8") + b"\x00"
+
+
+class _KeyCache(dict[Any, bytes]):
+    """Key -> key cstring, for the rarer types.  A miss validates and encodes the key."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: Any) -> bytes:
+        ekey = _encode_key(key)
+        if type(key) is str and len(key) <= _KEY_CACHE_MAX_LEN:
+            if len(self) >= _KEY_CACHE_LIMIT:
+                self.clear()
+            self[key] = ekey
+        return ekey
+
+
+_KEYS = _KeyCache()
+
+# The hot loop's caches, key -> element header (type byte, key cstring and, for booleans, the
+# value byte).  They are plain dicts -- a plain dict subscript costs half a subclass's -- so a
+# miss raises KeyError; the loop then calls _learn and retries the element.
+_Cache = dict[Any, bytes]
+_H_DOUBLE, _H_STR, _H_DOC, _H_ARRAY, _H_OID, _H_DATE, _H_NULL = (_Cache() for _ in range(7))
+_H_TRUE, _H_FALSE, _H_INT32, _H_INT64, _H_CODE_W_SCOPE = (_Cache() for _ in range(5))
+_H_BINARY, _H_UNDEFINED, _H_REGEX, _H_DBPOINTER, _H_SYMBOL = (_Cache() for _ in range(5))
+_H_TIMESTAMP, _H_DECIMAL128, _H_MINKEY, _H_MAXKEY = (_Cache() for _ in range(4))
+
+# value type -> the caches the hot loop looks its key up in, as (cache, prefix, suffix)
+# (the types of _SIMPLE below are added to it there)
+_HOT: dict[type, tuple[tuple[_Cache, bytes, bytes], ...]] = {
+    int: ((_H_INT32, b"\x10", b""), (_H_INT64, b"\x12", b"")),
+    dict: ((_H_DOC, b"\x03", b""),),
+    list: ((_H_ARRAY, b"\x04", b""),),
+    bool: ((_H_TRUE, b"\x08", b"\x01"), (_H_FALSE, b"\x08", b"\x00")),
+    Code: ((_H_CODE_W_SCOPE, b"\x0f", b""),),
+}
+
+
+class _Uncached:
+    """A value whose key cannot be cached, handed to the hot loop to write on the slow path."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _learn(key: Any, value: Any) -> bool | None:
+    """Called when the hot loop's cache lookup of ``key`` (for ``value``) raised KeyError.
+
+    Adds the key's headers to the caches for the value's type and returns True (retry the
+    element), or returns None when the key is not cacheable (long, or a str subclass: write
+    the element on the slow path), or False when the KeyError was no cache miss (the key is
+    cached already, or the type has no cache).  Raises InvalidDocument for a key to refuse.
+    """
+    caches = _HOT.get(type(value))
+    if caches is None or all(key in cache for cache, _, _ in caches):
+        return False
+    ekey = _encode_key(key)
+    if type(key) is not str or len(key) > _KEY_CACHE_MAX_LEN:
+        return None
+    for cache, prefix, suffix in caches:
+        if len(cache) >= _KEY_CACHE_LIMIT:
+            cache.clear()  # bounded memory: a fresh start beats tracking recency
+        cache[key] = prefix + ekey + suffix
+    return True
+
+
+def _cstring(value: str, what: str) -> bytes:
+    if "\x00" in value:
+        raise InvalidDocument(f"{what} must not contain a NUL character")
+    return value.encode("utf-8") + b"\x00"
+
+
+def _string(value: str) -> bytes:
+    """A BSON string: int32 byte length (counting the NUL), UTF-8, NUL."""
+    data = value.encode("utf-8")
+    return _pack_i32(len(data) + 1) + data + b"\x00"
+
+
+def _binary(data: bytes, subtype: int = 0) -> bytes:
+    if subtype == OLD_BINARY_SUBTYPE:
+        # the deprecated subtype 2 repeats the length inside the payload (BSON spec)
+        return _pack_binary_header(len(data) + 4, 2) + _pack_i32(len(data)) + data
+    return _pack_binary_header(len(data), subtype) + data
+
+
+def _int64(value: int) -> bytes:
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise InvalidDocument("integer out of int64 range")
+    return _pack_i64(value)
+
+
+def _regex(value: Regex) -> bytes:
+    return _cstring(value.pattern, "a regular expression pattern") + _cstring(
+        value.flags, "regular expression flags"
+    )
+
+
+def _pattern(value: re.Pattern[Any]) -> bytes:
+    if not isinstance(value.pattern, str):
+        raise InvalidDocument("only str regular expression patterns can be stored in BSON")
+    return _regex(Regex.from_native(value))
+
+
+def _datetime_ms(value: datetime.datetime) -> int:
+    """Like types.datetime_to_ms (aware datetimes are converted to UTC), in fewer steps."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        delta = value.replace(tzinfo=None) - _EPOCH_NAIVE
+    else:
+        delta = value - _EPOCH_UTC
+    return (delta.days * 86400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+# Types written as (header, payload(value)): exact type -> (type byte, the header cache,
+# payload function or None for no payload).  The order matters for subclasses, which take the
+# first entry they are an instance of (Symbol before str, Binary before bytes).
+_SIMPLE: dict[type, tuple[bytes, _Cache, Callable[[Any], bytes] | None]] = {
+    Int64: (b"\x12", _H_INT64, _int64),
+    float: (b"\x01", _H_DOUBLE, _pack_double),
+    Symbol: (b"\x0e", _H_SYMBOL, _string),
+    str: (b"\x02", _H_STR, _string),
+    bool: (b"\x08", _H_TRUE, lambda value: b"\x01" if value else b"\x00"),  # slow path only
+    Binary: (b"\x05", _H_BINARY, lambda value: _binary(value, value.subtype)),
+    bytes: (b"\x05", _H_BINARY, _binary),
+    bytearray: (b"\x05", _H_BINARY, lambda value: _binary(bytes(value))),
+    memoryview: (b"\x05", _H_BINARY, lambda value: _binary(value.tobytes())),  # len(): items
+    BinaryVector: (b"\x05", _H_BINARY, lambda value: _binary(value.to_binary(), 9)),
+    Undefined: (b"\x06", _H_UNDEFINED, None),
+    ObjectId: (b"\x07", _H_OID, lambda value: value.binary),
+    datetime.datetime: (b"\x09", _H_DATE, lambda value: _pack_i64(_datetime_ms(value))),
+    DatetimeMS: (b"\x09", _H_DATE, lambda value: _pack_i64(int(value))),
+    type(None): (b"\x0a", _H_NULL, None),
+    Regex: (b"\x0b", _H_REGEX, _regex),
+    re.Pattern: (b"\x0b", _H_REGEX, _pattern),
+    DBPointer: (b"\x0c", _H_DBPOINTER, lambda value: _string(value.namespace) + value.id.binary),
+    Timestamp: (b"\x11", _H_TIMESTAMP, lambda value: _pack_timestamp(value.inc, value.time)),
+    Decimal128: (b"\x13", _H_DECIMAL128, lambda value: value.bid),
+    MinKey: (b"\xff", _H_MINKEY, None),
+    MaxKey: (b"\x7f", _H_MAXKEY, None),
+}
+for _type, (_byte, _cache, _) in _SIMPLE.items():
+    _HOT.setdefault(_type, ((_cache, _byte, b""),))
+del _type, _byte, _cache
+
+# What the main loop descends into: (container, is it an array, where a code-with-scope's
+# total length goes or -1).
+_Descend = tuple[Any, bool, int]
+
+
+def _write_special(buf: bytearray, key: Any, value: Any, opts: CodecOptions) -> _Descend | None:
+    """Write an element whose exact type is neither inlined nor in _SIMPLE.
+
+    That is code, containers other than dict and list, UUIDs, subclasses, and values whose key
+    the hot loop cannot cache.  Containers get their header written here and are returned for
+    the main loop to descend into.
+    """
+    if type(value) is _Uncached:
+        value = value.value
+    if isinstance(value, Code):
+        if value.scope is None:
+            buf += b"\x0d"
+            buf += _KEYS[key]
+            buf += _string(value)
+            return None
+        buf += b"\x0f"
+        buf += _KEYS[key]
+        cws_start = len(buf)
+        buf += _PLACEHOLDER  # the total length, patched once the scope document is written
+        buf += _string(value)
+        raw = None if type(value.scope) is dict else _raw_bytes(value.scope)
+        if raw is None:
+            return (value.scope, False, cws_start)
+        buf += raw
+        _pack_i32_into(buf, cws_start, len(buf) - cws_start)
+        return None
+    if isinstance(value, Mapping):
+        buf += b"\x03"
+        buf += _KEYS[key]
+        raw = _raw_bytes(value)
+        if raw is None:
+            return (value, False, -1)
+        buf += raw
+        return None
+    if isinstance(value, list | tuple):
+        buf += b"\x04"
+        buf += _KEYS[key]
+        return (value, True, -1)
+    if isinstance(value, _raw_types()[1]):  # a RawArray: its bytes as they are
+        buf += b"\x04"
+        buf += _KEYS[key]
+        buf += value.raw
+        return None
+    if isinstance(value, DBRef):
+        buf += b"\x03"
+        buf += _KEYS[key]
+        return (value.as_doc(), False, -1)
+    if isinstance(value, uuid.UUID):
+        value = Binary.from_uuid(value, opts.uuid_representation)
+    for cls, (type_byte, _, payload) in _SIMPLE.items():
+        if isinstance(value, cls):
+            data = b"" if payload is None else payload(value)
+            buf += type_byte
+            buf += _KEYS[key]
+            buf += data
+            return None
+    if isinstance(value, int):  # int subclasses (IntEnum, ...) size like a plain int
+        if -2147483648 <= value <= 2147483647:
+            buf += b"\x10"
+            buf += _KEYS[key]
+            buf += _pack_i32(value)
+        else:
+            data = _int64(int(value))
+            buf += b"\x12"
+            buf += _KEYS[key]
+            buf += data
+        return None
+    name = type(value).__qualname__
+    if type(value).__module__ != "builtins":
+        name = f"{type(value).__module__}.{name}"
+    raise UnencodableType(f"cannot encode an object of type {name}")
+
+
+_RAW_TYPES: tuple[Any, Any] | None = None
+
+
+def _raw_types() -> tuple[Any, Any]:
+    """(RawDocument, RawArray), imported on first use: raw.py sits above this module."""
+    global _RAW_TYPES
+    if _RAW_TYPES is None:
+        from mongo_sansio.bson.raw import RawArray, RawDocument
+
+        _RAW_TYPES = (RawDocument, RawArray)
+    return _RAW_TYPES
+
+
+def _raw_bytes(value: Any) -> Any:
+    """The encoded bytes of ``value`` if it is a RawDocument, else None."""
+    return value.raw if isinstance(value, _raw_types()[0]) else None
+
+
+def _big_items(container: Any, is_array: bool) -> Iterator[tuple[Any, Any]]:
+    """The (key, value) pairs of a big container, for :func:`_run_uncached`."""
+    if is_array:
+        return zip(map(str, range(len(container))), container)  # noqa: B905 - same length
+    return iter(container.items())
+
+
+def _run_uncached(
+    buf: bytearray,
+    items: Iterator[tuple[Any, Any]],
+    small_nul_i32: tuple[bytes, ...] = _SMALL_NUL_I32,
+    pack_nul_i32: Any = _pack_nul_i32,
+    pack_nul_i64: Any = _pack_nul_i64,
+    pack_nul_double: Any = _pack_nul_double,
+    int64_type: type = Int64,
+) -> tuple[Any, Any] | None:
+    """Write the scalar elements of a big container, encoding each key afresh.
+
+    Returns at the container's end (None) or at the first element it does not handle -- a
+    container, a rarer type, a key to refuse, or a value that fails to encode -- as
+    (key, value) for the main loop, which writes it (or raises with the key path).  The key's
+    NUL terminator rides along with the value's packer (the "<x..." formats).
+    """
+    key: Any = None
+    value: Any = None
+    try:
+        for key, value in items:
+            if "\x00" in key:  # (a non-str key fails here or at key.encode(): handed back)
+                return key, value
+            t = type(value)
+            if t is str:
+                data = value.encode()
+                buf += b"\x02"
+                buf += key.encode()
+                size = len(data) + 1
+                buf += small_nul_i32[size] if size < 1024 else pack_nul_i32(size)
+                buf += data
+                buf += b"\x00"
+            elif t is int64_type:
+                buf += b"\x12"
+                buf += key.encode()
+                buf += pack_nul_i64(value)  # out of range: struct.error, handed back below
+            elif t is int:
+                if -2147483648 <= value <= 2147483647:
+                    buf += b"\x10"
+                    buf += key.encode()
+                    buf += small_nul_i32[value] if -128 <= value < 1024 else pack_nul_i32(value)
+                else:
+                    buf += b"\x12"
+                    buf += key.encode()
+                    buf += pack_nul_i64(value)
+            elif t is float:
+                buf += b"\x01"
+                buf += key.encode()
+                buf += pack_nul_double(value)
+            elif t is bool:
+                buf += b"\x08"
+                buf += key.encode()
+                buf += b"\x00\x01" if value else b"\x00\x00"
+            elif value is None:
+                buf += b"\x0a"
+                buf += key.encode()
+                buf += b"\x00"
+            else:
+                return key, value
+    except (UnicodeEncodeError, struct.error, TypeError, AttributeError):
+        return key, value
+    return None
+
+
+def _located(exc: Exception, stack: list[Any], *keys: Any) -> InvalidDocument:
+    """The error to raise for ``exc``, met at the key path of ``stack`` frames and ``keys``."""
+    path = ".".join([str(frame[2]) for frame in stack] + [str(key) for key in keys])
+    if isinstance(exc, InvalidDocument):
+        return exc if exc.path else type(exc)(exc.reason, path)
+    if isinstance(exc, UnicodeEncodeError):
+        return InvalidDocument(f"string is not encodable as UTF-8 ({exc.reason})", path)
+    # struct.error: a value did not fit its packer -- an integer or a length
+    return InvalidDocument("integer out of int64 range, or a length over int32", path)
+
+
+class _Encode(Protocol):
+    def __call__(
+        self, document: Mapping[str, Any], codec_options: CodecOptions | None = None
+    ) -> bytes: ...
+
+
+def _make_encode() -> _Encode:
+    """Build :func:`encode`.  Constants are bound here as closure variables: in the loop they
+    load as cheaply as locals, and calls stay free of the setup (small documents are
+    dominated by per-call costs)."""
+    pack_i32, pack_i32_into, pack_i64, pack_double = _pack_i32, _pack_i32_into, _pack_i64, _pack_double
+    h_str, h_int32, h_int64, h_double = _H_STR, _H_INT32, _H_INT64, _H_DOUBLE
+    h_doc, h_array, h_true, h_false = _H_DOC, _H_ARRAY, _H_TRUE, _H_FALSE
+    h_null, h_oid, h_date, h_cws, keys = _H_NULL, _H_OID, _H_DATE, _H_CODE_W_SCOPE, _KEYS
+    datetime_type, int64_type, objectid_type, code_type = datetime.datetime, Int64, ObjectId, Code
+    small_i32, index_strs, simple, run_uncached = _SMALL_I32, _INDEX_STRS, _SIMPLE, _run_uncached
+    epoch, big_container, no_key = _EPOCH_NAIVE, _BIG_CONTAINER, _NO_KEY
+    placeholder, empty_container, join = _PLACEHOLDER, _EMPTY_CONTAINER, b"".join
+    default_options = DEFAULT_CODEC_OPTIONS
+    default_max_frames = DEFAULT_CODEC_OPTIONS.max_nesting_depth - 1
+
+    def encode(document: Mapping[str, Any], codec_options: CodecOptions | None = None) -> bytes:
+        """The BSON encoding of ``document`` (see the module docstring for the type mapping)."""
+        if type(document) is dict and len(document) <= big_container:
+            items: Iterator[tuple[Any, Any]] = iter(document.items())
+            big = False
+        elif isinstance(document, Mapping):
+            raw = None if type(document) is dict else _raw_bytes(document)
+            if raw is not None:
+                _check_size(len(raw), codec_options or default_options)
+                return bytes(raw)
+            big = len(document) > big_container
+            items = _big_items(document, False) if big else iter(document.items())
+        else:
+            raise UnencodableType(
+                f"a BSON document must be a mapping, not {type(document).__qualname__}"
+            )
+        if codec_options is None:
+            opts = default_options
+            max_frames = default_max_frames
+            max_size = _BSON_SIZE_LIMIT
+        else:
+            opts = codec_options
+            max_frames = opts.max_nesting_depth - 1
+            max_size = opts.max_document_size or _BSON_SIZE_LIMIT
+            if max_size > _BSON_SIZE_LIMIT:
+                max_size = _BSON_SIZE_LIMIT
+        # A frame saves the parent while a child container is written: (parent items, parent
+        # start offset, key of the child, the child's code-with-scope start or -1, parent is
+        # big).  The top level is depth 1, so at most max_nesting_depth - 1 frames.
+        stack: list[tuple[Iterator[tuple[Any, Any]], int, Any, int, bool]] = []
+        buf = bytearray()  # the top level's length and NUL are added at the end
+        start = 0
+        depth = 0  # len(stack), kept by hand: cheaper than calling len()
+        # ``cur`` is what the for loop walks: the container's own iterator, or a one-element tuple
+        # re-injecting an element that a faster path handed back (``items`` then continues).
+        cur: Iterable[tuple[Any, Any]] = items
+        key: Any = None
+        key2: Any = no_key
+        try:
+            while True:
+                try:
+                    if big and cur is items:
+                        # a big container: the uncached run writes what it can and hands the rest here
+                        pending = run_uncached(buf, items)
+                        cur = items if pending is None else (pending,)
+                    for key, value in cur:
+                        t = type(value)
+                        if t is str:
+                            data = value.encode()
+                            buf += h_str[key]
+                            size = len(data) + 1
+                            buf += small_i32[size] if size < 1024 else pack_i32(size)
+                            buf += data
+                            buf += b"\x00"
+                            continue
+                        if t is int:
+                            if -2147483648 <= value <= 2147483647:
+                                buf += h_int32[key]
+                                buf += small_i32[value] if -128 <= value < 1024 else pack_i32(value)
+                            else:
+                                buf += h_int64[key]
+                                buf += pack_i64(value)  # out of range: struct.error, reported below
+                            continue
+                        if t is bool:
+                            buf += h_true[key] if value else h_false[key]
+                            continue
+                        if value is None:
+                            buf += h_null[key]
+                            continue
+                        if t is float:
+                            buf += h_double[key]
+                            buf += pack_double(value)
+                            continue
+                        if t is int64_type:
+                            buf += h_int64[key]
+                            buf += pack_i64(value)  # out of range: struct.error, reported below
+                            continue
+                        if t is dict:
+                            buf += h_doc[key]
+                            container, is_array, cws_start = value, False, -1
+                        elif t is list:
+                            buf += h_array[key]
+                            container, is_array, cws_start = value, True, -1
+                        elif t is objectid_type:
+                            buf += h_oid[key]
+                            buf += value._id  # the slot behind .binary: a property call costs more
+                            continue
+                        elif t is datetime_type and value.tzinfo is None:
+                            buf += h_date[key]
+                            # (days, seconds >= 0, microseconds >= 0): the sum floors sub-ms
+                            # digits towards the past, as datetime_to_ms does
+                            delta = value - epoch
+                            buf += pack_i64(
+                                (delta.days * 86400 + delta.seconds) * 1000 + delta.microseconds // 1000
+                            )
+                            continue
+                        elif t is code_type and type(value.scope) is dict:
+                            # code with scope: int32 total length, code string, scope document
+                            data = value.encode()
+                            buf += h_cws[key]
+                            cws_start = len(buf)
+                            buf += placeholder
+                            size = len(data) + 1
+                            buf += small_i32[size] if size < 1024 else pack_i32(size)
+                            buf += data
+                            buf += b"\x00"
+                            container, is_array = value.scope, False
+                        else:
+                            spec = simple.get(t)
+                            if spec is not None:
+                                payload = spec[2]
+                                if payload is None:
+                                    buf += spec[1][key]
+                                else:
+                                    data = payload(value)  # first: nothing written if it fails
+                                    buf += spec[1][key]
+                                    buf += data
+                                continue
+                            descend = _write_special(buf, key, value, opts)
+                            if descend is None:
+                                continue
+                            container, is_array, cws_start = descend
+                        # Only containers get here, with the header written: enter ``container`` --
+                        # and, while the first non-scalar met is itself a dict or list, that one
+                        # too: descending directly saves a detour through the loop.
+                        parent = items
+                        while True:
+                            if depth >= max_frames:
+                                raise InvalidDocument(_TOO_DEEP)
+                            size = len(container)
+                            if not size:
+                                buf += empty_container
+                                if cws_start >= 0:
+                                    pack_i32_into(buf, cws_start, len(buf) - cws_start)
+                                break
+                            child_start = len(buf)
+                            buf += placeholder
+                            if size > big_container:
+                                stack.append((items, start, key, cws_start, big))
+                                depth += 1
+                                cur = items = _big_items(container, is_array)
+                                start = child_start
+                                big = True
+                                break
+                            # (zip(..., strict=False) would double the cost of making the zip)
+                            child: Iterator[tuple[Any, Any]] = (
+                                zip(index_strs, container) if is_array else iter(container.items())  # noqa: B905
+                            )
+                            # Write the child right here while it holds only common scalars: a leaf
+                            # container then costs no stack frame.
+                            for key2, value2 in child:
+                                t = type(value2)
+                                if t is str:
+                                    data = value2.encode()
+                                    buf += h_str[key2]
+                                    size = len(data) + 1
+                                    buf += small_i32[size] if size < 1024 else pack_i32(size)
+                                    buf += data
+                                    buf += b"\x00"
+                                elif t is int and -2147483648 <= value2 <= 2147483647:
+                                    buf += h_int32[key2]
+                                    buf += small_i32[value2] if -128 <= value2 < 1024 else pack_i32(value2)
+                                elif t is bool:
+                                    buf += h_true[key2] if value2 else h_false[key2]
+                                elif value2 is None:
+                                    buf += h_null[key2]
+                                elif t is float:
+                                    buf += h_double[key2]
+                                    buf += pack_double(value2)
+                                else:
+                                    break
+                            else:
+                                key2 = no_key
+                                buf += b"\x00"
+                                pack_i32_into(buf, child_start, len(buf) - child_start)
+                                if cws_start >= 0:
+                                    pack_i32_into(buf, cws_start, len(buf) - cws_start)
+                                break
+                            # value2 stopped the inline loop: the child becomes the current container
+                            stack.append((items, start, key, cws_start, big))
+                            depth += 1
+                            cur = items = child
+                            start = child_start
+                            big = False
+                            key = key2
+                            key2 = no_key
+                            t = type(value2)
+                            if t is dict:
+                                buf += b"\x03"
+                            elif t is list:
+                                buf += b"\x04"
+                            else:
+                                cur = ((key, value2),)  # the general path writes it, then goes on
+                                break
+                            buf += keys[key]
+                            container, is_array, cws_start = value2, t is list, -1
+                        if items is parent:
+                            continue  # the child was written inline: on with this container
+                        break
+                    else:
+                        if cur is not items:
+                            cur = items  # a re-injected element is written; go on with the container
+                            continue
+                        if not depth:
+                            break  # the top level: closed below
+                        buf += b"\x00"
+                        pack_i32_into(buf, start, len(buf) - start)
+                        items, start, key, cws_start, big = stack.pop()
+                        depth -= 1
+                        cur = items
+                        if cws_start >= 0:
+                            pack_i32_into(buf, cws_start, len(buf) - cws_start)
+                except KeyError as exc:
+                    # A hot cache missed (or user code raised KeyError: then _learn says False).
+                    if key2 is not no_key:
+                        # the miss was inside the inline loop: the child becomes current
+                        stack.append((items, start, key, cws_start, big))
+                        depth += 1
+                        items = child
+                        start = child_start
+                        big = False
+                        key, value = key2, value2
+                        key2 = no_key
+                    learned = (
+                        _learn(key, value)
+                        if exc.args and exc.args[0] is key and exc.__traceback__ is not None
+                        and exc.__traceback__.tb_next is None  # raised by our own subscript
+                        else False
+                    )
+                    if learned is False:
+                        raise
+                    cur = ((key, value if learned else _Uncached(value)),)  # retry it
+        except (InvalidDocument, UnicodeEncodeError, struct.error) as exc:
+            if key2 is no_key:
+                raise _located(exc, stack, key) from None
+            raise _located(exc, stack, key, key2) from None
+        size = len(buf) + 5
+        if size > max_size:
+            _check_size(size, opts)
+        return join((pack_i32(size), buf, b"\x00"))  # one copy: cheaper than bytes(buf)
+
+    return encode
+
+
+def _check_size(size: int, opts: CodecOptions) -> int:
+    """``size``, or InvalidDocument when a document of that size is over the limit."""
+    limit = opts.max_document_size
+    if size > _BSON_SIZE_LIMIT or (limit is not None and size > limit):
+        shown = _BSON_SIZE_LIMIT if limit is None else min(limit, _BSON_SIZE_LIMIT)
+        raise InvalidDocument(f"document is {size} bytes, over the limit of {shown}")
+    return size
+
+
+encode: _Encode = _make_encode()
+
+
+def encode_into(
+    buf: bytearray, document: Mapping[str, Any], codec_options: CodecOptions | None = None
+) -> int:
+    """Append the BSON encoding of ``document`` to ``buf``; return the number of bytes written.
+
+    On error ``buf`` is left as it was.
+    """
+    data = encode(document, codec_options)
+    buf += data
+    return len(data)
