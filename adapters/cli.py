@@ -53,7 +53,7 @@ def _documents_from_text(text: str) -> Iterator[tuple[int, Any]]:
     if not stripped:
         return
     if stripped.startswith("["):
-        for value in extjson.loads(stripped):  # type: ignore[union-attr]
+        for value in extjson.loads(stripped):
             yield 1, value
         return
     try:

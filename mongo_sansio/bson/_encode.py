@@ -217,8 +217,11 @@ def _int64(value: int) -> bytes:
 
 
 def _regex(value: Regex) -> bytes:
+    flags = value.flags
+    if len(flags) > 1:
+        flags = "".join(sorted(flags))  # BSON's canonical form lists the options alphabetically
     return _cstring(value.pattern, "a regular expression pattern") + _cstring(
-        value.flags, "regular expression flags"
+        flags, "regular expression flags"
     )
 
 

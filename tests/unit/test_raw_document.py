@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mongo_sansio.bson._decode import decode
+from mongo_sansio.bson._encode import encode
 from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.bson.errors import InvalidBSON
 from mongo_sansio.bson.objectid import ObjectId
@@ -307,6 +308,11 @@ def test_views_agree_with_decode(document: dict[str, Any], rnd: Any) -> None:
     assert list(raw) == list(full) and raw == full
 
 
+def same_bson(left: Any, right: Any) -> bool:
+    """Equal as BSON bytes, so a NaN (never == itself) still compares equal to its copy."""
+    return bool(encode({"v": left}) == encode({"v": right}))
+
+
 def bad_or(call: Any) -> Any:
     try:
         return call()
@@ -331,10 +337,10 @@ def test_mutated_views_raise_only_invalid_bson(document: dict[str, Any], data: s
     for key in document:
         got = bad_or(lambda key=key: plain(raw.get(key)))
         if whole is not InvalidBSON and key in whole:
-            assert got == whole[key]
+            assert same_bson(got, whole[key])
     listed = bad_or(lambda: list(raw))
     if whole is not InvalidBSON:
         assert listed == list(whole)
-        assert raw.to_dict() == whole
+        assert same_bson(raw.to_dict(), whole)
     else:
         assert bad_or(raw.to_dict) is InvalidBSON
