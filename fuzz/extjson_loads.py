@@ -31,7 +31,10 @@ def check_one(data: bytes) -> None:
     once = _bson(value)  # anything loads returns can be encoded (wrapped, if not a document)
     canonical = extjson.dumps(value, mode="canonical")
     back = extjson.loads(canonical)
-    assert _bson(back) == once, "canonical Extended JSON changed the value"
+    # The one loss the spec allows: a Decimal128 NaN's sign and payload have no text form
+    # (the corpus marks "-NaN" lossy), so such values compare by text only.
+    if '"$numberDecimal": "NaN"' not in canonical:
+        assert _bson(back) == once, "canonical Extended JSON changed the value"
     assert extjson.dumps(back, mode="canonical") == canonical, "canonical text is not stable"
 
     relaxed = extjson.dumps(value, mode="relaxed")

@@ -113,3 +113,15 @@ def test_valid_texts(document: dict[str, Any], mode: str) -> None:
 )
 def test_known_inputs(data: bytes) -> None:
     fuzz_target.check_one(data)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # found by the atheris campaign: a negative Decimal128 NaN, lossy by the spec's corpus
+        '{"d" : {"$numberDecimal" : "-NaN"}}',
+        '{"d" : {"$numberDecimal" : "-sNaN"}}',
+    ],
+)
+def test_campaign_findings(text: str) -> None:
+    fuzz_target.check_one(text.encode())
