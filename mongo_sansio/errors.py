@@ -20,6 +20,7 @@ __all__ = [
     "RemoteProtocolError",
     "ProtocolError",
     "ConfigurationError",
+    "DocumentTooLarge",
 ]
 
 
@@ -41,3 +42,15 @@ class ProtocolError(RemoteProtocolError):
 
 class ConfigurationError(LocalProtocolError, ValueError):
     """An option or setting is invalid; the message names the option."""
+
+
+class DocumentTooLarge(LocalProtocolError, ValueError):
+    """A document to be sent is over a size limit (maxBsonObjectSize, or too large for any
+    message under maxMessageSizeBytes); ``index`` is its position in the caller's list (None
+    for a command body), ``size`` and ``limit`` are in bytes."""
+
+    def __init__(self, message: str, *, index: int | None = None, size: int = 0, limit: int = 0):
+        super().__init__(message)
+        self.index = index
+        self.size = size
+        self.limit = limit
