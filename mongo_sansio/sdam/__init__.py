@@ -6,6 +6,7 @@
 * :mod:`.machine` -- the Topology machine sequencing the rules into events and actions.
 * :mod:`.events` / :mod:`.actions` -- what the machine outputs.
 * :mod:`.monitor` -- round-trip-time statistics.
+* :mod:`.heartbeat` -- the Monitor machine of one server (polling, streaming, RTT channel).
 """
 
 from mongo_sansio.sdam.actions import (
@@ -52,6 +53,30 @@ from mongo_sansio.sdam.events import (
     TopologyClosedEvent,
     TopologyDescriptionChangedEvent,
     TopologyOpeningEvent,
+)
+from mongo_sansio.sdam.heartbeat import (
+    MONITOR_TRANSITIONS,
+    RTT_TRANSITIONS,
+    Channel,
+    CloseMonitorConnection,
+    Monitor,
+    MonitorAction,
+    MonitorInput,
+    MonitorOutput,
+    MonitorReport,
+    MonitorSettings,
+    MonitorState,
+    OpenMonitorConnection,
+    ReadNextReply,
+    ReportHeartbeatFailed,
+    ReportHeartbeatStarted,
+    ReportHeartbeatSucceeded,
+    ReportRoundTripTime,
+    RttInput,
+    RttState,
+    SendHello,
+    ServerMonitoringMode,
+    report_to_topology,
 )
 from mongo_sansio.sdam.machine import Output, Topology
 from mongo_sansio.sdam.monitor import RoundTripTimes
@@ -113,4 +138,27 @@ __all__ = [
     "RequestImmediateCheck",
     "CancelCheck",
     "MarkUnknown",
+    # the monitor machine (heartbeat.py)
+    "Monitor",
+    "MonitorSettings",
+    "ServerMonitoringMode",
+    "Channel",
+    "MonitorState",
+    "MonitorInput",
+    "MONITOR_TRANSITIONS",
+    "RttState",
+    "RttInput",
+    "RTT_TRANSITIONS",
+    "MonitorAction",
+    "MonitorReport",
+    "MonitorOutput",
+    "OpenMonitorConnection",
+    "SendHello",
+    "ReadNextReply",
+    "CloseMonitorConnection",
+    "ReportHeartbeatStarted",
+    "ReportHeartbeatSucceeded",
+    "ReportHeartbeatFailed",
+    "ReportRoundTripTime",
+    "report_to_topology",
 ]
