@@ -1,0 +1,1 @@
+"""Server-side pieces for testing: the simulated MongoDB replica set and its data engine."""

@@ -1,0 +1,479 @@
+"""The aggregation pipeline over an iterable of documents.
+
+:func:`run_pipeline` parses every stage first (a bad stage fails before any document is read,
+as mongod does) and then runs them in order.  ``$lookup`` reads the foreign collection through
+the ``lookup`` callable it is given (collection name -> documents), which keeps this module
+pure and unaware of databases.  ``$changeStream`` is not handled here: the server's handler
+owns change streams and passes the rest of such a pipeline to this runner.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from mongo_sansio.bson import Decimal128
+from mongo_sansio.testing.engine.errors import CommandError, bad_value, location
+from mongo_sansio.testing.engine.expressions import Compiled, compile_expression
+from mongo_sansio.testing.engine.numbers import binary_arithmetic
+from mongo_sansio.testing.engine.order import (
+    MISSING,
+    array_sort_value,
+    compare,
+    compare_by_spec,
+    copy_value,
+    hashable_key,
+    is_number,
+    numeric_value,
+    render,
+    whole_number,
+)
+from mongo_sansio.testing.engine.paths import get_path, lookup_leaves, set_path, split_path
+from mongo_sansio.testing.engine.projection import Projection
+from mongo_sansio.testing.engine.query import compile_filter
+
+__all__ = ["run_pipeline", "compile_pipeline", "sort_documents", "parse_sort", "check_update_pipeline"]
+
+Documents = list[dict[str, Any]]
+Stage = Callable[[Documents], Documents]
+Resolver = Callable[[str], Iterable[Mapping[str, Any]]]
+
+_UPDATE_STAGES = ("$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith")
+
+
+def run_pipeline(
+    documents: Iterable[Mapping[str, Any]],
+    pipeline: Sequence[Any],
+    *,
+    lookup: Resolver | None = None,
+    now: datetime.datetime | None = None,
+) -> Documents:
+    """Run ``pipeline`` over (copies of) ``documents`` and return the results."""
+    stages = compile_pipeline(pipeline, lookup=lookup, now=now)
+    results = [copy_value(dict(d)) for d in documents]
+    for stage in stages:
+        results = stage(results)
+    return results
+
+
+def check_update_pipeline(pipeline: Sequence[Any]) -> None:
+    """An update pipeline may only reshape documents; anything else is refused."""
+    for spec in pipeline:
+        name = _stage_name(spec)
+        if name not in _UPDATE_STAGES:
+            # The code is from memory (72, InvalidOptions) and unverified against a live mongod
+            raise CommandError(72, "InvalidOptions", f"{name} is not allowed to be used within an update")
+    compile_pipeline(pipeline)
+
+
+def _stage_name(spec: Any) -> str:
+    if not isinstance(spec, Mapping) or len(spec) != 1:
+        raise location(40323, "A pipeline stage specification object must contain exactly one field.")
+    return str(next(iter(spec)))
+
+
+def compile_pipeline(
+    pipeline: Sequence[Any], *, lookup: Resolver | None = None, now: datetime.datetime | None = None
+) -> list[Stage]:
+    if not isinstance(pipeline, list | tuple):
+        raise CommandError(14, "TypeMismatch", "'pipeline' option must be specified as an array")
+    variables: dict[str, Any] = {"NOW": now} if now is not None else {}
+    stages: list[Stage] = []
+    for spec in pipeline:
+        name = _stage_name(spec)
+        argument = spec[name]
+        builder = _BUILDERS.get(name)
+        if builder is None:
+            if name == "$changeStream":
+                raise location(40602, "$changeStream is only valid as the first stage in a pipeline.")
+            raise location(40324, f"Unrecognized pipeline stage name: '{name}'")
+        stages.append(builder(argument, lookup, variables))
+    return stages
+
+
+# --- sorting -------------------------------------------------------------------------------
+
+
+def parse_sort(spec: Any) -> list[tuple[list[str], int]]:
+    """A sort specification as (path parts, 1 or -1) pairs; {$meta} keys are ignored."""
+    if not isinstance(spec, Mapping):
+        raise location(15973, "the $sort key specification must be an object")
+    if not spec:
+        raise location(15976, "$sort stage must have at least one sort key")
+    keys = []
+    for field, direction in spec.items():
+        if isinstance(direction, Mapping) and "$meta" in direction:
+            continue
+        if not is_number(direction) or numeric_value(direction) not in (1, -1):
+            raise location(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+        keys.append((split_path(field), int(numeric_value(direction))))
+    return keys
+
+
+def _sort_value(document: Mapping[str, Any], parts: list[str], direction: int) -> Any:
+    leaves = lookup_leaves(document, parts)
+    if not leaves:
+        return None
+    candidates: list[Any] = []
+    for leaf in leaves:
+        if isinstance(leaf, list):
+            if leaf:
+                candidates.extend(leaf)
+            else:
+                candidates.append([])
+        else:
+            candidates.append(leaf)
+    non_empty = [c for c in candidates if not (isinstance(c, list) and not c)]
+    if not non_empty:
+        return array_sort_value([], descending=direction < 0)
+    return array_sort_value(non_empty, descending=direction < 0) if len(non_empty) > 1 else non_empty[0]
+
+
+def sort_documents(documents: Iterable[Mapping[str, Any]], spec: Any) -> list[Any]:
+    """Documents in mongod's sort order for ``spec`` (stable for ties)."""
+    keys = parse_sort(spec)
+    directions = [d for _, d in keys]
+    rows: list[tuple[list[Any], Any]] = [([_sort_value(doc, parts, d) for parts, d in keys], doc) for doc in documents]
+    def by_values(left: tuple[list[Any], Any], right: tuple[list[Any], Any]) -> int:
+        return compare_by_spec(left[0], right[0], directions)
+
+    rows.sort(key=functools.cmp_to_key(by_values))
+    return [doc for _, doc in rows]
+
+
+# --- stages --------------------------------------------------------------------------------
+
+
+def _match(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    if not isinstance(argument, Mapping):
+        raise location(15959, "the match filter must be an expression in an object")
+    predicate = compile_filter(argument)
+    return lambda docs: [d for d in docs if predicate(d)]
+
+
+def _project(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    if not isinstance(argument, Mapping):
+        raise location(15969, "$project specification must be an object")
+    if not argument:
+        raise location(51272, "Invalid $project :: caused by :: projection specification must have at least one field")
+    projection = Projection(argument, aggregation=True)
+    return lambda docs: [projection.apply(d, variables=variables) for d in docs]
+
+
+def _unset(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    fields = [argument] if isinstance(argument, str) else argument
+    if not isinstance(fields, list) or not fields or not all(isinstance(f, str) for f in fields):
+        raise location(31002, "$unset specification must be a string or an array containing only string values")
+    projection = Projection({f: 0 for f in fields}, aggregation=True)
+    return lambda docs: [projection.apply(d) for d in docs]
+
+
+def _add_fields(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    if not isinstance(argument, Mapping):
+        raise location(40272, "$addFields specification stage must be an object")
+    compiled = _compile_field_tree(argument)
+
+    def run(docs: Documents) -> Documents:
+        out = []
+        for doc in docs:
+            new = copy_value(doc)
+            _apply_field_tree(new, doc, compiled, variables)
+            out.append(new)
+        return out
+
+    return run
+
+
+def _compile_field_tree(spec: Mapping[str, Any]) -> list[tuple[list[str], Any]]:
+    """Fields to add: (path, compiled expression or a nested list for embedded objects)."""
+    tree: list[tuple[list[str], Any]] = []
+    for key, value in spec.items():
+        parts = split_path(key)
+        if key.startswith("$") or "" in parts:
+            raise location(16410, f"FieldPath field names may not start with '$'. Given: {key}")
+        first = next(iter(value), "") if isinstance(value, Mapping) else ""
+        if isinstance(value, Mapping) and value and not str(first).startswith("$"):
+            tree.append((parts, _compile_field_tree(value)))
+        else:
+            tree.append((parts, compile_expression(value)))
+    return tree
+
+
+def _apply_field_tree(target: dict[str, Any], root: Any, tree: list[tuple[list[str], Any]], variables: Mapping[str, Any]) -> None:
+    for parts, item in tree:
+        if isinstance(item, list):
+            existing = get_path(target, parts)
+            if not isinstance(existing, dict):
+                existing = {}
+                _set_replacing(target, parts, existing)
+            _apply_field_tree(existing, root, item, variables)
+            continue
+        value = item(root, variables)
+        if value is MISSING:
+            _remove(target, parts)  # $$REMOVE in $addFields drops the field
+        else:
+            _set_replacing(target, parts, value)
+
+
+def _set_replacing(target: dict[str, Any], parts: list[str], value: Any) -> None:
+    node = target
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+def _remove(target: dict[str, Any], parts: list[str]) -> None:
+    node: Any = target
+    for part in parts[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        node.pop(parts[-1], None)
+
+
+def _replace_root(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    if not isinstance(argument, Mapping) or "newRoot" not in argument:
+        raise location(40231, "no newRoot specified for the $replaceRoot stage")
+    return _replace_with(argument["newRoot"], lookup, variables)
+
+
+def _replace_with(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    expression = compile_expression(argument)
+
+    def run(docs: Documents) -> Documents:
+        out = []
+        for doc in docs:
+            value = expression(doc, variables)
+            if not isinstance(value, dict):
+                shown = "missing" if value is MISSING else render(value)
+                raise location(
+                    40228,
+                    f"'newRoot' expression must evaluate to an object, but resulting value was: {shown}",
+                )
+            out.append(value)
+        return out
+
+    return run
+
+
+def _sort(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    parse_sort(argument)
+    return lambda docs: sort_documents(docs, argument)
+
+
+def _positive_int(argument: Any, code: int, message: str, allow_zero: bool) -> int:
+    value = whole_number(argument)
+    if value is None:
+        raise location(code, message)
+    if value < 0 or (value == 0 and not allow_zero):
+        raise location(code, message)
+    return value
+
+
+def _limit(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    n = _positive_int(argument, 15958, "the limit must be positive", allow_zero=False)
+    return lambda docs: docs[:n]
+
+
+def _skip(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    n = _positive_int(argument, 15956, "invalid argument to $skip stage: Expected a non-negative number", allow_zero=True)
+    return lambda docs: docs[n:]
+
+
+def _count(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    if not isinstance(argument, str):
+        raise location(40156, "the count field must be a non-empty string")
+    if not argument:
+        raise location(40157, "the count field must be a non-empty string")
+    if argument.startswith("$"):
+        raise location(40158, "the count field cannot be a $-prefixed path")
+    if "." in argument:
+        raise location(40160, "the count field cannot contain '.'")
+    return lambda docs: [{argument: len(docs)}] if docs else []
+
+
+# --- $group --------------------------------------------------------------------------------
+
+_ACCUMULATORS = ("$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet", "$count")
+
+
+def _group(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    if not isinstance(argument, Mapping):
+        raise location(15947, "a group's fields must be specified in an object")
+    if "_id" not in argument:
+        raise location(15955, "a group specification must include an _id")
+    key_expression = compile_expression(argument["_id"])
+    accumulators: list[tuple[str, str, Compiled]] = []
+    for field, spec in argument.items():
+        if field == "_id":
+            continue
+        if "." in field:
+            raise location(40235, f"The field name '{field}' cannot contain '.'")
+        if not isinstance(spec, Mapping) or len(spec) != 1:
+            raise location(40234, f"The field '{field}' must be an accumulator object")
+        name, operand = next(iter(spec.items()))
+        if name not in _ACCUMULATORS:
+            raise location(15952, f"unknown group operator '{name}'")
+        if name == "$count":
+            if operand != {}:
+                raise location(9, "$count takes no arguments, i.e. $count:{}")
+            name, operand = "$sum", 1
+        accumulators.append((field, name, compile_expression(operand)))
+
+    def run(docs: Documents) -> Documents:
+        groups: dict[Any, tuple[Any, list[list[Any]]]] = {}
+        for doc in docs:
+            key = key_expression(doc, variables)
+            key = None if key is MISSING else key
+            entry = groups.setdefault(hashable_key(key), (key, [[] for _ in accumulators]))
+            for i, (_field, _name, operand) in enumerate(accumulators):
+                entry[1][i].append(operand(doc, variables))
+        out = []
+        for key, collected in groups.values():
+            row: dict[str, Any] = {"_id": key}
+            for (field, name, _), values in zip(accumulators, collected, strict=True):
+                try:
+                    row[field] = _accumulate(name, values)
+                except (ArithmeticError, ValueError) as exc:  # decimal overflow and the like
+                    raise bad_value(f"{name} failed: {exc}") from None
+            out.append(row)
+        return out
+
+    return run
+
+
+def _accumulate(name: str, values: list[Any]) -> Any:
+    present = [v for v in values if v is not MISSING]
+    if name in ("$sum", "$avg"):
+        numbers = [v for v in present if is_number(v)]
+        total: Any = 0
+        for n in numbers:
+            total = binary_arithmetic(total, n, lambda a, b: a + b)
+        if name == "$sum":
+            return total
+        if not numbers:
+            return None
+        if isinstance(total, Decimal128):
+            return binary_arithmetic(total, len(numbers), lambda a, b: a / b)
+        return float(numeric_value(total)) / len(numbers)  # $avg of non-decimals is a double
+    if name in ("$min", "$max"):
+        candidates = [v for v in present if v is not None]
+        if not candidates:
+            return None
+        best = candidates[0]
+        for v in candidates[1:]:
+            order = compare(v, best)
+            if (order < 0) if name == "$min" else (order > 0):
+                best = v
+        return best
+    if name == "$first":
+        return None if not values or values[0] is MISSING else values[0]
+    if name == "$last":
+        return None if not values or values[-1] is MISSING else values[-1]
+    if name == "$push":
+        return present
+    unique: dict[Any, Any] = {}
+    for v in present:
+        unique.setdefault(hashable_key(v), v)
+    return list(unique.values())
+
+
+# --- $unwind and $lookup -------------------------------------------------------------------
+
+
+def _unwind(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    options = {"path": argument} if isinstance(argument, str) else argument
+    if not isinstance(options, Mapping) or "path" not in options:
+        raise location(15981, "expected either a string or an object as specification for $unwind stage")
+    path = options["path"]
+    if not isinstance(path, str) or not path.startswith("$"):
+        raise location(28818, f"path option to $unwind stage should be prefixed with a '$': {path}")
+    parts = split_path(path[1:])
+    index_field = options.get("includeArrayIndex")
+    if index_field is not None and (not isinstance(index_field, str) or index_field.startswith("$")):
+        raise location(28822, "includeArrayIndex option to $unwind stage should not be prefixed with a '$'")
+    preserve = bool(options.get("preserveNullAndEmptyArrays", False))
+
+    def run(docs: Documents) -> Documents:
+        out = []
+        for doc in docs:
+            value = get_path(doc, parts)
+            if isinstance(value, list) and value:
+                for i, element in enumerate(value):
+                    new = copy_value(doc)
+                    set_path(new, parts, copy_value(element))
+                    if index_field:
+                        set_path(new, split_path(index_field), i)
+                    out.append(new)
+            elif isinstance(value, list) or value is None or value is MISSING:
+                if preserve:
+                    new = copy_value(doc)
+                    if isinstance(value, list):
+                        _remove(new, parts)  # an empty array leaves no field behind
+                    if index_field:
+                        set_path(new, split_path(index_field), None)
+                    out.append(new)
+            else:
+                new = copy_value(doc)
+                if index_field:
+                    set_path(new, split_path(index_field), None)
+                out.append(new)
+        return out
+
+    return run
+
+
+def _lookup(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    if not isinstance(argument, Mapping):
+        raise location(40319, "the $lookup specification must be an Object")
+    for field in ("from", "localField", "foreignField", "as"):
+        if not isinstance(argument.get(field), str):
+            if "pipeline" in argument:
+                raise bad_value("$lookup with a pipeline is not supported by the simulated server")
+            raise location(4572, f"$lookup requires '{field}' to be a string")
+    foreign_name = argument["from"]
+    local_parts = split_path(argument["localField"])
+    foreign_field = argument["foreignField"]
+    as_parts = split_path(argument["as"])
+
+    def run(docs: Documents) -> Documents:
+        if lookup is None:
+            raise bad_value("$lookup needs a way to read the foreign collection")
+        foreign = [dict(d) for d in lookup(foreign_name)]
+        out = []
+        for doc in docs:
+            locals_ = []
+            for leaf in lookup_leaves(doc, local_parts):
+                locals_.extend(leaf if isinstance(leaf, list) else [leaf])
+            if not locals_:
+                locals_ = [None]
+            predicate = compile_filter({foreign_field: {"$in": locals_}})
+            new = copy_value(doc)
+            set_path(new, as_parts, [copy_value(f) for f in foreign if predicate(f)])
+            out.append(new)
+        return out
+
+    return run
+
+
+_BUILDERS: dict[str, Callable[[Any, Resolver | None, dict[str, Any]], Stage]] = {
+    "$match": _match,
+    "$project": _project,
+    "$addFields": _add_fields,
+    "$set": _add_fields,
+    "$unset": _unset,
+    "$replaceRoot": _replace_root,
+    "$replaceWith": _replace_with,
+    "$sort": _sort,
+    "$limit": _limit,
+    "$skip": _skip,
+    "$count": _count,
+    "$group": _group,
+    "$unwind": _unwind,
+    "$lookup": _lookup,
+}

@@ -1,0 +1,576 @@
+"""An in-memory collection: documents in insertion order keyed by _id, with secondary indexes.
+
+Everything here is pure: new ``_id`` values come from the injected ``id_factory`` (the server
+passes one that makes ObjectIds from its own seeded source) and ``$currentDate`` reads the
+``now`` it is given.  Reads return copies, so callers may keep or change what they get.  Unique
+indexes (the _id index included) are enforced on insert and update with mongod's E11000 error
+(code 11000, ``keyPattern`` and ``keyValue`` beside the message); other index kinds are kept as
+metadata only, since the engine scans rather than using indexes to answer queries.
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from mongo_sansio.bson import Regex
+from mongo_sansio.testing.engine.aggregate import sort_documents
+from mongo_sansio.testing.engine.errors import CommandError, bad_value, failed_to_parse
+from mongo_sansio.testing.engine.order import (
+    MISSING,
+    copy_value,
+    hashable_key,
+    is_number,
+    numeric_value,
+    render,
+    whole_number,
+)
+from mongo_sansio.testing.engine.paths import lookup_leaves, split_path
+from mongo_sansio.testing.engine.projection import Projection
+from mongo_sansio.testing.engine.query import Predicate, compile_filter, is_operator_document
+from mongo_sansio.testing.engine.update import Update, upsert_seed
+
+__all__ = ["Collection", "UpdateOutcome", "WriteEvent", "index_name"]
+
+_ID_INDEX = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+
+
+@attrs.frozen
+class WriteEvent:
+    """One document write, for the replication layer's oplog and change streams.
+
+    ``kind`` is "insert", "update", "replace" or "delete"; ``before`` is None for an insert and
+    ``after`` None for a delete.  Both are the collection's own copies taken at the write: a
+    listener may keep them but must not change them.
+    """
+
+    kind: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+@attrs.frozen
+class UpdateOutcome:
+    """What an update did: documents matched, documents changed, and an upserted _id."""
+
+    matched: int
+    modified: int
+    upserted_id: Any = MISSING
+
+    @property
+    def upserted(self) -> bool:
+        return self.upserted_id is not MISSING
+
+
+def index_name(key: Mapping[str, Any]) -> str:
+    """The name mongod and drivers give an index by default: ``a_1_b_-1``."""
+    return "_".join(f"{field}_{_direction_text(direction)}" for field, direction in key.items())
+
+
+def _direction_text(direction: Any) -> str:
+    if is_number(direction):
+        whole = whole_number(direction)
+        return str(whole) if whole is not None else str(numeric_value(direction))
+    return str(direction)
+
+
+class _Index:
+    """One index's spec and, when unique, its key -> owner map."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.fields = [(split_path(f), f) for f in spec["key"]]
+        self.unique = bool(spec.get("unique")) or spec["name"] == "_id_"
+        self.sparse = bool(spec.get("sparse"))
+        partial = spec.get("partialFilterExpression")
+        self.partial: Predicate | None = compile_filter(partial) if partial is not None else None
+        self.owners: dict[Any, Any] = {}
+
+    def keys(self, document: Mapping[str, Any]) -> list[tuple[Any, dict[str, Any]]]:
+        """(hashable key, keyValue document) for every entry the document makes (multikey)."""
+        if self.partial is not None and not self.partial(document):
+            return []
+        per_field = []
+        present = False
+        for parts, _name in self.fields:
+            values: list[Any] = []
+            for leaf in lookup_leaves(document, parts):
+                present = True
+                if isinstance(leaf, list) and leaf:
+                    values.extend(leaf)
+                else:
+                    values.append(leaf)
+            per_field.append(values or [None])
+        if self.sparse and not present:
+            return []
+        entries = []
+        for combo in itertools.product(*per_field):
+            key = tuple(hashable_key(v) for v in combo)
+            entries.append((key, {name: v for (_p, name), v in zip(self.fields, combo, strict=True)}))
+        return entries
+
+
+class Collection:
+    """Documents of one namespace, in insertion order, with their indexes."""
+
+    def __init__(
+        self,
+        database: str,
+        name: str,
+        *,
+        id_factory: Callable[[], Any],
+        on_write: Callable[[WriteEvent], None] | None = None,
+    ) -> None:
+        self.database = database
+        self.name = name
+        self.id_factory = id_factory
+        self.on_write = on_write
+        self._documents: dict[Any, dict[str, Any]] = {}
+        self._indexes: dict[str, _Index] = {"_id_": _Index(dict(_ID_INDEX))}
+
+    @property
+    def namespace(self) -> str:
+        return f"{self.database}.{self.name}"
+
+    def __len__(self) -> int:
+        return len(self._documents)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """Copies of the documents, in natural order."""
+        return (copy_value(d) for d in list(self._documents.values()))
+
+    def clone(self, *, database: str | None = None, name: str | None = None) -> Collection:
+        """An independent copy (documents and indexes), e.g. for a replication snapshot.
+        The copy has no ``on_write`` listener; its new owner sets one."""
+        other = Collection(database or self.database, name or self.name, id_factory=self.id_factory)
+        other._documents = {k: copy_value(d) for k, d in self._documents.items()}
+        other._indexes = {}
+        for index_name_, index in self._indexes.items():
+            copied = _Index(copy_value(index.spec))
+            copied.owners = dict(index.owners)
+            other._indexes[index_name_] = copied
+        return other
+
+    snapshot = clone
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def _prepare_new(self, document: Mapping[str, Any]) -> dict[str, Any]:
+        if not isinstance(document, Mapping):
+            raise bad_value("a document to insert must be an object")
+        new: dict[str, Any] = copy_value(dict(document))
+        if "_id" not in new:
+            new = {"_id": self.id_factory(), **new}
+        _check_id(new["_id"])
+        return new
+
+    def insert_one(self, document: Mapping[str, Any]) -> Any:
+        """Store a copy of ``document`` (an _id is made when absent); returns the _id."""
+        new = self._prepare_new(document)
+        self._store(None, new, "insert")
+        return new["_id"]
+
+    def insert_many(
+        self, documents: Sequence[Mapping[str, Any]], *, ordered: bool = True
+    ) -> tuple[list[Any], list[tuple[int, CommandError]]]:
+        """Insert each document; returns the inserted _ids and (position, error) pairs.
+        Ordered inserts stop at the first error, as mongod's do."""
+        inserted: list[Any] = []
+        errors: list[tuple[int, CommandError]] = []
+        for position, document in enumerate(documents):
+            try:
+                inserted.append(self.insert_one(document))
+            except CommandError as error:
+                errors.append((position, error))
+                if ordered:
+                    break
+        return inserted, errors
+
+    def _store(self, old_key: Any, new: dict[str, Any], kind: str) -> None:
+        """Put ``new`` in place of the document under ``old_key`` (None: a new document),
+        after checking every unique index; nothing changes if one refuses it."""
+        new_key = hashable_key(new["_id"])
+        old = self._documents.get(old_key) if old_key is not None else None
+        planned: list[tuple[_Index, list[Any], list[Any]]] = []
+        for index in self._indexes.values():
+            new_entries = index.keys(new)
+            old_entries = [k for k, _ in index.keys(old)] if old is not None else []
+            if index.unique:
+                for key, key_value in new_entries:
+                    owner = index.owners.get(key, MISSING)
+                    if owner is not MISSING and owner != old_key:
+                        raise self._duplicate(index, key_value)
+            planned.append((index, old_entries, [k for k, _ in new_entries]))
+        for index, old_entries, new_entries in planned:
+            if not index.unique:
+                continue
+            for key in old_entries:
+                if index.owners.get(key) == old_key:
+                    del index.owners[key]
+            for key in new_entries:
+                index.owners[key] = new_key
+        if self.on_write is not None:
+            self.on_write(WriteEvent(kind, copy_value(old) if old is not None else None, copy_value(new)))
+        if old_key is None:
+            self._documents[new_key] = new
+        elif old_key == new_key:
+            self._documents[old_key] = new
+        else:  # pragma: no cover - updates never change _id (ImmutableField)
+            del self._documents[old_key]
+            self._documents[new_key] = new
+
+    def _duplicate(self, index: _Index, key_value: dict[str, Any]) -> CommandError:
+        return CommandError(
+            11000, "DuplicateKey",
+            f"E11000 duplicate key error collection: {self.namespace} index: "
+            f"{index.spec['name']} dup key: {render(key_value)}",
+            keyPattern=copy_value(index.spec["key"]),
+            keyValue=copy_value(key_value),
+        )
+
+    def _remove(self, key: Any) -> None:
+        old = self._documents.pop(key)
+        if self.on_write is not None:
+            self.on_write(WriteEvent("delete", copy_value(old), None))
+        for index in self._indexes.values():
+            if index.unique:
+                for entry, _ in index.keys(old):
+                    if index.owners.get(entry) == key:
+                        del index.owners[entry]
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def _matching(
+        self, filter: Mapping[str, Any] | None, sort: Any = None  # noqa: A002
+    ) -> list[tuple[Any, dict[str, Any]]]:
+        predicate = compile_filter(filter)
+        wanted = _id_equality(filter)
+        if wanted is not MISSING:
+            # the common "by _id" filter: a dictionary lookup instead of a scan
+            key = hashable_key(wanted)
+            found = self._documents.get(key)
+            rows = [(key, found)] if found is not None and predicate(found) else []
+        else:
+            rows = [(k, d) for k, d in self._documents.items() if predicate(d)]
+        if sort and list(sort) == ["$natural"]:
+            if numeric_value(sort["$natural"]) == -1:
+                rows.reverse()
+        elif sort:
+            order = sort_documents([d for _, d in rows], sort)
+            position = {id(d): i for i, d in enumerate(order)}
+            rows.sort(key=lambda row: position[id(row[1])])
+        return rows
+
+    def find(
+        self,
+        filter: Mapping[str, Any] | None = None,  # noqa: A002
+        projection: Mapping[str, Any] | None = None,
+        *,
+        sort: Mapping[str, Any] | None = None,
+        skip: int = 0,
+        limit: int = 0,
+    ) -> list[dict[str, Any]]:
+        """Matching documents (copies), sorted, skipped, limited (0: no limit) and projected."""
+        if skip < 0:
+            raise bad_value("skip value must be non-negative")
+        compiled = Projection(projection) if projection else None
+        rows = [d for _, d in self._matching(filter, sort)]
+        rows = rows[skip:]
+        if limit:
+            rows = rows[: abs(limit)]
+        if compiled is None:
+            return [copy_value(d) for d in rows]
+        return [compiled.apply(d, filter=filter) for d in rows]
+
+    def find_one(
+        self, filter: Mapping[str, Any] | None = None, projection: Mapping[str, Any] | None = None  # noqa: A002
+    ) -> dict[str, Any] | None:
+        found = self.find(filter, projection, limit=1)
+        return found[0] if found else None
+
+    def count(
+        self, filter: Mapping[str, Any] | None = None, *, skip: int = 0, limit: int = 0  # noqa: A002
+    ) -> int:
+        n = max(len(self._matching(filter)) - max(skip, 0), 0)
+        return min(n, abs(limit)) if limit else n
+
+    def distinct(self, key: str, filter: Mapping[str, Any] | None = None) -> list[Any]:  # noqa: A002
+        """The distinct values at ``key`` (array elements counted one by one)."""
+        if not isinstance(key, str) or not key:
+            raise failed_to_parse("distinct key must be a non-empty string")
+        parts = split_path(key)
+        seen: dict[Any, Any] = {}
+        for _, document in self._matching(filter):
+            for leaf in lookup_leaves(document, parts):
+                for value in leaf if isinstance(leaf, list) else [leaf]:
+                    seen.setdefault(hashable_key(value), copy_value(value))
+        return list(seen.values())
+
+    # --- updates and deletes ---------------------------------------------------------------
+
+    def update(
+        self,
+        filter: Mapping[str, Any] | None,  # noqa: A002
+        update: Any,
+        *,
+        multi: bool = False,
+        upsert: bool = False,
+        now: datetime.datetime | None = None,
+        sort: Mapping[str, Any] | None = None,
+        array_filters: list[Any] | None = None,
+    ) -> UpdateOutcome:
+        """update one (or every, with ``multi``) matching document, or upsert one."""
+        parsed = Update(update, array_filters=array_filters)
+        if multi and parsed.is_replacement:
+            raise failed_to_parse("multi update is not supported for replacement-style update")
+        rows = self._matching(filter, sort)
+        if not multi:
+            rows = rows[:1]
+        if not rows:
+            if not upsert:
+                return UpdateOutcome(0, 0)
+            return UpdateOutcome(0, 0, self._upsert(filter, parsed, now))
+        modified = 0
+        for key, document in rows:
+            candidate = copy_value(document)
+            if parsed.apply(candidate, now=now, filter=filter):
+                self._store(key, candidate, _kind(parsed))
+                modified += 1
+        return UpdateOutcome(len(rows), modified)
+
+    def _upsert(self, filter: Mapping[str, Any] | None, parsed: Update, now: datetime.datetime | None) -> Any:  # noqa: A002
+        seed = upsert_seed(filter)
+        if parsed.replacement is not None:
+            document = copy_value(parsed.replacement)
+            if "_id" in seed:
+                if "_id" in document and hashable_key(document["_id"]) != hashable_key(seed["_id"]):
+                    raise CommandError(
+                        66, "ImmutableField",
+                        "After applying the update, the (immutable) field '_id' was found to have "
+                        f"been altered to _id: {render(document['_id'])}",
+                    )
+                document = {"_id": seed["_id"], **{k: v for k, v in document.items() if k != "_id"}}
+        else:
+            document = seed
+            parsed.apply(document, now=now, inserting=True, filter=filter)
+        if "_id" in document:
+            document = {"_id": document["_id"], **{k: v for k, v in document.items() if k != "_id"}}
+        new = self._prepare_new(document)
+        self._store(None, new, "insert")
+        return new["_id"]
+
+    def delete(self, filter: Mapping[str, Any] | None, *, limit: int = 0) -> int:  # noqa: A002
+        """Delete matching documents (``limit=1``: only the first); returns how many."""
+        rows = self._matching(filter)
+        if limit:
+            rows = rows[:1]
+        for key, _ in rows:
+            self._remove(key)
+        return len(rows)
+
+    def find_and_modify(
+        self,
+        query: Mapping[str, Any] | None = None,
+        *,
+        sort: Mapping[str, Any] | None = None,
+        update: Any = None,
+        remove: bool = False,
+        new: bool = False,
+        upsert: bool = False,
+        fields: Mapping[str, Any] | None = None,
+        now: datetime.datetime | None = None,
+        array_filters: list[Any] | None = None,
+    ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """findAndModify: returns (the document, or None; lastErrorObject)."""
+        if remove and update is not None:
+            raise failed_to_parse("Cannot specify both an update and remove=true")
+        if not remove and update is None:
+            raise failed_to_parse("Either an update or remove=true must be specified")
+        if remove and new:
+            raise failed_to_parse(
+                "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document"
+            )
+        if remove and upsert:
+            raise failed_to_parse("Cannot specify both upsert=true and remove=true ")
+        projection = Projection(fields) if fields else None
+
+        def shape(document: dict[str, Any] | None) -> dict[str, Any] | None:
+            if document is None:
+                return None
+            return projection.apply(document, filter=query) if projection else copy_value(document)
+
+        parsed = Update(update, array_filters=array_filters) if update is not None else None
+        rows = self._matching(query, sort)[:1]
+        if remove:
+            if not rows:
+                return None, {"n": 0}
+            key, document = rows[0]
+            self._remove(key)
+            return shape(document), {"n": 1}
+        assert parsed is not None
+        if not rows:
+            if not upsert:
+                return None, {"n": 0, "updatedExisting": False}
+            upserted_id = self._upsert(query, parsed, now)
+            stored = self._documents[hashable_key(upserted_id)]
+            return (shape(stored) if new else None), {
+                "n": 1, "updatedExisting": False, "upserted": upserted_id,
+            }
+        key, document = rows[0]
+        candidate = copy_value(document)
+        if parsed.apply(candidate, now=now, filter=query):
+            self._store(key, candidate, _kind(parsed))
+        return shape(candidate if new else document), {"n": 1, "updatedExisting": True}
+
+    # --- indexes ---------------------------------------------------------------------------
+
+    def list_indexes(self) -> list[dict[str, Any]]:
+        """The index specs as listIndexes returns them."""
+        return [copy_value(index.spec) for index in self._indexes.values()]
+
+    def create_indexes(self, specs: Sequence[Mapping[str, Any]], *, created_collection: bool = False) -> dict[str, Any]:
+        """createIndexes: validate, build (checking uniqueness over existing data), reply."""
+        if not isinstance(specs, list | tuple) or not specs:
+            raise bad_value("Must specify at least one index to create")
+        before = len(self._indexes)
+        added: list[_Index] = []
+        for raw in specs:
+            spec = self._validate_index_spec(raw)
+            existing = self._conflicting(spec)
+            if existing:
+                continue
+            index = _Index(spec)
+            for key, document in self._documents.items():
+                for entry, key_value in index.keys(document):
+                    if index.unique and index.owners.get(entry, key) != key:
+                        raise self._duplicate(index, key_value)
+                    if index.unique:
+                        index.owners[entry] = key
+            added.append(index)
+        for index in added:
+            self._indexes[index.spec["name"]] = index
+        reply: dict[str, Any] = {
+            "numIndexesBefore": before,
+            "numIndexesAfter": len(self._indexes),
+            "createdCollectionAutomatically": created_collection,
+        }
+        if not added:
+            reply["note"] = "all indexes already exist"
+        reply["ok"] = 1.0
+        return reply
+
+    def _validate_index_spec(self, raw: Any) -> dict[str, Any]:
+        if not isinstance(raw, Mapping):
+            raise CommandError(14, "TypeMismatch", "index specification must be an object")
+        key = raw.get("key")
+        if not isinstance(key, Mapping) or not key:
+            raise CommandError(67, "CannotCreateIndex", "Index keys cannot be empty.")
+        for field, direction in key.items():
+            if not field:
+                raise CommandError(67, "CannotCreateIndex", "Index keys cannot be an empty field.")
+            if is_number(direction) and numeric_value(direction) == 0:
+                raise CommandError(67, "CannotCreateIndex", f"Values in the index key pattern can't be all zero: {render(dict(key))}")
+            if not is_number(direction) and not isinstance(direction, str):
+                raise CommandError(67, "CannotCreateIndex", f"Values in index key pattern must be numbers or strings: {render(dict(key))}")
+        name = raw.get("name", index_name(key))
+        if not isinstance(name, str) or not name:
+            raise CommandError(67, "CannotCreateIndex", "The index name must be a non-empty string")
+        spec: dict[str, Any] = {"v": 2, "key": copy_value(dict(key)), "name": name}
+        for option, value in raw.items():
+            if option not in ("key", "name", "v", "ns"):
+                spec[option] = copy_value(value)
+        return spec
+
+    def _conflicting(self, spec: dict[str, Any]) -> bool:
+        """True when an identical index exists; raises mongod's conflict errors otherwise."""
+        same_name = self._indexes.get(spec["name"])
+        if same_name is not None:
+            if _spec_key(same_name.spec) != _spec_key(spec):
+                raise CommandError(
+                    86, "IndexKeySpecsConflict",
+                    "An existing index has the same name as the requested index. When index names "
+                    "are not specified, they are auto generated and can cause conflicts. Please "
+                    f"refer to our documentation. Requested index: {render(spec)}, existing index: "
+                    f"{render(same_name.spec)}",
+                )
+            if _options(same_name.spec) != _options(spec) and spec["name"] != "_id_":
+                raise CommandError(
+                    85, "IndexOptionsConflict",
+                    f"An equivalent index already exists with the same name but different options. "
+                    f"Requested index: {render(spec)}, existing index: {render(same_name.spec)}",
+                )
+            return True
+        for other in self._indexes.values():
+            if _spec_key(other.spec) == _spec_key(spec) and _options(other.spec) == _options(spec):
+                raise CommandError(
+                    85, "IndexOptionsConflict",
+                    f"Index already exists with a different name: {other.spec['name']}",
+                )
+        return False
+
+    def drop_indexes(self, index: Any) -> dict[str, Any]:
+        """dropIndexes with "*", a name, a key pattern or a list of names."""
+        was = len(self._indexes)
+        if index == "*":
+            for name in [n for n in self._indexes if n != "_id_"]:
+                del self._indexes[name]
+            return {"nIndexesWas": was, "ok": 1.0}
+        names = index if isinstance(index, list) else [index]
+        resolved = [self._resolve_index(n) for n in names]
+        for name in resolved:
+            del self._indexes[name]
+        return {"nIndexesWas": was, "ok": 1.0}
+
+    def _resolve_index(self, index: Any) -> str:
+        if isinstance(index, Mapping):
+            for name, existing in self._indexes.items():
+                if _spec_key(existing.spec) == _spec_key({"key": index}):
+                    if name == "_id_":
+                        raise CommandError(72, "InvalidOptions", "cannot drop _id index")
+                    return name
+            raise CommandError(27, "IndexNotFound", f"can't find index with key: {render(dict(index))}")
+        if not isinstance(index, str):
+            raise CommandError(14, "TypeMismatch", "dropIndexes 'index' must be a string, an object or an array")
+        if index == "_id_":
+            raise CommandError(72, "InvalidOptions", "cannot drop _id index")
+        if index not in self._indexes:
+            raise CommandError(27, "IndexNotFound", f"index not found with name [{index}]")
+        return index
+
+
+def _kind(parsed: Update) -> str:
+    return "replace" if parsed.is_replacement else "update"
+
+
+def _spec_key(spec: Mapping[str, Any]) -> Any:
+    return tuple((field, hashable_key(direction)) for field, direction in spec["key"].items())
+
+
+def _options(spec: Mapping[str, Any]) -> Any:
+    return hashable_key({k: v for k, v in spec.items() if k not in ("v", "key", "name")})
+
+
+def _id_equality(filter: Mapping[str, Any] | None) -> Any:  # noqa: A002
+    """The _id value a filter of the form {_id: v} or {_id: {$eq: v}} asks for, else MISSING."""
+    if not isinstance(filter, Mapping) or list(filter) != ["_id"]:
+        return MISSING
+    value = filter["_id"]
+    if isinstance(value, Mapping) and list(value) == ["$eq"]:
+        value = value["$eq"]
+    elif is_operator_document(value):
+        return MISSING
+    if isinstance(value, list | Regex | re.Pattern) or value is None:
+        return MISSING  # arrays, regexes and null match more than one key shape
+    return value
+
+
+def _check_id(value: Any) -> None:
+    if isinstance(value, list):
+        raise CommandError(53, "InvalidIdField", "The '_id' value cannot be of type array")
+    if isinstance(value, Regex):
+        raise CommandError(53, "InvalidIdField", "The '_id' value cannot be of type regex")
