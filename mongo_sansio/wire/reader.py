@@ -230,7 +230,9 @@ class MessageReader:
                 self._chunk = data
                 self._chunk_pos = 0
                 if len(data) >= HEADER_SIZE:
-                    self._screen(data, 0)
+                    length, _, _, op_code = _HEADER(data, 0)
+                    if op_code != OP_MSG or not _MIN_OP_MSG <= length <= self._max:
+                        self._screen(data, 0)  # the uncommon op codes, or an error
                 return
         buf += data
         if len(buf) - pos >= HEADER_SIZE:

@@ -220,6 +220,31 @@ def test_bad_pre_encoded_documents_are_refused() -> None:
         encode_op_msg([("a", 1)], request_id=1)
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"\x06\x00\x00\x00\x00",  # length prefix says 6, 5 bytes given
+        b"\x05\x00\x00\x00\x01",  # no trailing NUL
+        b"\x04\x00\x00\x00",  # too short to be a document
+    ],
+)
+@pytest.mark.parametrize("where", [0, 50, 99])
+def test_a_bad_document_in_a_batch_of_encoded_documents_is_refused(bad: bytes, where: int) -> None:
+    # a list of bytes takes the bulk path, whose checks must catch any one bad document
+    documents = [encode({"_id": i}) for i in range(100)]
+    documents[where] = bad
+    with pytest.raises(LocalProtocolError, match="pre-encoded"):
+        encode_op_msg({"insert": "c"}, request_id=1, sequences={"documents": documents})
+
+
+def test_a_batch_of_encoded_documents_passes_through() -> None:
+    documents = [encode({"_id": i, "s": "x" * i}) for i in range(100)]
+    message = read_one(
+        encode_op_msg({"insert": "c"}, request_id=1, sequences={"documents": documents})
+    )
+    assert message.sequences["documents"] == [{"_id": i, "s": "x" * i} for i in range(100)]
+
+
 def test_encoder_refuses_unknown_required_flags() -> None:
     with pytest.raises(LocalProtocolError, match="flagBits"):
         encode_op_msg({"ping": 1}, request_id=1, flags=1 << 5)
