@@ -6,6 +6,10 @@ Subcommands:
   ``mongodump``-style concatenation, or ``-`` for standard input) as one line of Extended JSON.
 * ``bson load FILE [-o OUT]`` -- read Extended JSON (one document per line, or one JSON array
   or document) and write the documents as concatenated BSON.
+* ``sim [--members N] [--replset NAME] [--host H] [--port P] [--auth USER:PASSWORD ...]
+  [--seed S]`` -- serve a simulated replica set on loopback; the first line of standard output
+  is its connection URI (with the first user's credentials when ``--auth`` is given). It serves
+  until SIGINT or SIGTERM and then exits 0.
 
 Bad input ends the command with a one-line message naming the offset or line and exit status 1,
 never a traceback.
@@ -15,7 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
@@ -86,6 +93,44 @@ def _bson_load(args: argparse.Namespace) -> int:
     return 0
 
 
+def _user_and_password(text: str) -> tuple[str, str]:
+    user, sep, password = text.partition(":")
+    if not sep or not user:
+        raise argparse.ArgumentTypeError(f"expected USER:PASSWORD, got {text!r}")
+    return user, password
+
+
+def _sim(args: argparse.Namespace) -> int:
+    # Imported here so that the bson tools never pay for the simulator (or scramp).
+    from .sim import SimulatedReplicaSet
+
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    stop = threading.Event()
+
+    def request_stop(signum: int, _frame: object) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        users = dict(args.auth) if args.auth else None
+        rs = SimulatedReplicaSet(
+            members=args.members, replset=args.replset, auth=users, seed=args.seed,
+            host=args.host, port=args.port,
+        )
+        with rs:
+            print(rs.uri_with_credentials(), flush=True)
+            while not stop.wait(0.5):  # a timed wait keeps signal handlers running promptly
+                pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mongo-sansio", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -102,6 +147,22 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("file", help="Extended JSON (array, document or JSON lines), or -")
     load.add_argument("-o", "--output", default="-", help="where to write BSON (default stdout)")
     load.set_defaults(run=_bson_load)
+
+    sim = commands.add_parser("sim", help="serve a simulated replica set on loopback")
+    sim.add_argument("--members", type=int, default=3, help="how many members (default 3)")
+    sim.add_argument("--replset", default="rs0", help="the replica set name (default rs0)")
+    sim.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    sim.add_argument(
+        "--port", type=int, default=0,
+        help="the first member's port; the others take the next ones (0: free ports)",
+    )
+    sim.add_argument(
+        "--auth", action="append", type=_user_and_password, metavar="USER:PASSWORD",
+        help="require authentication and add this admin user (repeatable)",
+    )
+    sim.add_argument("--seed", type=int, default=0, help="seeds the simulator's ids")
+    sim.add_argument("-v", "--verbose", action="store_true", help="log connections to stderr")
+    sim.set_defaults(run=_sim)
     return parser
 
 

@@ -1,0 +1,259 @@
+"""The simulated replica set for tests and demos: N members served in-process on loopback.
+
+::
+
+    from mongo_sansio.adapters.sim import SimulatedReplicaSet
+
+    with SimulatedReplicaSet(members=3, replset="rs0", auth={"user": "pw"}) as rs:
+        client = pymongo.MongoClient(rs.uri, username="user", password="pw")
+        rs.step_down()                      # elect the next member
+        rs.stop(rs.members[1]); rs.restart(rs.members[1])
+        rs.configure_failpoint(rs.primary, {"configureFailPoint": "failCommand", ...})
+        rs.clock.advance(30)                # only with SimulatedReplicaSet(clock=ManualClock())
+
+The protocol lives in :mod:`mongo_sansio.testing.server`; the sockets and threads in
+:mod:`mongo_sansio.transports.sim_server`. This module only wires them together: it binds the
+listeners first (the members' ports must be known before the cluster is built, because hello
+reports them), builds the cluster with those addresses and the injected clocks, and serves.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from mongo_sansio.testing.server import ReplicaSet
+
+if TYPE_CHECKING:
+    # mypy checks the source tree, where transports/ is a top-level folder; installed, it is
+    # mongo_sansio.transports (pyproject's package-dir mapping, docs/architecture.md).
+    from transports.sim_server import (
+        Clock,
+        LoopbackServer,
+        bind_tcp_listeners,
+        bind_unix_listener,
+        tcp_address,
+    )
+else:
+    from mongo_sansio.transports.sim_server import (
+        Clock,
+        LoopbackServer,
+        bind_tcp_listeners,
+        bind_unix_listener,
+        tcp_address,
+    )
+
+__all__ = ["ManualClock", "SimulatedReplicaSet"]
+
+
+class ManualClock:
+    """A monotonic clock that follows the real one, plus whatever a test adds with
+    :meth:`advance` (so a test can jump past heartbeats, idle timeouts or the periodic noop
+    without sleeping). The server re-reads its deadlines after every jump."""
+
+    def __init__(self, base: Clock = time.monotonic) -> None:
+        self._base = base
+        self._offset = 0.0
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
+
+    def __call__(self) -> float:
+        with self._lock:
+            return float(self._base()) + self._offset
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("a monotonic clock cannot go back")
+        with self._lock:
+            self._offset += seconds
+        for listener in list(self._listeners):
+            listener()
+
+    def on_advance(self, listener: Callable[[], None]) -> None:
+        self._listeners.append(listener)
+
+
+class SimulatedReplicaSet:
+    """Start ``members`` simulated mongods on ``host`` and serve them until closed.
+
+    ``auth`` maps user names to passwords (users of the admin database, SCRAM-SHA-1 and -256);
+    ``None`` runs without access control. ``tls`` is a server-side :class:`ssl.SSLContext`.
+    ``port`` 0 picks free ports, otherwise members take ``port``, ``port + 1``, ...
+    ``unix_socket_dir``, when given, also serves each member on ``<dir>/mongodb-<port>.sock``
+    (as mongod does). ``clock`` is the monotonic clock the machine sees (a :class:`ManualClock`
+    lets a test move time); ``wall_clock`` gives the wall time at start.
+    """
+
+    def __init__(
+        self,
+        members: int = 3,
+        replset: str = "rs0",
+        auth: Mapping[str, str] | None = None,
+        tls: ssl.SSLContext | None = None,
+        seed: int = 0,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        unix_socket_dir: str | None = None,
+        clock: Clock | None = None,
+        wall_clock: Clock = time.time,
+        max_wire_version: int = 21,
+    ) -> None:
+        if members < 1:
+            raise ValueError("a replica set needs at least one member")
+        self.replset = replset
+        self.auth = dict(auth) if auth else None
+        self.tls = tls
+        self.seed = seed
+        self.clock: Clock = clock if clock is not None else time.monotonic
+        self._host = host
+        self._ports = [0] * members if port == 0 else [port + i for i in range(members)]
+        self._unix_socket_dir = unix_socket_dir
+        self._wall_clock = wall_clock
+        self._max_wire_version = max_wire_version
+        self._server: LoopbackServer | None = None
+        self._cluster: ReplicaSet | None = None
+        self.members: list[str] = []
+        self.unix_sockets: list[str] = []
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> SimulatedReplicaSet:
+        if self._server is not None:
+            raise RuntimeError("the simulated replica set is already running")
+        tcp = bind_tcp_listeners(self._host, self._ports)
+        listeners = [(sock, tcp_address(sock)) for sock in tcp]
+        try:
+            self.members = [address for _sock, address in listeners]
+            if self._unix_socket_dir is not None:
+                for sock, address in list(listeners):
+                    path = os.path.join(self._unix_socket_dir, f"mongodb-{sock.getsockname()[1]}.sock")
+                    listeners.append((bind_unix_listener(path), address))
+                    self.unix_sockets.append(path)
+            authenticator = None
+            if self.auth is not None:
+                # Imported only when needed: it pulls in scramp.
+                if TYPE_CHECKING:
+                    from transports.sim_auth import ScramAuthenticator
+                else:
+                    from mongo_sansio.transports.sim_auth import ScramAuthenticator
+
+                authenticator = ScramAuthenticator(self.auth)
+            now = self.clock()
+            self._cluster = ReplicaSet(
+                self.members,
+                set_name=self.replset,
+                seed=self.seed,
+                wall_offset=self._wall_clock() - now,
+                max_wire_version=self._max_wire_version,
+                authenticator=authenticator,
+                now=now,
+            )
+            self._server = LoopbackServer(
+                self._cluster, listeners, clock=self.clock, ssl_context=self.tls
+            )
+        except BaseException:
+            for sock, _address in listeners:
+                sock.close()
+            raise
+        if isinstance(self.clock, ManualClock):
+            # After a jump the cluster catches up (the periodic noop) and every connection
+            # re-reads its deadline (server.call wakes them all).
+            cluster, server = self._cluster, self._server
+            self.clock.on_advance(lambda: server.call(cluster.tick))
+        self._server.start()
+        return self
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+    def __enter__(self) -> SimulatedReplicaSet:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- what a client needs ---------------------------------------------------------------
+
+    @property
+    def uri(self) -> str:
+        """``mongodb://`` with every member and ``replicaSet=`` (and ``tls=true`` with TLS).
+        Credentials are not included: see :meth:`uri_with_credentials`."""
+        return self._uri("")
+
+    def uri_with_credentials(self, user: str | None = None) -> str:
+        """The URI with ``user`` (default: the first configured user) and its password."""
+        if not self.auth:
+            return self.uri
+        name = user if user is not None else next(iter(self.auth))
+        userinfo = f"{quote(name, safe='')}:{quote(self.auth[name], safe='')}@"
+        return self._uri(userinfo)
+
+    def _uri(self, userinfo: str) -> str:
+        if not self.members:
+            raise RuntimeError("the simulated replica set is not started")
+        options = [f"replicaSet={quote(self.replset, safe='')}"]
+        if self.tls is not None:
+            options.append("tls=true")
+        return f"mongodb://{userinfo}{','.join(self.members)}/?{'&'.join(options)}"
+
+    @property
+    def cluster(self) -> ReplicaSet:
+        """The pure cluster state. Read it only through :meth:`call` while serving."""
+        if self._cluster is None:
+            raise RuntimeError("the simulated replica set is not started")
+        return self._cluster
+
+    @property
+    def server(self) -> LoopbackServer:
+        if self._server is None:
+            raise RuntimeError("the simulated replica set is not started")
+        return self._server
+
+    def call(self, operation: Callable[[ReplicaSet, float], Any]) -> Any:
+        """Run ``operation(cluster, now)`` under the server's lock (the cluster is not
+        thread-safe), then let every connection send what the change made ready."""
+        cluster = self.cluster
+        return self.server.call(lambda now: operation(cluster, now))
+
+    # --- fault controls --------------------------------------------------------------------
+
+    @property
+    def primary(self) -> str | None:
+        result: str | None = self.call(lambda cluster, _now: cluster.primary)
+        return result
+
+    def step_down(self, successor: str | None = None) -> None:
+        """The primary steps down; ``successor`` (default: the next member) is elected."""
+        self.call(lambda cluster, now: cluster.step_down(now, successor=successor))
+
+    def elect(self, member: str) -> None:
+        self.call(lambda cluster, now: cluster.elect(member, now))
+
+    def stop(self, member: str) -> None:
+        """Shut ``member`` down: its connections close and new ones are closed at once."""
+        self.call(lambda cluster, now: cluster.stop(member, now))
+
+    def restart(self, member: str) -> None:
+        self.call(lambda cluster, now: cluster.restart(member, now))
+
+    def set_lag(self, member: str, seconds: float) -> None:
+        self.call(lambda cluster, _now: cluster.set_lag(member, seconds))
+
+    def configure_failpoint(self, member: str, command: Mapping[str, Any]) -> dict[str, Any]:
+        """Run a ``configureFailPoint`` command document on ``member`` directly (without a
+        client), e.g. ``{"configureFailPoint": "failCommand", "mode": {"times": 1},
+        "data": {"failCommands": ["find"], "errorCode": 91}}``."""
+        result: dict[str, Any] = self.call(
+            lambda cluster, _now: cluster.member(member).failpoints.configure(command)
+        )
+        return result
+
+    def failpoint_off(self, member: str, name: str = "failCommand") -> None:
+        self.configure_failpoint(member, {"configureFailPoint": name, "mode": "off"})

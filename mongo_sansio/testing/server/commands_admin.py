@@ -1,0 +1,268 @@
+"""Administrative commands: ping, buildInfo, create, drop, dropDatabase, renameCollection,
+createIndexes, listIndexes, dropIndexes, listDatabases, listCollections, endSessions,
+killAllSessions, replSetStepDown, replSetGetStatus, configureFailPoint.
+
+Inputs: a :class:`~.context.Context`.  Outputs: mongod's reply documents; catalogue changes
+are logged to the oplog as "c" entries (create, drop, dropDatabase, renameCollection,
+createIndexes, dropIndexes).  Failures are raised as CommandError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mongo_sansio.bson import Int64, encode
+from mongo_sansio.testing.engine import CommandError
+from mongo_sansio.testing.server.commands_crud import collection_name
+from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome
+from mongo_sansio.testing.server.handshake import member_position, op_time
+from mongo_sansio.testing.server.oplog import wall_datetime
+from mongo_sansio.testing.server.replset import PRIMARY, SECONDARY
+from mongo_sansio.testing.server.sessions import session_key
+
+__all__ = ["ADMIN_COMMANDS", "VERSIONS"]
+
+VERSIONS = {21: ("7.0.12", [7, 0, 12, 0]), 25: ("8.0.3", [8, 0, 3, 0])}
+
+
+def _ns_not_found(message: str = "ns not found") -> CommandError:
+    return CommandError(26, "NamespaceNotFound", message)
+
+
+def _admin_only(ctx: Context) -> None:
+    if ctx.db != "admin":
+        raise CommandError(13, "Unauthorized", f"{ctx.request.name} may only be run against the admin database.")
+
+
+def ping(ctx: Context) -> Outcome:
+    return {"ok": 1.0}
+
+
+def build_info(ctx: Context) -> Outcome:
+    version, array = VERSIONS[ctx.cluster.max_wire_version]
+    return {
+        "version": version, "gitVersion": "0" * 40, "versionArray": array, "bits": 64,
+        "maxBsonObjectSize": 16 * 1024 * 1024, "storageEngines": ["wiredTiger"],
+        "modules": [], "javascriptEngine": "none", "debug": False, "ok": 1.0,
+    }
+
+
+def create(ctx: Context) -> Outcome:
+    name = collection_name(ctx)
+    if ctx.cluster.collection(ctx.db, name) is not None:
+        raise CommandError(48, "NamespaceExists", f"Collection {ctx.db}.{name} already exists.")
+    ctx.cluster.collection(ctx.db, name, create=True)
+    return {"ok": 1.0}
+
+
+def drop(ctx: Context) -> Outcome:
+    name = collection_name(ctx)
+    collections = ctx.cluster.databases.get(ctx.db, {})
+    if name not in collections:
+        # mongod 7.0 answers ok for a missing collection (since 7.0, no NamespaceNotFound).
+        return {"ok": 1.0}
+    found = collections.pop(name)
+    ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name})
+    if not collections:
+        ctx.cluster.databases.pop(ctx.db, None)
+    return {"nIndexesWas": len(found.list_indexes()), "ns": found.namespace, "ok": 1.0}
+
+
+def drop_database(ctx: Context) -> Outcome:
+    collections = ctx.cluster.databases.pop(ctx.db, None)
+    if collections:
+        for name in list(collections):
+            ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name})
+        ctx.cluster.log("c", "dropDatabase", f"{ctx.db}.$cmd", command={"dropDatabase": 1})
+    return {"dropped": ctx.db, "ok": 1.0}
+
+
+def _split_ns(value: Any, field: str) -> tuple[str, str]:
+    if not isinstance(value, str) or "." not in value:
+        raise CommandError(73, "InvalidNamespace", f"Invalid namespace specified '{value}'")
+    database, name = value.split(".", 1)
+    if not database or not name:
+        raise CommandError(73, "InvalidNamespace", f"Invalid {field} namespace: {value}")
+    return database, name
+
+
+def rename_collection(ctx: Context) -> Outcome:
+    _admin_only(ctx)
+    source_db, source = _split_ns(ctx.body.get("renameCollection"), "source")
+    target_db, target = _split_ns(ctx.body.get("to"), "target")
+    cluster = ctx.cluster
+    found = cluster.collection(source_db, source)
+    if found is None:
+        raise _ns_not_found("Source collection " + f"{source_db}.{source} does not exist")
+    if (source_db, source) == (target_db, target):
+        raise CommandError(20, "IllegalOperation", "Can't rename a collection to itself")
+    if cluster.collection(target_db, target) is not None:
+        if not ctx.body.get("dropTarget"):
+            raise CommandError(48, "NamespaceExists", "target namespace exists")
+        cluster.databases[target_db].pop(target)
+        cluster.log("c", "drop", f"{target_db}.$cmd", command={"drop": target})
+    cluster.databases[source_db].pop(source)
+    if not cluster.databases[source_db]:
+        cluster.databases.pop(source_db)
+    cluster.adopt(found.clone(database=target_db, name=target))
+    cluster.log("c", "renameCollection", f"{source_db}.$cmd",
+                command={"renameCollection": f"{source_db}.{source}", "to": f"{target_db}.{target}"})
+    return {"ok": 1.0}
+
+
+def create_indexes(ctx: Context) -> Outcome:
+    name = collection_name(ctx)
+    specs = ctx.body.get("indexes")
+    if not isinstance(specs, list) or not specs:
+        raise CommandError(2, "BadValue", "Must specify at least one index to create")
+    created = ctx.cluster.collection(ctx.db, name) is None
+    collection = ctx.cluster.collection(ctx.db, name, create=True)
+    assert collection is not None
+    reply = dict(collection.create_indexes(specs, created_collection=created))
+    ctx.cluster.log("c", "createIndexes", f"{ctx.db}.$cmd", command={"createIndexes": name, "indexes": list(specs)})
+    reply["ok"] = 1.0
+    return reply
+
+
+def list_indexes(ctx: Context) -> Outcome:
+    name = collection_name(ctx)
+    collection = ctx.cluster.collection(ctx.db, name)
+    if collection is None:
+        raise _ns_not_found(f"ns does not exist: {ctx.db}.{name}")
+    return ctx.member.cursors.open(f"{ctx.db}.{name}", collection.list_indexes(), batch_size=_cursor_batch(ctx))
+
+
+def drop_indexes(ctx: Context) -> Outcome:
+    name = collection_name(ctx)
+    collection = ctx.cluster.collection(ctx.db, name)
+    if collection is None:
+        raise _ns_not_found(f"ns not found {ctx.db}.{name}")
+    reply = dict(collection.drop_indexes(ctx.body.get("index")))
+    ctx.cluster.log("c", "dropIndexes", f"{ctx.db}.$cmd", command={"dropIndexes": name, "index": ctx.body.get("index")})
+    reply["ok"] = 1.0
+    return reply
+
+
+def _cursor_batch(ctx: Context) -> int | None:
+    options = ctx.body.get("cursor")
+    if isinstance(options, Mapping) and isinstance(options.get("batchSize"), int):
+        return int(options["batchSize"])
+    return None
+
+
+def _matches(document: dict[str, Any], filter_: Any) -> bool:
+    if not filter_:
+        return True
+    from mongo_sansio.testing.engine import matches
+
+    return bool(matches(document, filter_))
+
+
+def list_databases(ctx: Context) -> Outcome:
+    _admin_only(ctx)
+    rows = []
+    total = 0
+    for name, collections in sorted(ctx.cluster.databases.items()):
+        if not collections:
+            continue
+        size = sum(len(encode(d)) for c in collections.values() for d in c) or 8192
+        total += size
+        rows.append({"name": name, "sizeOnDisk": size, "empty": False})
+    rows = [r for r in rows if _matches(r, ctx.body.get("filter"))]
+    if ctx.body.get("nameOnly"):
+        return {"databases": [{"name": r["name"]} for r in rows], "ok": 1.0}
+    return {"databases": rows, "totalSize": total, "totalSizeMb": total // (1024 * 1024), "ok": 1.0}
+
+
+def list_collections(ctx: Context) -> Outcome:
+    collections = ctx.cluster.databases.get(ctx.db, {})
+    rows = []
+    for name in sorted(collections):
+        row = {"name": name, "type": "collection", "options": {}, "info": {"readOnly": False},
+               "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
+        if _matches(row, ctx.body.get("filter")):
+            rows.append({"name": name, "type": "collection"} if ctx.body.get("nameOnly") else row)
+    return ctx.member.cursors.open(f"{ctx.db}.$cmd.listCollections", rows, batch_size=_cursor_batch(ctx))
+
+
+def end_sessions(ctx: Context) -> Outcome:
+    lsids = ctx.body.get(ctx.request.name)
+    ctx.cluster.sessions.end(lsids)
+    return {"ok": 1.0}
+
+
+def kill_all_sessions(ctx: Context) -> Outcome:
+    ctx.cluster.sessions.kill_all()
+    for member in ctx.cluster.members.values():
+        member.cursors.kill_for_sessions(None)
+    return {"ok": 1.0}
+
+
+def kill_sessions(ctx: Context) -> Outcome:
+    lsids = ctx.body.get("killSessions")
+    keys = {k for k in (session_key(x) for x in (lsids if isinstance(lsids, list) else [])) if k is not None}
+    for member in ctx.cluster.members.values():
+        member.cursors.kill_for_sessions(keys)
+    return {"ok": 1.0}
+
+
+def repl_set_step_down(ctx: Context) -> Outcome:
+    _admin_only(ctx)
+    if ctx.member.state != PRIMARY:
+        raise CommandError(10107, "NotWritablePrimary", "not primary so can't step down")
+    seconds = ctx.body.get("replSetStepDown")
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        raise CommandError(14, "TypeMismatch", "replSetStepDown takes a numeric argument")
+    ctx.cluster.step_down(ctx.now)
+    return {"ok": 1.0}
+
+
+def repl_set_get_status(ctx: Context) -> Outcome:
+    _admin_only(ctx)
+    cluster = ctx.cluster
+    rows = []
+    for index, member in enumerate(cluster.members.values()):
+        entry = member_position(cluster, member, ctx.now) if member.state != "STOPPED" else None
+        state_code = {PRIMARY: 1, SECONDARY: 2}.get(member.state, 8)
+        rows.append({
+            "_id": index, "name": member.address, "health": 0.0 if member.state == "STOPPED" else 1.0,
+            "state": state_code, "stateStr": member.state if state_code != 8 else "(not reachable/healthy)",
+            "optime": op_time(cluster, entry),
+            "optimeDate": wall_datetime(entry.wall) if entry is not None else wall_datetime(cluster.wall(ctx.now)),
+            "self": member is ctx.member,
+        })
+    return {
+        "set": cluster.set_name, "date": wall_datetime(cluster.wall(ctx.now)),
+        "myState": {PRIMARY: 1, SECONDARY: 2}.get(ctx.member.state, 8), "term": Int64(cluster.term),
+        "members": rows, "ok": 1.0,
+    }
+
+
+def configure_fail_point(ctx: Context) -> Outcome:
+    _admin_only(ctx)
+    reply = ctx.member.failpoints.configure(ctx.body)
+    reply["ok"] = 1.0
+    return reply
+
+
+ADMIN_COMMANDS = [
+    CommandSpec("ping", ping, requires_auth=False),
+    CommandSpec("buildInfo", build_info, requires_auth=False),
+    CommandSpec("buildinfo", build_info, requires_auth=False),
+    CommandSpec("create", create, access="write"),
+    CommandSpec("drop", drop, access="write"),
+    CommandSpec("dropDatabase", drop_database, access="write"),
+    CommandSpec("renameCollection", rename_collection, access="write"),
+    CommandSpec("createIndexes", create_indexes, access="write"),
+    CommandSpec("listIndexes", list_indexes, access="read"),
+    CommandSpec("dropIndexes", drop_indexes, access="write"),
+    CommandSpec("listDatabases", list_databases, access="read"),
+    CommandSpec("listCollections", list_collections, access="read"),
+    CommandSpec("endSessions", end_sessions),
+    CommandSpec("killAllSessions", kill_all_sessions),
+    CommandSpec("killSessions", kill_sessions),
+    CommandSpec("replSetStepDown", repl_set_step_down),
+    CommandSpec("replSetGetStatus", repl_set_get_status),
+    CommandSpec("configureFailPoint", configure_fail_point),
+]

@@ -1,0 +1,317 @@
+"""CRUD commands: insert, update, delete, findAndModify, find, getMore, killCursors,
+aggregate, count, distinct.
+
+Inputs: a :class:`~.context.Context` (the command document, its document sequences, the
+cluster's data, ``now``).  Outputs: mongod's reply documents -- ``{n, ok}`` with
+``writeErrors: [{index, code, errmsg, keyPattern?, keyValue?}]`` for writes, cursor replies for
+reads -- or a :class:`~.context.Waiting` for an awaitData getMore with nothing to return yet.
+Failures are raised as CommandError (the dispatcher turns them into ``ok: 0`` replies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mongo_sansio.bson import encode
+from mongo_sansio.testing.engine import Collection, CommandError, run_pipeline
+from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome, Waiting
+from mongo_sansio.testing.server.cursors import Cursor
+from mongo_sansio.testing.server.handshake import MAX_BSON_OBJECT_SIZE
+
+__all__ = ["CRUD_COMMANDS"]
+
+DEFAULT_AWAIT_MS = 1000  # mongod's awaitData getMore wait without maxTimeMS
+
+
+def _type_error(message: str) -> CommandError:
+    return CommandError(14, "TypeMismatch", message)
+
+
+def collection_name(ctx: Context) -> str:
+    value = ctx.body.get(ctx.request.name)
+    if not isinstance(value, str) or not value:
+        raise CommandError(
+            73, "InvalidNamespace", f"collection name has invalid type {type(value).__name__}"
+        )
+    return value
+
+
+def _int(ctx: Context, field: str, default: int | None = None) -> int | None:
+    value = ctx.body.get(field, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _type_error(f"Field '{field}' should be a number")
+    return int(value)
+
+
+def _doc(ctx: Context, field: str) -> Mapping[str, Any] | None:
+    value = ctx.body.get(field)
+    if value is not None and not isinstance(value, Mapping):
+        raise _type_error(f"BSON field '{ctx.request.name}.{field}' is the wrong type, expected type 'object'")
+    return value
+
+
+def _items(ctx: Context, field: str) -> list[Any]:
+    """A write command's statements: the body's array or the OP_MSG document sequence."""
+    if field in ctx.request.sequences:
+        return list(ctx.request.sequences[field])
+    value = ctx.body.get(field)
+    if not isinstance(value, list):
+        raise CommandError(40414, "Location40414", f"BSON field '{ctx.request.name}.{field}' is missing but a required field")
+    return value
+
+
+def _write_error(index: int, error: CommandError) -> dict[str, Any]:
+    return {"index": index, "code": error.code, "errmsg": error.errmsg, **error.extra}
+
+
+def _finish_write(reply: dict[str, Any], errors: list[dict[str, Any]]) -> dict[str, Any]:
+    if errors:
+        reply["writeErrors"] = errors
+    reply["ok"] = 1.0
+    return reply
+
+
+def _target(ctx: Context) -> Collection:
+    collection = ctx.cluster.collection(ctx.db, collection_name(ctx), create=True)
+    assert collection is not None
+    return collection
+
+
+def insert(ctx: Context) -> Outcome:
+    documents = _items(ctx, "documents")
+    ordered = ctx.body.get("ordered", True) is not False
+    collection = _target(ctx)
+    errors: list[dict[str, Any]] = []
+    n = 0
+    for index, document in enumerate(documents):
+        try:
+            if not isinstance(document, Mapping):
+                raise CommandError(2, "BadValue", "a document to insert must be an object")
+            size = len(encode(document))
+            if size > MAX_BSON_OBJECT_SIZE:
+                raise CommandError(
+                    10334, "BSONObjectTooLarge",
+                    f"object to insert too large. size in bytes: {size}, max size: {MAX_BSON_OBJECT_SIZE}",
+                )
+            collection.insert_one(document)
+            n += 1
+        except CommandError as error:
+            errors.append(_write_error(index, error))
+            if ordered:
+                break
+    return _finish_write({"n": n}, errors)
+
+
+def update(ctx: Context) -> Outcome:
+    statements = _items(ctx, "updates")
+    ordered = ctx.body.get("ordered", True) is not False
+    collection = _target(ctx)
+    errors: list[dict[str, Any]] = []
+    upserted: list[dict[str, Any]] = []
+    n = modified = 0
+    for index, statement in enumerate(statements):
+        try:
+            if not isinstance(statement, Mapping) or "q" not in statement or "u" not in statement:
+                raise CommandError(40414, "Location40414", "BSON field 'update.updates.q' is missing but a required field")
+            outcome = collection.update(
+                statement["q"], statement["u"],
+                multi=bool(statement.get("multi", False)), upsert=bool(statement.get("upsert", False)),
+                now=ctx.cluster.write_datetime(), array_filters=statement.get("arrayFilters"),
+                sort=statement.get("sort"),
+            )
+            if outcome.upserted:
+                upserted.append({"index": index, "_id": outcome.upserted_id})
+                n += 1
+            n += outcome.matched
+            modified += outcome.modified
+        except CommandError as error:
+            errors.append(_write_error(index, error))
+            if ordered:
+                break
+    reply: dict[str, Any] = {"n": n, "nModified": modified}
+    if upserted:
+        reply["upserted"] = upserted
+    return _finish_write(reply, errors)
+
+
+def delete(ctx: Context) -> Outcome:
+    statements = _items(ctx, "deletes")
+    ordered = ctx.body.get("ordered", True) is not False
+    collection = ctx.cluster.collection(ctx.db, collection_name(ctx))
+    errors: list[dict[str, Any]] = []
+    n = 0
+    for index, statement in enumerate(statements):
+        try:
+            if not isinstance(statement, Mapping) or "q" not in statement or "limit" not in statement:
+                raise CommandError(40414, "Location40414", "BSON field 'delete.deletes.q' is missing but a required field")
+            limit = statement["limit"]
+            if limit not in (0, 1):
+                raise CommandError(9, "FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
+            if collection is not None:
+                n += collection.delete(statement["q"], limit=int(limit))
+        except CommandError as error:
+            errors.append(_write_error(index, error))
+            if ordered:
+                break
+    return _finish_write({"n": n}, errors)
+
+
+def find_and_modify(ctx: Context) -> Outcome:
+    body = ctx.body
+    collection = _target(ctx)
+    value, last_error = collection.find_and_modify(
+        _doc(ctx, "query"), sort=_doc(ctx, "sort"), update=body.get("update"),
+        remove=bool(body.get("remove", False)), new=bool(body.get("new", False)),
+        upsert=bool(body.get("upsert", False)), fields=_doc(ctx, "fields"),
+        now=ctx.cluster.write_datetime(), array_filters=body.get("arrayFilters"),
+    )
+    return {"lastErrorObject": last_error, "value": value, "ok": 1.0}
+
+
+def _batch_size(ctx: Context, default: int | None) -> int | None:
+    size = _int(ctx, "batchSize", default)
+    if size is not None and size < 0:
+        raise CommandError(51024, "Location51024", "BatchSize value must be non-negative, but received: " + str(size))
+    return size
+
+
+def find(ctx: Context) -> Outcome:
+    name = collection_name(ctx)
+    ns = f"{ctx.db}.{name}"
+    limit = _int(ctx, "limit", 0) or 0
+    skip = _int(ctx, "skip", 0) or 0
+    if limit < 0:
+        raise CommandError(51024, "Location51024", f"LIMIT value must be non-negative, but received: {limit}")
+    if skip < 0:
+        raise CommandError(51024, "Location51024", f"SKIP value must be non-negative, but received: {skip}")
+    batch_size = _batch_size(ctx, None)
+    collection = ctx.cluster.collection(ctx.db, name)
+    documents: list[dict[str, Any]] = []
+    if collection is not None:
+        documents = collection.find(
+            _doc(ctx, "filter"), _doc(ctx, "projection"), sort=_doc(ctx, "sort"), skip=skip, limit=limit
+        )
+    return ctx.member.cursors.open(
+        ns, documents, batch_size=batch_size, limit=limit,
+        single_batch=bool(ctx.body.get("singleBatch", False)),
+        lsid=_lsid_key(ctx),
+    )
+
+
+def _lsid_key(ctx: Context) -> bytes | None:
+    from mongo_sansio.testing.server.sessions import session_key
+
+    return session_key(ctx.request.lsid)
+
+
+def get_more(ctx: Context) -> Outcome:
+    cursor_id = ctx.body.get("getMore")
+    if not isinstance(cursor_id, int) or isinstance(cursor_id, bool):
+        raise _type_error("Field 'getMore' must be of type long")
+    name = ctx.body.get("collection")
+    if not isinstance(name, str):
+        raise _type_error("Field 'collection' must be of type string")
+    cursor = ctx.member.cursors.lookup(int(cursor_id), f"{ctx.db}.{name}")
+    batch_size = _batch_size(ctx, None)
+    registry = ctx.member.cursors
+    wall = ctx.cluster.wall(ctx.now)
+    if not (cursor.tailable and cursor.await_data):
+        return registry.next_batch(cursor, batch_size, wall)
+    reply = _await_batch(ctx, cursor, batch_size)
+    if reply is not None:
+        return reply
+    wait_ms = _int(ctx, "maxTimeMS", DEFAULT_AWAIT_MS) or DEFAULT_AWAIT_MS
+
+    def poll(now: float, timed_out: bool) -> Outcome | None:
+        if cursor.id not in registry.cursors:
+            raise CommandError(43, "CursorNotFound", f"cursor id {cursor.id} not found")
+        found = _await_batch(ctx, cursor, batch_size, now)
+        if found is not None or not timed_out:
+            return found
+        return registry.next_batch(cursor, batch_size, ctx.cluster.wall(now))
+
+    return Waiting(ctx.now + wait_ms / 1000.0, poll)
+
+
+def _await_batch(ctx: Context, cursor: Cursor, batch_size: int | None, now: float | None = None) -> dict[str, Any] | None:
+    """A getMore batch if there is something to return now, else None (keep waiting)."""
+    wall = ctx.cluster.wall(ctx.now if now is None else now)
+    if cursor.source is not None and not cursor.pending:
+        cursor.pending.extend(cursor.source(wall))
+    if not cursor.pending:
+        return None
+    return ctx.member.cursors.next_batch(cursor, batch_size, wall)
+
+
+def kill_cursors(ctx: Context) -> Outcome:
+    name = collection_name(ctx)
+    ids = ctx.body.get("cursors")
+    if not isinstance(ids, list):
+        raise _type_error("Field 'cursors' must be an array")
+    return ctx.member.cursors.kill(f"{ctx.db}.{name}", ids)
+
+
+def aggregate(ctx: Context) -> Outcome:
+    target = ctx.body.get("aggregate")
+    pipeline = ctx.body.get("pipeline")
+    if not isinstance(pipeline, list):
+        raise _type_error("'pipeline' option must be specified as an array")
+    options = ctx.body.get("cursor")
+    if not isinstance(options, Mapping):
+        raise CommandError(9, "FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
+    batch_size = options.get("batchSize")
+    if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 0):
+        raise CommandError(51024, "Location51024", "BatchSize value must be non-negative")
+    databases = ctx.cluster.databases
+
+    def lookup(name: str) -> list[dict[str, Any]]:
+        found = databases.get(ctx.db, {}).get(name)
+        return list(found) if found is not None else []
+
+    if isinstance(target, str):
+        source: list[dict[str, Any]] = lookup(target)
+        ns = f"{ctx.db}.{target}"
+    elif target == 1 and not isinstance(target, bool):
+        source = []
+        ns = f"{ctx.db}.$cmd.aggregate"
+    else:
+        raise CommandError(73, "InvalidNamespace", "the aggregate target must be a collection name or 1")
+    results = run_pipeline(source, pipeline, lookup=lookup, now=ctx.cluster.write_datetime())
+    return ctx.member.cursors.open(ns, results, batch_size=batch_size, lsid=_lsid_key(ctx))
+
+
+def count(ctx: Context) -> Outcome:
+    collection = ctx.cluster.collection(ctx.db, collection_name(ctx))
+    skip = _int(ctx, "skip", 0) or 0
+    limit = _int(ctx, "limit", 0) or 0
+    if skip < 0:
+        raise CommandError(51024, "Location51024", "skip value is negative in count query")
+    n = 0 if collection is None else collection.count(_doc(ctx, "query"), skip=skip, limit=limit)
+    return {"n": n, "ok": 1.0}
+
+
+def distinct(ctx: Context) -> Outcome:
+    collection = ctx.cluster.collection(ctx.db, collection_name(ctx))
+    key = ctx.body.get("key")
+    if not isinstance(key, str):
+        raise _type_error("BSON field 'distinct.key' is the wrong type, expected type 'string'")
+    values = [] if collection is None else collection.distinct(key, _doc(ctx, "query"))
+    return {"values": values, "ok": 1.0}
+
+
+CRUD_COMMANDS = [
+    CommandSpec("insert", insert, access="write", retryable_write=True),
+    CommandSpec("update", update, access="write", retryable_write=True),
+    CommandSpec("delete", delete, access="write", retryable_write=True),
+    CommandSpec("findAndModify", find_and_modify, access="write", retryable_write=True),
+    CommandSpec("findandmodify", find_and_modify, access="write", retryable_write=True),
+    CommandSpec("find", find, access="read"),
+    CommandSpec("getMore", get_more),
+    CommandSpec("killCursors", kill_cursors),
+    CommandSpec("aggregate", aggregate, access="read"),
+    CommandSpec("count", count, access="read"),
+    CommandSpec("distinct", distinct, access="read"),
+]

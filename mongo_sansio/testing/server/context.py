@@ -1,0 +1,112 @@
+"""What a command handler is given and what it may give back.
+
+Inputs to a handler: a :class:`Context` -- the cluster, the member the connection is on, the
+connection's own state (:class:`ConnectionState`), the decoded :class:`Request` and ``now``.
+Outputs: a reply document (``ok`` included; :mod:`.dispatch` adds ``$clusterTime`` and
+``operationTime``), a :class:`Waiting` when the answer depends on time or on the cluster
+(blocked by a failpoint, an awaitable hello, an awaitData getMore), or a :class:`Close` when
+the connection must drop without a reply.  Failures are raised as the engine's
+:class:`~mongo_sansio.testing.engine.CommandError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from mongo_sansio.testing.server.auth import SaslConversation
+from mongo_sansio.testing.server.replset import Member, ReplicaSet
+
+__all__ = ["Close", "CommandSpec", "ConnectionState", "Context", "Outcome", "Request", "Waiting", "NO_REPLY"]
+
+
+@attrs.frozen
+class Request:
+    name: str  # the command name as sent (the body's first key)
+    db: str
+    body: Mapping[str, Any]
+    sequences: Mapping[str, list[Any]]
+    request_id: int
+    legacy: bool = False  # OP_QUERY, answered with OP_REPLY
+    secondary_ok: bool = False
+    exhaust_allowed: bool = False
+    more_to_come: bool = False  # the client wants no reply (unacknowledged write)
+    compressor_id: int | None = None
+
+    @property
+    def lsid(self) -> Any:
+        return self.body.get("lsid")
+
+    @property
+    def txn_number(self) -> int | None:
+        value = self.body.get("txnNumber")
+        return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@attrs.define
+class ConnectionState:
+    connection_id: int
+    compression: list[str] = attrs.Factory(list)
+    handshake_done: bool = False
+    app_name: str | None = None
+    user: str | None = None  # the authenticated user
+    conversation: SaslConversation | None = None
+    conversation_done: bool = False  # a SCRAM conversation waiting for the empty last step
+    skip_empty_exchange: bool = False
+
+
+@attrs.define
+class Waiting:
+    """An answer that is not ready: ``poll(now, timed_out)`` gives it (or None: not yet).
+    ``deadline``: when to poll with ``timed_out=True``.  ``interruptible``: a stepdown of
+    the member fails it with InterruptedDueToReplStateChange."""
+
+    deadline: float | None
+    poll: Callable[[float, bool], Outcome | None]
+    interruptible: bool = True
+
+
+@attrs.frozen
+class Close:
+    reason: str
+
+
+class _NoReply:
+    def __repr__(self) -> str:
+        return "NO_REPLY"
+
+
+NO_REPLY = _NoReply()
+
+Outcome = dict[str, Any] | Waiting | Close | _NoReply
+
+
+@attrs.define
+class Context:
+    cluster: ReplicaSet
+    member: Member
+    state: ConnectionState
+    request: Request
+    now: float
+
+    @property
+    def body(self) -> Mapping[str, Any]:
+        return self.request.body
+
+    @property
+    def db(self) -> str:
+        return self.request.db
+
+
+Handler = Callable[[Context], Outcome]
+
+
+@attrs.frozen
+class CommandSpec:
+    name: str
+    handler: Handler
+    access: str = "any"  # "read": a secondary needs secondaryOk; "write": primary only
+    requires_auth: bool = True
+    retryable_write: bool = False

@@ -1,0 +1,149 @@
+"""Server cursors: results kept between ``find``/``aggregate`` and ``getMore``, per member.
+
+Inputs: the documents a command produced (or a ``source`` callable that yields new ones, for
+tailable cursors such as change streams), batch sizes and limits, ``getMore``/``killCursors``.
+Outputs: the cursor reply documents ``{cursor: {id: Int64, ns, firstBatch|nextBatch}, ok: 1}``.
+
+Batches follow mongod: the first batch holds ``batchSize`` documents (101 by default) and a
+getMore batch ``batchSize`` (unlimited by default), both cut at 16 MiB of BSON; a cursor whose
+documents (or limit) are exhausted is closed and answers id 0.  Cursors belong to the member
+that opened them; a getMore on another member answers CursorNotFound (43).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from mongo_sansio.bson import Int64, encode
+from mongo_sansio.testing.engine import CommandError
+
+__all__ = ["Cursor", "CursorRegistry", "MAX_BATCH_BYTES", "cursor_reply"]
+
+MAX_BATCH_BYTES = 16 * 1024 * 1024
+DEFAULT_FIRST_BATCH = 101
+
+# A tailable cursor's source: called at each getMore to fetch what arrived since; the argument
+# is the wall-clock seconds of the call.  Extra reply fields come back in ``Cursor.extra``.
+Source = Callable[[float], list[dict[str, Any]]]
+
+
+@attrs.define
+class Cursor:
+    id: int
+    ns: str
+    pending: list[dict[str, Any]]
+    limit: int = 0  # 0: no limit; counts every document handed out
+    returned: int = 0
+    tailable: bool = False
+    await_data: bool = False
+    source: Source | None = None
+    lsid: bytes | None = None
+    extra: dict[str, Any] = attrs.Factory(dict)  # e.g. postBatchResumeToken, set by a source
+
+    def take(self, batch_size: int | None) -> list[dict[str, Any]]:
+        """The next batch (``None``: no count limit), cut at 16 MiB."""
+        wanted = len(self.pending) if batch_size is None or batch_size <= 0 else batch_size
+        if self.limit:
+            wanted = min(wanted, self.limit - self.returned)
+        batch: list[dict[str, Any]] = []
+        size = 0
+        while self.pending and len(batch) < wanted:
+            document_size = len(encode(self.pending[0]))
+            if batch and size + document_size > MAX_BATCH_BYTES:
+                break
+            batch.append(self.pending.pop(0))
+            size += document_size
+        self.returned += len(batch)
+        return batch
+
+    @property
+    def exhausted(self) -> bool:
+        if self.limit and self.returned >= self.limit:
+            return True
+        return not self.pending and not self.tailable
+
+
+def cursor_reply(cursor_id: int, ns: str, key: str, batch: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"cursor": {key: batch, "id": Int64(cursor_id), "ns": ns, **extra}, "ok": 1.0}
+
+
+class CursorRegistry:
+    """The open cursors of one member; ids come from the cluster's id source."""
+
+    def __init__(self, new_id: Callable[[], int]) -> None:
+        self._new_id = new_id
+        self.cursors: dict[int, Cursor] = {}
+
+    def open(
+        self,
+        ns: str,
+        documents: list[dict[str, Any]],
+        *,
+        batch_size: int | None,
+        limit: int = 0,
+        single_batch: bool = False,
+        tailable: bool = False,
+        await_data: bool = False,
+        source: Source | None = None,
+        lsid: bytes | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Make a cursor over ``documents`` and answer its first batch (id 0 when done)."""
+        cursor = Cursor(0, ns, list(documents), limit=limit, tailable=tailable, await_data=await_data,
+                        source=source, lsid=lsid, extra=dict(extra or {}))
+        batch = cursor.take(DEFAULT_FIRST_BATCH if batch_size is None else batch_size)
+        if batch_size == 0:
+            batch = []
+        if single_batch or cursor.exhausted:
+            return cursor_reply(0, ns, "firstBatch", batch, **cursor.extra)
+        cursor.id = self._new_id()
+        self.cursors[cursor.id] = cursor
+        return cursor_reply(cursor.id, ns, "firstBatch", batch, **cursor.extra)
+
+    def lookup(self, cursor_id: int, ns: str) -> Cursor:
+        cursor = self.cursors.get(cursor_id)
+        if cursor is None:
+            raise CommandError(43, "CursorNotFound", f"cursor id {cursor_id} not found")
+        if cursor.ns != ns:
+            raise CommandError(
+                13, "Unauthorized",
+                f"Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {cursor.ns}",
+            )
+        return cursor
+
+    def next_batch(self, cursor: Cursor, batch_size: int | None, wall: float) -> dict[str, Any]:
+        """Answer a getMore (the caller decided whether to wait first)."""
+        if cursor.source is not None and not cursor.pending:
+            cursor.pending.extend(cursor.source(wall))
+        batch = cursor.take(batch_size)
+        if cursor.exhausted:
+            self.cursors.pop(cursor.id, None)
+            return cursor_reply(0, cursor.ns, "nextBatch", batch, **cursor.extra)
+        return cursor_reply(cursor.id, cursor.ns, "nextBatch", batch, **cursor.extra)
+
+    def kill(self, ns: str, ids: list[Any]) -> dict[str, Any]:
+        killed: list[Int64] = []
+        missing: list[Int64] = []
+        for raw in ids:
+            cursor_id = int(raw) if isinstance(raw, int) and not isinstance(raw, bool) else None
+            if cursor_id is None:
+                raise CommandError(14, "TypeMismatch", "Field 'cursors' contains an element that is not of type long")
+            cursor = self.cursors.get(cursor_id)
+            if cursor is not None and cursor.ns == ns:
+                del self.cursors[cursor_id]
+                killed.append(Int64(cursor_id))
+            else:
+                missing.append(Int64(cursor_id))
+        return {"cursorsKilled": killed, "cursorsNotFound": missing, "cursorsAlive": [], "cursorsUnknown": [], "ok": 1.0}
+
+    def kill_for_sessions(self, keys: set[bytes] | None) -> None:
+        """killAllSessions (``None``: every session's cursors)."""
+        for cursor_id, cursor in list(self.cursors.items()):
+            if cursor.lsid is not None and (keys is None or cursor.lsid in keys):
+                del self.cursors[cursor_id]
+
+    def clear(self) -> None:
+        self.cursors.clear()

@@ -1,0 +1,192 @@
+"""The command pipeline: one decoded request in, one outcome out.
+
+Inputs: a :class:`~.context.Context` for a request.  Outputs: a reply document carrying
+``$clusterTime`` and ``operationTime``, a :class:`~.context.Waiting`, a
+:class:`~.context.Close`, or ``NO_REPLY`` (the client set moreToCome).
+
+The steps, in mongod's order: find the command (CommandNotFound 59); authentication
+(Unauthorized 13); the failCommand failpoint (block, close, error, writeConcernError);
+the member's role (NotWritablePrimary 10107 for writes on a secondary,
+NotPrimaryNoSecondaryOk 13435 for reads without secondaryOk); a retried write answered from
+the session's record; the handler; the reply recorded for retries; the
+onPrimaryTransactionalWrite failpoint.  A handler's CommandError becomes an ``ok: 0`` reply; a
+bug in a handler (any other exception) becomes InternalError (1) rather than escaping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mongo_sansio.bson import Binary, Int64
+from mongo_sansio.testing.engine import CommandError
+from mongo_sansio.testing.server.commands_admin import ADMIN_COMMANDS
+from mongo_sansio.testing.server.commands_crud import CRUD_COMMANDS
+from mongo_sansio.testing.server.commands_hello import HELLO_COMMANDS
+from mongo_sansio.testing.server.context import (
+    NO_REPLY,
+    Close,
+    CommandSpec,
+    Context,
+    Outcome,
+    Waiting,
+)
+from mongo_sansio.testing.server.failpoints import FailAction
+from mongo_sansio.testing.server.replset import PRIMARY
+
+__all__ = ["COMMANDS", "execute", "error_reply", "CODE_NAMES", "RETRYABLE_CODES"]
+
+COMMANDS: dict[str, CommandSpec] = {spec.name: spec for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *ADMIN_COMMANDS)}
+
+RETRYABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
+
+CODE_NAMES = {
+    1: "InternalError", 2: "BadValue", 6: "HostUnreachable", 7: "HostNotFound", 8: "UnknownError",
+    9: "FailedToParse", 11: "UserNotFound", 13: "Unauthorized", 14: "TypeMismatch",
+    18: "AuthenticationFailed", 20: "IllegalOperation", 24: "LockTimeout", 26: "NamespaceNotFound",
+    43: "CursorNotFound", 48: "NamespaceExists", 50: "MaxTimeMSExpired", 59: "CommandNotFound",
+    64: "WriteConcernFailed", 79: "UnknownReplWriteConcern", 89: "NetworkTimeout",
+    91: "ShutdownInProgress", 96: "OperationFailed", 100: "UnsatisfiableWriteConcern",
+    112: "WriteConflict", 133: "FailedToSatisfyReadPreference", 134: "ReadConcernMajorityNotAvailableYet",
+    136: "CappedPositionLost", 175: "QueryPlanKilled", 189: "PrimarySteppedDown", 211: "KeyNotFound",
+    225: "TransactionTooOld", 234: "RetryChangeStream", 237: "CursorKilled", 251: "NoSuchTransaction",
+    262: "ExceededTimeLimit", 280: "ChangeStreamFatalError", 286: "ChangeStreamHistoryLost",
+    9001: "SocketException", 10107: "NotWritablePrimary", 11000: "DuplicateKey",
+    11600: "InterruptedAtShutdown", 11601: "Interrupted", 11602: "InterruptedDueToReplStateChange",
+    13435: "NotPrimaryNoSecondaryOk", 13436: "NotPrimaryOrSecondary", 50915: "BackupCursorOpenConflictWithCheckpoint",
+}
+
+# Commands that must answer even without a primary or authentication (checked first).
+_READ_REQUIRES_OK = "read"
+_WRITE = "write"
+
+
+def code_name(code: int) -> str:
+    return CODE_NAMES.get(code, f"Location{code}")
+
+
+def error_reply(error: CommandError) -> dict[str, Any]:
+    return error.to_document()
+
+
+def cluster_fields(ctx: Context) -> dict[str, Any]:
+    cluster = ctx.cluster
+    ts = cluster.oplog.last_timestamp
+    return {
+        "$clusterTime": {"clusterTime": ts, "signature": {"hash": Binary(bytes(20)), "keyId": Int64(0)}},
+        "operationTime": ts,
+    }
+
+
+def _is_retryable_write(ctx: Context, spec: CommandSpec | None) -> bool:
+    return bool(spec and spec.retryable_write and ctx.request.txn_number is not None
+                and "autocommit" not in ctx.body and "startTransaction" not in ctx.body)
+
+
+def _with_labels(ctx: Context, spec: CommandSpec | None, reply: dict[str, Any], code: int | None) -> dict[str, Any]:
+    if code in RETRYABLE_CODES and _is_retryable_write(ctx, spec) and "errorLabels" not in reply:
+        reply["errorLabels"] = ["RetryableWriteError"]
+    return reply
+
+
+def finish(ctx: Context, outcome: Outcome) -> Outcome:
+    """Stamp a reply with the cluster time; let cursors waiting on the oplog look again."""
+    ctx.cluster.wake_waiters(ctx.now)
+    if isinstance(outcome, dict):
+        outcome.update(cluster_fields(ctx))
+        if ctx.request.more_to_come:
+            return NO_REPLY
+    return outcome
+
+
+def execute(ctx: Context) -> Outcome:
+    try:
+        return finish(ctx, _execute(ctx))
+    except CommandError as error:
+        spec = COMMANDS.get(ctx.request.name)
+        return finish(ctx, _with_labels(ctx, spec, error_reply(error), error.code))
+
+
+def _execute(ctx: Context) -> Outcome:
+    request = ctx.request
+    spec = COMMANDS.get(request.name)
+    if spec is None:
+        raise CommandError(59, "CommandNotFound", f"no such command: '{request.name}'")
+    if spec.requires_auth and ctx.cluster.authenticator is not None and ctx.state.user is None:
+        raise CommandError(13, "Unauthorized", f"Command {request.name} requires authentication")
+    action = None
+    if request.name != "configureFailPoint":
+        action = ctx.member.failpoints.fail_command(request.name, ctx.state.app_name)
+    if action is not None and action.block_ms > 0:
+        def resume(now: float, timed_out: bool) -> Outcome | None:
+            if not timed_out:
+                return None
+            ctx.now = now
+            try:
+                return finish(ctx, _after_block(ctx, spec, action))
+            except CommandError as error:
+                return finish(ctx, _with_labels(ctx, spec, error_reply(error), error.code))
+
+        return Waiting(ctx.now + action.block_ms / 1000.0, resume)
+    return _after_block(ctx, spec, action)
+
+
+def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> Outcome:
+    if action is not None:
+        if action.close_connection:
+            return Close(f"failCommand failpoint closed the connection on {spec.name}")
+        if action.error_code is not None:
+            reply: dict[str, Any] = {
+                "ok": 0.0, "errmsg": "Failing command via 'failCommand' failpoint",
+                "code": action.error_code, "codeName": code_name(action.error_code),
+            }
+            if action.error_labels is not None:
+                reply["errorLabels"] = list(action.error_labels)
+            return _with_labels(ctx, spec, reply, action.error_code)
+    _check_role(ctx, spec)
+    retryable = _is_retryable_write(ctx, spec)
+    request = ctx.request
+    txn_number = request.txn_number
+    if retryable and txn_number is not None:
+        stored = ctx.cluster.sessions.replay(request.lsid, txn_number)
+        if stored is not None:
+            return _add_write_concern_error(ctx, spec, stored, action)
+    ctx.cluster.sessions.touch(request.lsid)
+    if spec.access == _WRITE:
+        ctx.cluster.begin_write(ctx.now, request.lsid if retryable else None, txn_number if retryable else None)
+    outcome = _run(ctx, spec)
+    if isinstance(outcome, dict):
+        if retryable and txn_number is not None and outcome.get("ok") == 1.0:
+            ctx.cluster.sessions.record(request.lsid, txn_number, outcome)
+        if retryable and ctx.member.failpoints.close_after_write():
+            return Close("onPrimaryTransactionalWrite failpoint closed the connection after the write")
+        return _add_write_concern_error(ctx, spec, outcome, action)
+    return outcome
+
+
+def _add_write_concern_error(ctx: Context, spec: CommandSpec, reply: dict[str, Any], action: FailAction | None) -> dict[str, Any]:
+    if action is None or action.write_concern_error is None or reply.get("ok") != 1.0:
+        return reply
+    reply = dict(reply)
+    wce = dict(action.write_concern_error)
+    reply["writeConcernError"] = wce
+    if action.error_labels is not None:
+        reply["errorLabels"] = list(action.error_labels)
+    code = wce.get("code")
+    return _with_labels(ctx, spec, reply, code if isinstance(code, int) else None)
+
+
+def _check_role(ctx: Context, spec: CommandSpec) -> None:
+    state = ctx.member.state
+    if spec.access == _WRITE and state != PRIMARY:
+        raise CommandError(10107, "NotWritablePrimary", "not primary")
+    if spec.access == _READ_REQUIRES_OK and state != PRIMARY and not ctx.request.secondary_ok:
+        raise CommandError(13435, "NotPrimaryNoSecondaryOk", "not primary and secondaryOk=false")
+
+
+def _run(ctx: Context, spec: CommandSpec) -> Outcome:
+    try:
+        return spec.handler(ctx)
+    except CommandError:
+        raise
+    except Exception as bug:  # noqa: BLE001 -- a handler bug must answer, not kill the connection
+        raise CommandError(1, "InternalError", f"simulator error in {spec.name}: {type(bug).__name__}: {bug}") from bug

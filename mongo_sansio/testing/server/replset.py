@@ -1,0 +1,308 @@
+"""The simulated replica set's shared state: members, elections, the oplog, the data.
+
+Inputs: construction arguments (member addresses, set name, seed, wall-clock offset, wire
+version, an optional authenticator, the start time); ``connect(address, now)`` for each
+accepted client connection; fault controls ``step_down``, ``elect``, ``stop``, ``restart``,
+``set_lag``.  Outputs: :class:`~.connection.ServerConnection` objects; the cluster state the
+command handlers and the tests read (``primary``, ``term``, ``election_id``, ``oplog``,
+``databases``).  Connections waiting on the cluster (awaitable hello, blocked commands,
+awaitData getMore) are poked after every topology change or write, so their replies are
+ready from ``data_to_send()`` without a timer firing.
+
+Time: every call that changes state takes ``now`` (monotonic seconds); the wall clock is
+``now + wall_offset`` (the socket server passes ``time.time() - time.monotonic()``).
+Randomness: a counter hashed with the seed (sha256), so a seed replays the same ids.
+
+Data is shared by all members (one set of engine Collections); a member's replication lag only
+moves the oplog position it reports (``lastWrite`` in hello, for maxStalenessSeconds), its
+reads see the primary's data.  That is a knowing difference from mongod.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from mongo_sansio.bson import ObjectId
+from mongo_sansio.errors import LocalProtocolError
+from mongo_sansio.testing.engine import Collection, WriteEvent
+from mongo_sansio.testing.server.auth import Authenticator
+from mongo_sansio.testing.server.cursors import CursorRegistry
+from mongo_sansio.testing.server.failpoints import FailPoints
+from mongo_sansio.testing.server.oplog import Oplog, OplogEntry, wall_datetime
+from mongo_sansio.testing.server.sessions import Sessions
+
+if TYPE_CHECKING:
+    from mongo_sansio.testing.server.connection import ServerConnection
+
+__all__ = ["ReplicaSet", "Member", "PRIMARY", "SECONDARY", "STOPPED"]
+
+PRIMARY = "PRIMARY"
+SECONDARY = "SECONDARY"
+STOPPED = "STOPPED"
+PERIODIC_NOOP_SECONDS = 10.0  # mongod's primary writes a noop this often when idle
+
+
+@attrs.define(eq=False)
+class Member:
+    address: str
+    state: str
+    process_id: ObjectId
+    failpoints: FailPoints
+    cursors: CursorRegistry
+    counter: int = 0  # topologyVersion.counter
+    lag: float = 0.0  # seconds of replication lag (a secondary's visible oplog position)
+    connections: list[ServerConnection] = attrs.Factory(list)
+
+
+class ReplicaSet:
+    """See the module documentation (and the package's for an example)."""
+
+    def __init__(
+        self,
+        members: Sequence[str],
+        *,
+        set_name: str = "rs0",
+        seed: int = 0,
+        wall_offset: float = 1_700_000_000.0,
+        max_wire_version: int = 21,
+        authenticator: Authenticator | None = None,
+        now: float = 0.0,
+        oplog_size: int = 100_000,
+    ) -> None:
+        if not members or len(set(members)) != len(members):
+            raise LocalProtocolError("a replica set needs one or more distinct member addresses")
+        if max_wire_version not in (21, 25):
+            raise LocalProtocolError("max_wire_version is 21 (mongod 7.0) or 25 (mongod 8.0)")
+        self.set_name = set_name
+        self.seed = seed
+        self.wall_offset = wall_offset
+        self.max_wire_version = max_wire_version
+        self.authenticator = authenticator
+        self.set_version = 1
+        self.term = 0
+        self.election_id = ObjectId(b"\x7f\xff\xff\xff" + bytes(8))
+        self.oplog = Oplog(oplog_size)
+        self.sessions = Sessions()
+        self.databases: dict[str, dict[str, Collection]] = {}
+        self._draws = 0
+        self._oid_counter = int.from_bytes(self.random_bytes(3), "big")
+        self._oid_random = self.random_bytes(5)
+        self._connection_ids = 0
+        self.members: dict[str, Member] = {}
+        for address in members:
+            self.members[address] = Member(
+                address, SECONDARY, self._process_id(now), FailPoints(), CursorRegistry(self.new_cursor_id)
+            )
+        # The write in progress: the wall time and the session of the command (for the oplog).
+        self._write_wall = self.wall(now)
+        self._write_session: tuple[Any, int | None] = (None, None)
+        self._poke_all_later = False
+        self.oplog.append(term=0, wall=self.wall(now), op="n", kind="initiate", ns="")
+        self.primary: str | None = None
+        self.elect(members[0], now)
+
+    # --- time and randomness ---------------------------------------------------------------
+
+    def wall(self, now: float) -> float:
+        return now + self.wall_offset
+
+    def random_bytes(self, n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            self._draws += 1
+            out += hashlib.sha256(f"{self.seed}:{self._draws}".encode()).digest()
+        return out[:n]
+
+    def _process_id(self, now: float) -> ObjectId:
+        return ObjectId.from_parts(int(self.wall(now)), self.random_bytes(5), int.from_bytes(self.random_bytes(3), "big"))
+
+    def new_object_id(self) -> ObjectId:
+        self._oid_counter = (self._oid_counter + 1) & 0xFFFFFF
+        return ObjectId.from_parts(int(self._write_wall), self._oid_random, self._oid_counter)
+
+    def new_cursor_id(self) -> int:
+        return (int.from_bytes(self.random_bytes(8), "big") & 0x3FFF_FFFF_FFFF_FFFF) or 1
+
+    def new_connection_id(self) -> int:
+        self._connection_ids += 1
+        return self._connection_ids
+
+    # --- members and connections -----------------------------------------------------------
+
+    def member(self, address: str) -> Member:
+        try:
+            return self.members[address]
+        except KeyError:
+            raise LocalProtocolError(f"{address!r} is not a member of the replica set") from None
+
+    def connect(self, address: str, now: float) -> ServerConnection:
+        """A new client connection to ``address`` (closed at once when the member is stopped)."""
+        from mongo_sansio.testing.server.connection import ServerConnection
+
+        member = self.member(address)
+        connection = ServerConnection(self, member, self.new_connection_id(), now)
+        if member.state == STOPPED:
+            connection.close("member is stopped")
+        else:
+            member.connections.append(connection)
+        return connection
+
+    def forget(self, connection: ServerConnection) -> None:
+        member = connection.member
+        if connection in member.connections:
+            member.connections.remove(connection)
+
+    def _poke_all(self, now: float) -> None:
+        for member in self.members.values():
+            for connection in list(member.connections):
+                connection.poke(now)
+
+    def topology_changed(self, now: float) -> None:
+        for member in self.members.values():
+            if member.state != STOPPED:
+                member.counter += 1
+        self._poke_all(now)
+
+    # --- fault controls --------------------------------------------------------------------
+
+    def elect(self, address: str, now: float) -> None:
+        """Make ``address`` primary in a new term (a new electionId); the old primary, if any,
+        steps down first (its in-flight operations fail with InterruptedDueToReplStateChange)."""
+        member = self.member(address)
+        if member.state == STOPPED:
+            raise LocalProtocolError(f"cannot elect {address}: it is stopped")
+        if self.primary is not None:
+            self._demote(self.members[self.primary], now)
+        self.term += 1
+        self.election_id = ObjectId(b"\x7f\xff\xff\xff" + self.term.to_bytes(8, "big"))
+        member.state = PRIMARY
+        self.primary = address
+        self.oplog.append(term=self.term, wall=self.wall(now), op="n", kind="new primary", ns="")
+        self.topology_changed(now)
+
+    def _demote(self, member: Member, now: float) -> None:
+        member.state = SECONDARY
+        self.primary = None
+        for connection in list(member.connections):
+            connection.interrupt(now)
+
+    def step_down(self, now: float, *, successor: str | None = None) -> None:
+        """The primary steps down and ``successor`` (default: the next running member after
+        it) is elected; with no member to elect the set is left without a primary."""
+        old = self.primary
+        if old is None:
+            raise LocalProtocolError("there is no primary to step down")
+        self._demote(self.members[old], now)
+        chosen = successor if successor is not None else self._next_electable(old)
+        if chosen is None:
+            self.topology_changed(now)
+        else:
+            self.elect(chosen, now)
+
+    def _next_electable(self, after: str) -> str | None:
+        names = list(self.members)
+        start = names.index(after)
+        for offset in range(1, len(names)):
+            candidate = names[(start + offset) % len(names)]
+            if self.members[candidate].state != STOPPED:
+                return candidate
+        return None
+
+    def stop(self, address: str, now: float) -> None:
+        """Shut a member down: its connections close, its cursors go; a stopped primary is
+        replaced by the next running member when a majority still runs."""
+        member = self.member(address)
+        was_primary = member.state == PRIMARY
+        if was_primary:
+            self._demote(member, now)
+        member.state = STOPPED
+        member.cursors.clear()
+        for connection in list(member.connections):
+            connection.close("member stopped")
+        member.connections.clear()
+        running = sum(1 for m in self.members.values() if m.state != STOPPED)
+        successor = self._next_electable(address) if was_primary and running * 2 > len(self.members) else None
+        if successor is not None:
+            self.elect(successor, now)
+        else:
+            self.topology_changed(now)
+
+    def restart(self, address: str, now: float) -> None:
+        """Bring a stopped member back as a secondary (a new processId, counter 0)."""
+        member = self.member(address)
+        if member.state != STOPPED:
+            return
+        member.state = SECONDARY
+        member.process_id = self._process_id(now)
+        member.counter = -1  # topology_changed moves it to 0
+        member.failpoints = FailPoints()
+        if self.primary is None:
+            self.elect(address, now)
+        else:
+            self.topology_changed(now)
+
+    def set_lag(self, address: str, seconds: float) -> None:
+        self.member(address).lag = max(0.0, float(seconds))
+
+    # --- the data --------------------------------------------------------------------------
+
+    def tick(self, now: float) -> None:
+        """Time passed: an idle primary writes its periodic noop (mongod does every 10 s), so
+        secondaries' lastWriteDate stays meaningful for maxStalenessSeconds."""
+        last = self.oplog.last
+        if self.primary is not None and last is not None and self.wall(now) - last.wall >= PERIODIC_NOOP_SECONDS:
+            self.oplog.append(term=self.term, wall=self.wall(now), op="n", kind="periodic noop", ns="")
+
+    def begin_write(self, now: float, lsid: Any = None, txn_number: int | None = None) -> None:
+        """Set the context the next writes are logged with (the command layer calls this)."""
+        self._write_wall = max(self.wall(now), self._write_wall)
+        self._write_session = (lsid, txn_number)
+
+    def log(self, op: str, kind: str, ns: str, **fields: Any) -> OplogEntry:
+        lsid, txn_number = self._write_session
+        entry = self.oplog.append(
+            term=self.term, wall=self._write_wall, op=op, kind=kind, ns=ns, lsid=lsid, txn_number=txn_number, **fields
+        )
+        self._poke_all_later = True
+        return entry
+
+    def wake_waiters(self, now: float) -> None:
+        """After a command that wrote: let awaitData cursors see the new entries."""
+        if self._poke_all_later:
+            self._poke_all_later = False
+            self._poke_all(now)
+
+    def write_datetime(self) -> Any:
+        return wall_datetime(self._write_wall)
+
+    def collection(self, database: str, name: str, *, create: bool = False) -> Collection | None:
+        collections = self.databases.get(database, {})
+        found = collections.get(name)
+        if found is None and create:
+            found = self._new_collection(database, name)
+            self.databases.setdefault(database, {})[name] = found
+            self.log("c", "create", f"{database}.$cmd", command={"create": name})
+        return found
+
+    def _new_collection(self, database: str, name: str) -> Collection:
+        ns = f"{database}.{name}"
+
+        def on_write(event: WriteEvent) -> None:
+            source = event.after if event.after is not None else event.before
+            key = {"_id": source["_id"]} if source is not None else None
+            op = {"insert": "i", "delete": "d"}.get(event.kind, "u")
+            self.log(op, event.kind, ns, document_key=key, before=event.before, after=event.after)
+
+        return Collection(database, name, id_factory=self.new_object_id, on_write=on_write)
+
+    def adopt(self, collection: Collection) -> None:
+        """Install ``collection`` (e.g. renamed) with this cluster's write hook."""
+        fresh = self._new_collection(collection.database, collection.name)
+        copy = collection.clone()
+        copy.on_write = fresh.on_write
+        copy.id_factory = self.new_object_id
+        self.databases.setdefault(collection.database, {})[collection.name] = copy

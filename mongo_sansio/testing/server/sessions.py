@@ -1,0 +1,77 @@
+"""Server sessions and retryable writes: the first reply of each (lsid, txnNumber) is kept.
+
+Inputs: a write command's ``lsid`` and ``txnNumber`` before it runs (:meth:`Sessions.replay`)
+and its reply after (:meth:`Sessions.record`); ``endSessions`` / ``killAllSessions``.
+Outputs: the stored reply for a retried write (the write is not applied again), or None when
+the write is new.  A txnNumber lower than the session's newest answers
+TransactionTooOld (225), as mongod does.
+
+The records are cluster-wide (mongod replicates them in ``config.transactions``), so a retry
+sent to a new primary after a failover is recognised too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mongo_sansio.bson import encode
+from mongo_sansio.testing.engine import CommandError
+
+__all__ = ["Sessions", "session_key"]
+
+
+def session_key(lsid: Any) -> bytes | None:
+    """A hashable key for an lsid document (its BSON bytes), None when absent or malformed."""
+    if not isinstance(lsid, Mapping) or "id" not in lsid:
+        return None
+    try:
+        return encode({"id": lsid["id"]})
+    except Exception:  # a value BSON cannot encode is no session at all
+        return None
+
+
+class Sessions:
+    def __init__(self) -> None:
+        self._latest: dict[bytes, int] = {}
+        self._replies: dict[tuple[bytes, int], dict[str, Any]] = {}
+        self.seen: set[bytes] = set()
+
+    def touch(self, lsid: Any) -> None:
+        key = session_key(lsid)
+        if key is not None:
+            self.seen.add(key)
+
+    def replay(self, lsid: Any, txn_number: int) -> dict[str, Any] | None:
+        key = session_key(lsid)
+        if key is None:
+            raise CommandError(
+                50768, "Location50768", "Transaction numbers are only allowed on a replica set member or mongos"
+            )
+        latest = self._latest.get(key)
+        if latest is not None and txn_number < latest:
+            raise CommandError(
+                225, "TransactionTooOld",
+                f"Retryable write with txnNumber {txn_number} is prohibited on session because a newer "
+                f"retryable write with txnNumber {latest} has already started on this session.",
+            )
+        stored = self._replies.get((key, txn_number))
+        return None if stored is None else dict(stored)
+
+    def record(self, lsid: Any, txn_number: int, reply: dict[str, Any]) -> None:
+        key = session_key(lsid)
+        if key is None:
+            return
+        self._latest[key] = max(txn_number, self._latest.get(key, txn_number))
+        self._replies[(key, txn_number)] = dict(reply)
+
+    def end(self, lsids: Any) -> None:
+        """endSessions: mongod keeps retryable-write history until the session expires, so
+        only the liveness record goes."""
+        for lsid in lsids if isinstance(lsids, list) else []:
+            key = session_key(lsid)
+            if key is not None:
+                self.seen.discard(key)
+
+    def kill_all(self) -> None:
+        self.seen.clear()
