@@ -47,7 +47,8 @@ Modules: :mod:`.replset` (cluster state, members, elections), :mod:`.oplog` (the
 command pipeline: auth, primary checks, failpoints, $clusterTime), :mod:`.handshake` (hello),
 :mod:`.auth` (the SASL side the pure code sees), :mod:`.context` (what handlers get and return),
 :mod:`.commands_hello` (hello and SASL), :mod:`.commands_crud`, :mod:`.commands_admin`,
-:mod:`.cursors`, :mod:`.sessions`, :mod:`.failpoints`.
+:mod:`.cursors`, :mod:`.sessions`, :mod:`.failpoints`, :mod:`.changestreams` ($changeStream
+cursors and collMod), :mod:`.resume_tokens`.
 """
 
 from __future__ import annotations

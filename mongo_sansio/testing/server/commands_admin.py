@@ -52,6 +52,9 @@ def create(ctx: Context) -> Outcome:
     name = collection_name(ctx)
     if ctx.cluster.collection(ctx.db, name) is not None:
         raise CommandError(48, "NamespaceExists", f"Collection {ctx.db}.{name} already exists.")
+    from mongo_sansio.testing.server.changestreams import set_images
+
+    set_images(ctx, name, ctx.body.get("changeStreamPreAndPostImages"))
     ctx.cluster.collection(ctx.db, name, create=True)
     return {"ok": 1.0}
 
@@ -63,6 +66,7 @@ def drop(ctx: Context) -> Outcome:
         # mongod 7.0 answers ok for a missing collection (since 7.0, no NamespaceNotFound).
         return {"ok": 1.0}
     found = collections.pop(name)
+    ctx.cluster.image_namespaces.discard(f"{ctx.db}.{name}")
     ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name})
     if not collections:
         ctx.cluster.databases.pop(ctx.db, None)
@@ -73,6 +77,7 @@ def drop_database(ctx: Context) -> Outcome:
     collections = ctx.cluster.databases.pop(ctx.db, None)
     if collections:
         for name in list(collections):
+            ctx.cluster.image_namespaces.discard(f"{ctx.db}.{name}")
             ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name})
         ctx.cluster.log("c", "dropDatabase", f"{ctx.db}.$cmd", command={"dropDatabase": 1})
     return {"dropped": ctx.db, "ok": 1.0}
@@ -106,6 +111,9 @@ def rename_collection(ctx: Context) -> Outcome:
     if not cluster.databases[source_db]:
         cluster.databases.pop(source_db)
     cluster.adopt(found.clone(database=target_db, name=target))
+    if f"{source_db}.{source}" in cluster.image_namespaces:  # the option moves with the collection
+        cluster.image_namespaces.discard(f"{source_db}.{source}")
+        cluster.image_namespaces.add(f"{target_db}.{target}")
     cluster.log("c", "renameCollection", f"{source_db}.$cmd",
                 command={"renameCollection": f"{source_db}.{source}", "to": f"{target_db}.{target}"})
     return {"ok": 1.0}

@@ -1,5 +1,5 @@
 """CRUD commands: insert, update, delete, findAndModify, find, getMore, killCursors,
-aggregate, count, distinct.
+aggregate (``$changeStream`` pipelines are handed to :mod:`.changestreams`), count, distinct.
 
 Inputs: a :class:`~.context.Context` (the command document, its document sequences, the
 cluster's data, ``now``).  Outputs: mongod's reply documents -- ``{n, ok}`` with
@@ -265,6 +265,10 @@ def aggregate(ctx: Context) -> Outcome:
     batch_size = options.get("batchSize")
     if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 0):
         raise CommandError(51024, "Location51024", "BatchSize value must be non-negative")
+    if pipeline and isinstance(pipeline[0], Mapping) and "$changeStream" in pipeline[0]:
+        from mongo_sansio.testing.server.changestreams import open_change_stream
+
+        return open_change_stream(ctx, target, pipeline, batch_size)
     databases = ctx.cluster.databases
 
     def lookup(name: str) -> list[dict[str, Any]]:

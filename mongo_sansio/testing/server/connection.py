@@ -44,7 +44,7 @@ from mongo_sansio.testing.server.context import (
     Request,
     Waiting,
 )
-from mongo_sansio.testing.server.dispatch import error_reply, execute, finish
+from mongo_sansio.testing.server.dispatch import change_stream_labels, error_reply, execute, finish
 from mongo_sansio.testing.server.handshake import MAX_MESSAGE_SIZE_BYTES
 from mongo_sansio.wire import (
     CLOSED,
@@ -152,6 +152,7 @@ class ServerConnection:
         reply = error_reply(error)
         if ctx.request.txn_number is not None:
             reply["errorLabels"] = ["RetryableWriteError"]
+        reply = change_stream_labels(ctx, reply, 11602)
         self._waiting = None
         self._deliver(ctx, finish(ctx, reply))
 

@@ -28,6 +28,10 @@ DEFAULT_FIRST_BATCH = 101
 # A tailable cursor's source: called at each getMore to fetch what arrived since; the argument
 # is the wall-clock seconds of the call.  Extra reply fields come back in ``Cursor.extra``.
 Source = Callable[[float], list[dict[str, Any]]]
+# Called with each batch just taken (before the cursor decides whether it is exhausted); gives
+# extra cursor fields for that reply (a change stream's postBatchResumeToken) and may end a
+# tailable cursor by clearing ``tailable`` (a change stream after an invalidate).
+OnBatch = Callable[["Cursor", list[dict[str, Any]]], dict[str, Any]]
 
 
 @attrs.define
@@ -41,7 +45,14 @@ class Cursor:
     await_data: bool = False
     source: Source | None = None
     lsid: bytes | None = None
-    extra: dict[str, Any] = attrs.Factory(dict)  # e.g. postBatchResumeToken, set by a source
+    extra: dict[str, Any] = attrs.Factory(dict)  # fixed extra cursor fields of every reply
+    on_batch: OnBatch | None = None
+
+    def fields(self, batch: list[dict[str, Any]]) -> dict[str, Any]:
+        """The extra cursor fields of the reply carrying ``batch``."""
+        if self.on_batch is None:
+            return self.extra
+        return {**self.extra, **self.on_batch(self, batch)}
 
     def take(self, batch_size: int | None) -> list[dict[str, Any]]:
         """The next batch (``None``: no count limit), cut at 16 MiB."""
@@ -90,18 +101,19 @@ class CursorRegistry:
         source: Source | None = None,
         lsid: bytes | None = None,
         extra: dict[str, Any] | None = None,
+        on_batch: OnBatch | None = None,
     ) -> dict[str, Any]:
         """Make a cursor over ``documents`` and answer its first batch (id 0 when done)."""
         cursor = Cursor(0, ns, list(documents), limit=limit, tailable=tailable, await_data=await_data,
-                        source=source, lsid=lsid, extra=dict(extra or {}))
-        batch = cursor.take(DEFAULT_FIRST_BATCH if batch_size is None else batch_size)
-        if batch_size == 0:
-            batch = []
+                        source=source, lsid=lsid, extra=dict(extra or {}), on_batch=on_batch)
+        # batchSize 0 returns nothing now and keeps every document for the getMores.
+        batch = [] if batch_size == 0 else cursor.take(DEFAULT_FIRST_BATCH if batch_size is None else batch_size)
+        fields = cursor.fields(batch)
         if single_batch or cursor.exhausted:
-            return cursor_reply(0, ns, "firstBatch", batch, **cursor.extra)
+            return cursor_reply(0, ns, "firstBatch", batch, **fields)
         cursor.id = self._new_id()
         self.cursors[cursor.id] = cursor
-        return cursor_reply(cursor.id, ns, "firstBatch", batch, **cursor.extra)
+        return cursor_reply(cursor.id, ns, "firstBatch", batch, **fields)
 
     def lookup(self, cursor_id: int, ns: str) -> Cursor:
         cursor = self.cursors.get(cursor_id)
@@ -119,10 +131,11 @@ class CursorRegistry:
         if cursor.source is not None and not cursor.pending:
             cursor.pending.extend(cursor.source(wall))
         batch = cursor.take(batch_size)
+        fields = cursor.fields(batch)
         if cursor.exhausted:
             self.cursors.pop(cursor.id, None)
-            return cursor_reply(0, cursor.ns, "nextBatch", batch, **cursor.extra)
-        return cursor_reply(cursor.id, cursor.ns, "nextBatch", batch, **cursor.extra)
+            return cursor_reply(0, cursor.ns, "nextBatch", batch, **fields)
+        return cursor_reply(cursor.id, cursor.ns, "nextBatch", batch, **fields)
 
     def kill(self, ns: str, ids: list[Any]) -> dict[str, Any]:
         killed: list[Int64] = []

@@ -19,6 +19,11 @@ from typing import Any
 
 from mongo_sansio.bson import Binary, Int64
 from mongo_sansio.testing.engine import CommandError
+from mongo_sansio.testing.server.changestreams import (
+    CHANGE_STREAM_COMMANDS,
+    RESUMABLE_CODES,
+    is_change_stream_cursor,
+)
 from mongo_sansio.testing.server.commands_admin import ADMIN_COMMANDS
 from mongo_sansio.testing.server.commands_crud import CRUD_COMMANDS
 from mongo_sansio.testing.server.commands_hello import HELLO_COMMANDS
@@ -31,13 +36,20 @@ from mongo_sansio.testing.server.context import (
     Waiting,
 )
 from mongo_sansio.testing.server.failpoints import FailAction
+from mongo_sansio.testing.server.handshake import topology_version
 from mongo_sansio.testing.server.replset import PRIMARY
 
 __all__ = ["COMMANDS", "execute", "error_reply", "CODE_NAMES", "RETRYABLE_CODES"]
 
-COMMANDS: dict[str, CommandSpec] = {spec.name: spec for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *ADMIN_COMMANDS)}
+COMMANDS: dict[str, CommandSpec] = {
+    spec.name: spec for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *ADMIN_COMMANDS, *CHANGE_STREAM_COMMANDS)
+}
 
 RETRYABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
+# The "not primary" and "node is recovering" families: mongod puts its current topologyVersion
+# on these replies, so a driver can tell a stale error (same or older version: ignore it, the
+# server has not changed) from news (mark the server Unknown and check it at once).
+STATE_CHANGE_CODES = frozenset({91, 189, 10107, 11600, 11602, 13435, 13436})
 
 CODE_NAMES = {
     1: "InternalError", 2: "BadValue", 6: "HostUnreachable", 7: "HostNotFound", 8: "UnknownError",
@@ -85,6 +97,18 @@ def _is_retryable_write(ctx: Context, spec: CommandSpec | None) -> bool:
 def _with_labels(ctx: Context, spec: CommandSpec | None, reply: dict[str, Any], code: int | None) -> dict[str, Any]:
     if code in RETRYABLE_CODES and _is_retryable_write(ctx, spec) and "errorLabels" not in reply:
         reply["errorLabels"] = ["RetryableWriteError"]
+    return change_stream_labels(ctx, reply, code)
+
+
+def change_stream_labels(ctx: Context, reply: dict[str, Any], code: int | None) -> dict[str, Any]:
+    """mongod labels a resumable error of a change stream's getMore ResumableChangeStreamError
+    (drivers of wire version 9 and later resume on the label alone)."""
+    if ctx.request.name != "getMore" or code not in RESUMABLE_CODES or "errorLabels" in reply:
+        return reply
+    cursor_id = ctx.body.get("getMore")
+    cursor = ctx.member.cursors.cursors.get(cursor_id) if isinstance(cursor_id, int) else None
+    if is_change_stream_cursor(cursor):
+        reply["errorLabels"] = ["ResumableChangeStreamError"]
     return reply
 
 
@@ -92,6 +116,8 @@ def finish(ctx: Context, outcome: Outcome) -> Outcome:
     """Stamp a reply with the cluster time; let cursors waiting on the oplog look again."""
     ctx.cluster.wake_waiters(ctx.now)
     if isinstance(outcome, dict):
+        if outcome.get("code") in STATE_CHANGE_CODES and "topologyVersion" not in outcome:
+            outcome["topologyVersion"] = topology_version(ctx.member)
         outcome.update(cluster_fields(ctx))
         if ctx.request.more_to_come:
             return NO_REPLY

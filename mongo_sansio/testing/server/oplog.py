@@ -22,6 +22,8 @@ before      the document before the write (None for inserts), a pre-image copy
 after       the document after the write (None for deletes), a post-image copy
 command     for "c": the command's details, e.g. {"to": "db.new"} for a rename
 lsid, txn_number  the session and transaction number of a retryable write (else None)
+images      True when the collection had changeStreamPreAndPostImages enabled at the write
+            (a change stream may then serve ``before``/``after`` as pre- and post-images)
 ========== =================================================================================
 
 Entries are never changed after they are appended.  ``max_entries`` bounds the oplog (the
@@ -55,6 +57,7 @@ class OplogEntry:
     command: dict[str, Any] | None = None
     lsid: Any = None
     txn_number: int | None = None
+    images: bool = False
 
     @property
     def wall_datetime(self) -> datetime.datetime:

@@ -88,6 +88,8 @@ class ReplicaSet:
         self.oplog = Oplog(oplog_size)
         self.sessions = Sessions()
         self.databases: dict[str, dict[str, Collection]] = {}
+        # "db.coll" of collections with changeStreamPreAndPostImages enabled (create / collMod).
+        self.image_namespaces: set[str] = set()
         self._draws = 0
         self._oid_counter = int.from_bytes(self.random_bytes(3), "big")
         self._oid_random = self.random_bytes(5)
@@ -186,6 +188,7 @@ class ReplicaSet:
 
     def _demote(self, member: Member, now: float) -> None:
         member.state = SECONDARY
+        member.counter += 1  # as mongod: the new topologyVersion is on the interrupted replies
         self.primary = None
         for connection in list(member.connections):
             connection.interrupt(now)
@@ -295,7 +298,8 @@ class ReplicaSet:
             source = event.after if event.after is not None else event.before
             key = {"_id": source["_id"]} if source is not None else None
             op = {"insert": "i", "delete": "d"}.get(event.kind, "u")
-            self.log(op, event.kind, ns, document_key=key, before=event.before, after=event.after)
+            self.log(op, event.kind, ns, document_key=key, before=event.before, after=event.after,
+                     images=ns in self.image_namespaces)
 
         return Collection(database, name, id_factory=self.new_object_id, on_write=on_write)
 

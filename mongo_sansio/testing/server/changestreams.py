@@ -1,0 +1,513 @@
+"""Change streams: ``$changeStream`` as the first stage of an aggregate, read from the oplog.
+
+Inputs: the aggregate's context (the target: a collection name, or 1 for a database, or 1 on
+``admin`` with ``allChangesForCluster: true`` for the cluster), the ``$changeStream`` options
+(fullDocument, fullDocumentBeforeChange, resumeAfter, startAfter, startAtOperationTime,
+showExpandedEvents) and the rest of the pipeline.  Outputs: a tailable awaitData cursor reply
+whose batches are change events and carry ``postBatchResumeToken``; the cursor's source scans
+the shared oplog (:mod:`.oplog`) at every getMore, so writes made after the stream opened show
+up.  Failures are CommandErrors: ChangeStreamHistoryLost (286) when the resume point is older
+than the bounded oplog, InvalidResumeToken (260), ChangeStreamFatalError (280).
+
+Events (mongod 7.0's shapes): insert, update (``updateDescription``: updatedFields,
+removedFields, truncatedArrays), replace, delete, drop, rename (``to``), dropDatabase and
+invalidate; with ``showExpandedEvents`` also create, createIndexes, dropIndexes and modify
+(collMod).  A collection stream is invalidated by a drop or rename of its collection (or the
+drops of a dropDatabase), a database stream by dropDatabase; the cursor closes (id 0) after
+the invalidate.  Pre- and post-images come from the oplog entries written while the
+collection had ``changeStreamPreAndPostImages`` enabled (``create`` option or ``collMod``).
+Resume tokens: :mod:`.resume_tokens`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from mongo_sansio.bson import Timestamp, encode
+from mongo_sansio.testing.engine import CommandError, run_pipeline
+from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome
+from mongo_sansio.testing.server.cursors import Cursor
+from mongo_sansio.testing.server.handshake import MAX_BSON_OBJECT_SIZE
+from mongo_sansio.testing.server.oplog import OplogEntry
+from mongo_sansio.testing.server.resume_tokens import (
+    INVALIDATE,
+    TokenKey,
+    decode_token,
+    encode_token,
+)
+
+__all__ = ["ChangeStream", "CHANGE_STREAM_COMMANDS", "RESUMABLE_CODES", "is_change_stream_cursor",
+           "is_change_stream", "open_change_stream", "update_description"]
+
+SPLIT_STAGE = "$changeStreamSplitLargeEvent"
+# Stages mongod allows after $changeStream (the rest are refused).
+ALLOWED_STAGES = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot",
+                            "$replaceWith", "$redact", SPLIT_STAGE})
+OPTIONS = frozenset({"fullDocument", "fullDocumentBeforeChange", "resumeAfter", "startAfter",
+                     "startAtOperationTime", "allChangesForCluster", "showExpandedEvents"})
+INTERNAL_DATABASES = frozenset({"admin", "config", "local"})
+EXPANDED_KINDS = {"create": "create", "createIndexes": "createIndexes", "dropIndexes": "dropIndexes",
+                  "collMod": "modify"}
+# Codes mongod labels ResumableChangeStreamError on a change stream's getMore (network,
+# not-primary, shutdown and interruption errors); from the spec's list, not from mongod's source.
+RESUMABLE_CODES = frozenset({6, 7, 63, 89, 91, 133, 150, 189, 234, 262, 9001, 10107, 11600, 11602,
+                             13388, 13435, 13436})
+
+
+def _fatal(message: str) -> CommandError:
+    return CommandError(280, "ChangeStreamFatalError", message)
+
+
+def is_change_stream(pipeline: Sequence[Any]) -> bool:
+    return bool(pipeline) and isinstance(pipeline[0], Mapping) and "$changeStream" in pipeline[0]
+
+
+def is_change_stream_cursor(cursor: Cursor | None) -> bool:
+    return cursor is not None and isinstance(cursor.source, _Poll)
+
+
+# --- updateDescription ---------------------------------------------------------------------
+
+
+def _same(a: Any, b: Any) -> bool:
+    """BSON equality: types and field order matter (1 and 1.0 differ), unlike Python's ==."""
+    return encode({"v": a}) == encode({"v": b})
+
+
+def update_description(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``updateDescription`` of an update from the pre- and post-image.
+
+    Sub-documents are compared field by field (dotted paths, as a ``$set`` of ``a.b`` reports);
+    an array that only grew or shrank reports its changed elements and ``truncatedArrays``;
+    any other array change replaces the whole array.
+    """
+    updated: dict[str, Any] = {}
+    removed: list[str] = []
+    truncated: list[dict[str, Any]] = []
+    _diff(before, after, "", updated, removed, truncated)
+    return {"updatedFields": updated, "removedFields": removed, "truncatedArrays": truncated}
+
+
+def _diff(before: Mapping[str, Any], after: Mapping[str, Any], prefix: str, updated: dict[str, Any],
+          removed: list[str], truncated: list[dict[str, Any]]) -> None:
+    for name in before:
+        if name not in after:
+            removed.append(prefix + name)
+    for name, value in after.items():
+        path = prefix + name
+        if name not in before:
+            updated[path] = value
+            continue
+        old = before[name]
+        if _same(old, value):
+            continue
+        if isinstance(old, Mapping) and isinstance(value, Mapping) and list(old)[: len(value)] == [
+            k for k in value if k in old
+        ]:
+            _diff(old, value, path + ".", updated, removed, truncated)
+        elif isinstance(old, list) and isinstance(value, list):
+            _diff_array(old, value, path, updated, truncated)
+        else:
+            updated[path] = value
+
+
+def _diff_array(old: list[Any], new: list[Any], path: str, updated: dict[str, Any],
+                truncated: list[dict[str, Any]]) -> None:
+    if len(new) < len(old):
+        truncated.append({"field": path, "newSize": len(new)})
+    for index, value in enumerate(new):
+        if index >= len(old) or not _same(old[index], value):
+            updated[f"{path}.{index}"] = value
+
+
+# --- the stream ------------------------------------------------------------------------------
+
+
+class _Poll:
+    """The cursor's source: a callable that remembers its stream (so getMore can tell a
+    change-stream cursor from others)."""
+
+    def __init__(self, stream: ChangeStream) -> None:
+        self.stream = stream
+
+    def __call__(self, wall: float) -> list[dict[str, Any]]:
+        return self.stream.scan()
+
+
+class ChangeStream:
+    """One open change stream: its scope, options, start point and scan position.
+
+    Inputs: the cluster (for the oplog and updateLookup), the scope (``db`` None: the cluster;
+    ``coll`` None: a database), the parsed ``$changeStream`` options, the stages after it.
+    Outputs: :meth:`scan` (the events since the last scan, after the pipeline) and
+    :meth:`batch_fields` (``postBatchResumeToken`` for a batch).
+    """
+
+    def __init__(self, ctx: Context, db: str | None, coll: str | None, spec: Mapping[str, Any],
+                 pipeline: list[Any]) -> None:
+        self.cluster = ctx.cluster
+        self.db = db
+        self.coll = coll
+        self.full_document = _choice(spec, "fullDocument", ("default", "updateLookup", "whenAvailable", "required"))
+        self.before_change = _choice(spec, "fullDocumentBeforeChange", ("off", "whenAvailable", "required"))
+        self.expanded = bool(spec.get("showExpandedEvents", False))
+        self.split = bool(pipeline) and isinstance(pipeline[-1], Mapping) and SPLIT_STAGE in pipeline[-1]
+        self.pipeline = pipeline[:-1] if self.split else pipeline
+        for stage in self.pipeline:
+            name = next(iter(stage), "") if isinstance(stage, Mapping) else ""
+            if name == SPLIT_STAGE:
+                raise CommandError(7182802, "Location7182802", f"{SPLIT_STAGE} must be the last stage in the pipeline")
+            if name not in ALLOWED_STAGES:
+                raise CommandError(ALLOWED_STAGE_ERROR, "Location" + str(ALLOWED_STAGE_ERROR),
+                                   f"Stage {name} is not permitted in a $changeStream pipeline")
+        self.start, resume_ts = self._start_point(spec)
+        first = self.cluster.oplog.first_timestamp
+        if first is not None and _ts_key(first) > _ts_key(resume_ts):
+            raise CommandError(286, "ChangeStreamHistoryLost",
+                               "Resume of change stream was not possible, as the resume point may no longer be in the oplog.")
+        self.scan_from = resume_ts  # entries at or after this Timestamp are still to be scanned
+        self.high_water = self.start
+        self.last_token: dict[str, Any] = _high_water_token(self.start)
+        self.invalidated = False
+
+    def _start_point(self, spec: Mapping[str, Any]) -> tuple[TokenKey, Timestamp]:
+        given = [name for name in ("resumeAfter", "startAfter", "startAtOperationTime") if name in spec]
+        if len(given) > 1:
+            raise CommandError(40674, "Location40674", "Only one type of resume option is allowed, but multiple were found.")
+        if given == ["startAtOperationTime"]:
+            ts = spec["startAtOperationTime"]
+            if not isinstance(ts, Timestamp):
+                raise CommandError(14, "TypeMismatch", "startAtOperationTime must be a Timestamp")
+            return TokenKey.before(ts), ts
+        if given:
+            key = decode_token(spec[given[0]])
+            if given == ["resumeAfter"] and key.type == INVALIDATE:
+                raise CommandError(260, "InvalidResumeToken",
+                                   "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate notification.")
+            return key, key.ts
+        last = self.cluster.oplog.last_timestamp
+        return TokenKey.after(last), last
+
+    # --- scanning --------------------------------------------------------------------------
+
+    def scan(self) -> list[dict[str, Any]]:
+        """The events (after the pipeline) of oplog entries not scanned yet, in order; stops
+        after an invalidate."""
+        if self.invalidated:
+            return []
+        oplog = self.cluster.oplog
+        first = oplog.first_timestamp
+        if first is not None and _ts_key(first) > _ts_key(self.high_water.ts):
+            # The bounded oplog dropped entries this open stream had not read yet.
+            raise CommandError(286, "ChangeStreamHistoryLost", "the change stream fell off the oplog")
+        keys: dict[str, TokenKey] = {}
+        events: list[dict[str, Any]] = []
+        start = _ts_key(self.scan_from)
+        for entry in oplog.entries:
+            if _ts_key(entry.ts) < start:
+                continue
+            for key, event in self._events(entry):
+                if key > self.start or self._resumes_inside(key):
+                    keys[event["_id"]["_data"]] = key
+                    events.append(event)
+                    # (startAfter an invalidate passes it by and goes on)
+                    self.invalidated = self.invalidated or key.type == INVALIDATE
+            self.high_water = TokenKey.after(entry.ts)
+            self.scan_from = Timestamp(entry.ts.time, entry.ts.inc + 1)
+            if self.invalidated:
+                break
+        results = run_pipeline(events, self.pipeline, now=self.cluster.write_datetime()) if self.pipeline else events
+        out: list[dict[str, Any]] = []
+        for document in results:
+            token = document.get("_id")
+            data = token.get("_data") if isinstance(token, Mapping) else None
+            if not isinstance(data, str) or data not in keys or not _same(token, {"_data": data}):
+                raise _fatal("Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. "
+                             "Modifying the _id field of an event makes it impossible to resume the stream from that point.")
+            out.extend(self._sized(document, keys[data]))
+        return out
+
+    def _resumes_inside(self, key: TokenKey) -> bool:
+        """Whether the stream resumes from a fragment of the event at ``key`` (its later
+        fragments are still to come)."""
+        return self.start.fragment > 0 and attrs.evolve(self.start, fragment=0) == key
+
+    def _sized(self, event: dict[str, Any], key: TokenKey) -> list[dict[str, Any]]:
+        """The event, or its fragments under $changeStreamSplitLargeEvent when over 16 MiB."""
+        if len(encode(event)) <= MAX_BSON_OBJECT_SIZE:
+            return [event]
+        if not self.split:
+            raise CommandError(10334, "BSONObjectTooLarge",
+                               f"Executor error during getMore :: caused by :: BSONObj size: {len(encode(event))} is invalid. "
+                               f"Size must be between 0 and {MAX_BSON_OBJECT_SIZE}(16MB)")
+        fragments = split_event(event, key)
+        return [f for f in fragments if decode_token(f["_id"]) > self.start]
+
+    def batch_fields(self, cursor: Cursor, batch: list[dict[str, Any]]) -> dict[str, Any]:
+        """``postBatchResumeToken`` for a batch just taken: the last event's token while more
+        events wait, else the latest scanned position (the event's own token when the scan
+        ended on it).  Closes the cursor after an invalidate."""
+        if self.invalidated:
+            cursor.tailable = False
+        if batch:
+            token = batch[-1]["_id"]
+            key = decode_token(token)
+            if cursor.pending or (key.time, key.inc) == (self.high_water.time, self.high_water.inc):
+                self.last_token = dict(token)
+            else:
+                self.last_token = _high_water_token(self.high_water)
+        elif not cursor.pending:
+            self.last_token = _high_water_token(self.high_water)
+        return {"postBatchResumeToken": dict(self.last_token)}
+
+    # --- events ----------------------------------------------------------------------------
+
+    def _events(self, entry: OplogEntry) -> list[tuple[TokenKey, dict[str, Any]]]:
+        if entry.op in ("i", "u", "d"):
+            db, _, coll = entry.ns.partition(".")
+            if not self._in_scope(db, coll):
+                return []
+            return [self._document_event(entry, db, coll)]
+        if entry.op != "c":
+            return []
+        return self._command_events(entry)
+
+    def _in_scope(self, db: str, coll: str | None) -> bool:
+        if self.db is None:
+            return db not in INTERNAL_DATABASES
+        if db != self.db:
+            return False
+        return self.coll is None or coll == self.coll
+
+    def _base(self, entry: OplogEntry, key: TokenKey, kind: str, document_key: Any = None) -> dict[str, Any]:
+        event: dict[str, Any] = {"_id": encode_token(key, document_key), "operationType": kind,
+                                 "clusterTime": entry.ts, "wallTime": entry.wall_datetime}
+        return event
+
+    def _document_event(self, entry: OplogEntry, db: str, coll: str) -> tuple[TokenKey, dict[str, Any]]:
+        key = TokenKey(entry.ts.time, entry.ts.inc)
+        document_key = dict(entry.document_key or {})
+        event = self._base(entry, key, entry.kind, document_key)
+        if entry.kind in ("insert", "replace") and entry.after is not None:
+            event["fullDocument"] = entry.after
+        elif entry.kind == "update":
+            post = self._post_image(entry, db, coll, document_key)
+            if post is not _ABSENT:
+                event["fullDocument"] = post
+        event["ns"] = {"db": db, "coll": coll}
+        event["documentKey"] = document_key
+        if entry.kind == "update" and entry.before is not None and entry.after is not None:
+            event["updateDescription"] = update_description(entry.before, entry.after)
+        if entry.kind != "insert" and self.before_change != "off":
+            event["fullDocumentBeforeChange"] = self._image(entry, entry.before, self.before_change, "pre")
+        return key, event
+
+    def _post_image(self, entry: OplogEntry, db: str, coll: str, document_key: dict[str, Any]) -> Any:
+        if self.full_document == "default":
+            return _ABSENT
+        if self.full_document == "updateLookup":
+            collection = self.cluster.collection(db, coll)
+            found = collection.find(document_key, None, limit=1) if collection is not None else []
+            return found[0] if found else None
+        return self._image(entry, entry.after, self.full_document, "post")
+
+    def _image(self, entry: OplogEntry, image: dict[str, Any] | None, mode: str, which: str) -> Any:
+        if entry.images and image is not None:
+            return image
+        if mode == "required":
+            # The code and message are from memory, unverified against a live mongod.
+            raise CommandError(
+                280, "ChangeStreamFatalError",
+                f"Change stream was configured to require a {which}-image for all update, delete and replace events, "
+                f"but the {which}-image was not found for event: {entry.ts}",
+            )
+        return None
+
+    def _command_events(self, entry: OplogEntry) -> list[tuple[TokenKey, dict[str, Any]]]:
+        db = entry.ns.partition(".")[0]
+        command = dict(entry.command or {})
+        kind = entry.kind
+        key = TokenKey(entry.ts.time, entry.ts.inc)
+        invalidate = TokenKey(entry.ts.time, entry.ts.inc, 0, INVALIDATE)
+        out: list[tuple[TokenKey, dict[str, Any]]] = []
+        if kind == "dropDatabase":
+            if self.db is None or (self.db == db and self.coll is None):
+                event = self._base(entry, key, "dropDatabase")
+                event["ns"] = {"db": db}
+                out.append((key, event))
+            if self.db == db and self.coll is None:
+                out.append((invalidate, self._base(entry, invalidate, "invalidate")))
+            return out
+        if kind == "renameCollection":
+            source_db, _, source = str(command.get("renameCollection", "")).partition(".")
+            target_db, _, target = str(command.get("to", "")).partition(".")
+            if not self._in_scope(source_db, source):
+                return []
+            event = self._base(entry, key, "rename")
+            event["ns"] = {"db": source_db, "coll": source}
+            event["to"] = {"db": target_db, "coll": target}
+            if self.expanded:
+                event["operationDescription"] = {"to": {"db": target_db, "coll": target}}
+            out.append((key, event))
+            if self.coll is not None:
+                out.append((invalidate, self._base(entry, invalidate, "invalidate")))
+            return out
+        coll_name = command.get(kind)
+        if not isinstance(coll_name, str) or not self._in_scope(db, coll_name):
+            return []
+        if kind == "drop":
+            event = self._base(entry, key, "drop")
+            event["ns"] = {"db": db, "coll": coll_name}
+            out.append((key, event))
+            if self.coll is not None:
+                out.append((invalidate, self._base(entry, invalidate, "invalidate")))
+            return out
+        if kind in EXPANDED_KINDS and self.expanded:
+            event = self._base(entry, key, EXPANDED_KINDS[kind])
+            event["ns"] = {"db": db, "coll": coll_name}
+            event["operationDescription"] = _operation_description(kind, command)
+            out.append((key, event))
+        return out
+
+
+ALLOWED_STAGE_ERROR = 31175  # mongod's code for a stage not allowed here, from memory
+_ABSENT = object()
+
+
+def _operation_description(kind: str, command: dict[str, Any]) -> dict[str, Any]:
+    if kind == "create":
+        return {"idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
+    if kind == "createIndexes":
+        return {"indexes": list(command.get("indexes") or [])}
+    if kind == "dropIndexes":
+        index = command.get("index")
+        names = index if isinstance(index, list) else [index]
+        return {"indexes": [{"name": n} if isinstance(n, str) else {"key": n} for n in names]}
+    return {key: value for key, value in command.items() if key != kind}
+
+
+def split_event(event: dict[str, Any], key: TokenKey) -> list[dict[str, Any]]:
+    """Cut an event over 16 MiB into fragments of its top-level fields, each under 16 MiB and
+    carrying its own token and ``splitEvent: {fragment, of}`` (fragments count from 1)."""
+    groups: list[list[str]] = [[]]
+    overhead = 200  # _id, splitEvent and the document's own framing
+    size = overhead
+    for name, value in event.items():
+        if name == "_id":
+            continue
+        field_size = len(encode({name: value})) - 5
+        if field_size + overhead > MAX_BSON_OBJECT_SIZE:
+            raise CommandError(7182803, "Location7182803",
+                               f"Cannot split the change event: the field '{name}' alone exceeds 16MB")
+        if groups[-1] and size + field_size > MAX_BSON_OBJECT_SIZE:
+            groups.append([])
+            size = overhead
+        groups[-1].append(name)
+        size += field_size
+    document_key = event.get("documentKey")
+    fragments = []
+    for number, names in enumerate(groups, start=1):
+        fragment_key = TokenKey(key.time, key.inc, key.index, key.type, number)
+        fragment = {"_id": encode_token(fragment_key, document_key if isinstance(document_key, Mapping) else None),
+                    "splitEvent": {"fragment": number, "of": len(groups)}}
+        fragment.update({name: event[name] for name in names})
+        fragments.append(fragment)
+    return fragments
+
+
+def _ts_key(ts: Timestamp) -> tuple[int, int]:
+    return (ts.time, ts.inc)
+
+
+def _high_water_token(key: TokenKey) -> dict[str, Any]:
+    return encode_token(key)
+
+
+def _choice(spec: Mapping[str, Any], field: str, allowed: tuple[str, ...]) -> str:
+    value = spec.get(field, allowed[0])
+    if value not in allowed:
+        raise CommandError(2, "BadValue", f"'{value}' is not a valid value for $changeStream.{field}")
+    return str(value)
+
+
+# --- the aggregate entry point ----------------------------------------------------------------
+
+
+def open_change_stream(ctx: Context, target: Any, pipeline: list[Any], batch_size: int | None) -> Outcome:
+    """Answer ``aggregate`` whose first stage is ``$changeStream``: the first batch of a
+    tailable awaitData cursor (events already in the oplog past the start point)."""
+    spec = pipeline[0]["$changeStream"]
+    if not isinstance(spec, Mapping):
+        raise CommandError(50808, "Location50808", "$changeStream stage expects a document as argument")
+    unknown = [name for name in spec if name not in OPTIONS]
+    if unknown:
+        raise CommandError(40415, "Location40415", f"BSON field '$changeStream.{unknown[0]}' is an unknown field.")
+    cluster_wide = bool(spec.get("allChangesForCluster", False))
+    if isinstance(target, str):
+        if cluster_wide:
+            raise CommandError(ALLOWED_STAGE_ERROR, "Location" + str(ALLOWED_STAGE_ERROR),
+                               "A $changeStream with 'allChangesForCluster:true' may only be opened on the 'admin' database, "
+                               "and with no collection name")
+        if ctx.db in INTERNAL_DATABASES:
+            raise CommandError(73, "InvalidNamespace", f"$changeStream may not be opened on the internal {ctx.db} database")
+        db: str | None = ctx.db
+        coll: str | None = target
+        ns = f"{ctx.db}.{target}"
+    else:
+        ns = f"{ctx.db}.$cmd.aggregate"
+        coll = None
+        if cluster_wide:
+            if ctx.db != "admin":
+                raise CommandError(ALLOWED_STAGE_ERROR, "Location" + str(ALLOWED_STAGE_ERROR),
+                                   "A $changeStream with 'allChangesForCluster:true' may only be opened on the 'admin' database")
+            db = None
+        elif ctx.db in INTERNAL_DATABASES:
+            raise CommandError(73, "InvalidNamespace", f"$changeStream may not be opened on the internal {ctx.db} database")
+        else:
+            db = ctx.db
+    stream = ChangeStream(ctx, db, coll, spec, list(pipeline[1:]))
+    first = stream.scan()
+    from mongo_sansio.testing.server.commands_crud import _lsid_key
+
+    return ctx.member.cursors.open(
+        ns, first, batch_size=batch_size, tailable=not stream.invalidated, await_data=True,
+        source=_Poll(stream), lsid=_lsid_key(ctx), on_batch=stream.batch_fields,
+    )
+
+
+# --- collMod (to turn pre- and post-images on and off) ------------------------------------------
+
+
+def coll_mod(ctx: Context) -> Outcome:
+    """collMod: only ``changeStreamPreAndPostImages: {enabled}`` has an effect; the other
+    options are accepted and ignored."""
+    name = ctx.body.get("collMod")
+    if not isinstance(name, str) or not name:
+        raise CommandError(73, "InvalidNamespace", "collection name has invalid type")
+    if ctx.cluster.collection(ctx.db, name) is None:
+        raise CommandError(26, "NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
+    set_images(ctx, name, ctx.body.get("changeStreamPreAndPostImages"))
+    options = {k: v for k, v in ctx.body.items() if k not in ("collMod", "lsid", "$db", "$clusterTime",
+                                                              "$readPreference", "writeConcern", "txnNumber")}
+    ctx.cluster.log("c", "collMod", f"{ctx.db}.$cmd", command={"collMod": name, **options})
+    return {"ok": 1.0}
+
+
+def set_images(ctx: Context, name: str, option: Any) -> None:
+    """Apply a ``changeStreamPreAndPostImages`` option (create or collMod) to ``db.name``."""
+    if option is None:
+        return
+    if not isinstance(option, Mapping) or not isinstance(option.get("enabled"), bool):
+        raise CommandError(40414, "Location40414",
+                           "BSON field 'changeStreamPreAndPostImages.enabled' is missing but a required field")
+    ns = f"{ctx.db}.{name}"
+    if option["enabled"]:
+        ctx.cluster.image_namespaces.add(ns)
+    else:
+        ctx.cluster.image_namespaces.discard(ns)
+
+
+CHANGE_STREAM_COMMANDS = [CommandSpec("collMod", coll_mod, access="write")]
