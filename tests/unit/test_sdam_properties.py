@@ -228,7 +228,13 @@ def check_valid(td: TopologyDescription, options: dict[str, Any]) -> None:
     if td.type is TopologyType.REPLICA_SET_NO_PRIMARY:
         assert not primaries and td.set_name is not None
     if td.type is TopologyType.SHARDED:
-        assert all(sd.type in (ServerType.UNKNOWN, ServerType.MONGOS) for sd in td.servers.values())
+        # Unknown -> Sharded on a mongos's reply leaves the other servers as they were until
+        # their own next check (the SDAM spec only removes a non-mongos when it reports); in an
+        # Unknown topology those can only be Unknown or RSGhost (see below).
+        assert all(
+            sd.type in (ServerType.UNKNOWN, ServerType.MONGOS, ServerType.RS_GHOST)
+            for sd in td.servers.values()
+        )
     if td.type is TopologyType.UNKNOWN:
         assert all(
             sd.type in (ServerType.UNKNOWN, ServerType.RS_GHOST) for sd in td.servers.values()
