@@ -302,3 +302,19 @@ def test_error_offsets_count_from_the_message_start() -> None:
         reader.next_message()
         with pytest.raises(ProtocolError, match=where):
             reader.next_message()
+
+
+def test_a_batch_of_raw_documents_is_written_as_their_bytes() -> None:
+    encoded = [encode({"_id": i, "x": "y" * i}) for i in range(5)]
+    body = {"insert": "c", "$db": "d"}
+    as_bytes = encode_op_msg(body, request_id=1, sequences={"documents": encoded})
+    raw = [RawDocument(data) for data in encoded]
+    assert encode_op_msg(body, request_id=1, sequences={"documents": raw}) == as_bytes
+    # views into a larger buffer (not whole RawDocuments) and mixed batches: the general loop
+    outer = RawDocument(encode({"a": {"_id": 0, "x": ""}}))
+    view = outer["a"]
+    mixed = [raw[0], view, encoded[2], {"_id": 3, "x": "yyy"}]
+    expected = [encoded[0], encode({"_id": 0, "x": ""}), encoded[2], encoded[3]]
+    assert encode_op_msg(body, request_id=1, sequences={"documents": mixed}) == encode_op_msg(
+        body, request_id=1, sequences={"documents": expected}
+    )

@@ -12,11 +12,13 @@ from mongo_sansio.bson import RawDocument, encode
 from mongo_sansio.errors import LocalProtocolError, ProtocolError
 from mongo_sansio.wire import (
     CLOSED,
+    MORE_TO_COME,
     NEED_DATA,
     OP_MSG,
     MessageReader,
     OpMsg,
     ReaderState,
+    encode_op_msg,
 )
 
 
@@ -283,3 +285,51 @@ def test_exhaust_reply_stream() -> None:
 def test_max_message_size_may_be_positional() -> None:
     reader = MessageReader(1000)
     assert reader.max_message_size == 1000
+
+
+def _slots(document: RawDocument) -> dict[str, object]:
+    return {name: getattr(document, name) for name in RawDocument.__slots__}
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_fast_path_builds_what_the_general_path_builds(lazy: bool) -> None:
+    # receive_data + next_message build the common reply inline (RawDocument's slots set in
+    # the reader); the result must be what RawDocument._view and parse_op_msg give.
+    body = {"ok": 1.0, "cursor": {"id": 0, "firstBatch": [{"a": 1}]}}
+    data = encode_op_msg(body, request_id=7, response_to=3, flags=MORE_TO_COME)
+    fast = MessageReader(lazy=lazy)
+    fast.receive_data(data)
+    slow = MessageReader(lazy=lazy)
+    slow.receive_data(bytearray(data))  # buffered: the general path
+    one, other = fast.next_message(), slow.next_message()
+    assert isinstance(one, OpMsg) and isinstance(other, OpMsg)
+    assert one == other and type(one) is OpMsg
+    assert (one.request_id, one.response_to, one.flags, one.more_to_come) == (7, 3, 2, True)
+    assert one.body == body and dict(one.sequences) == {} and one.compressor_id is None
+    if lazy:
+        expected = RawDocument._view(data, 21, len(data), one.body.codec_options, None)
+        got = _slots(one.body)
+        want = _slots(expected)
+        got.pop("_node"), want.pop("_node")
+        assert got == want
+    assert fast.next_message() is NEED_DATA and fast.buffered == 0
+
+
+def test_fast_path_rechecks_a_lowered_maximum() -> None:
+    data = encode_op_msg({"ok": 1}, request_id=1)
+    reader = MessageReader(lazy=True)
+    reader.receive_data(data)
+    reader.max_message_size = len(data) - 1
+    with pytest.raises(ProtocolError, match="outside"):
+        reader.next_message()
+
+
+def test_message_records_compare_by_class_and_fields() -> None:
+    message = OpMsg(request_id=1, response_to=0, flags=0, body={"a": 1})
+    assert message == OpMsg(request_id=1, response_to=0, flags=0, body={"a": 1})
+    assert message != tuple(message) and message != OpMsg(1, 0, 2, {"a": 1})
+    assert repr(message).startswith("OpMsg(request_id=1, response_to=0, flags=0, body=")
+    with pytest.raises(AttributeError):
+        message.flags = 3  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        message.other = 3  # type: ignore[attr-defined]
