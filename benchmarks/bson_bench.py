@@ -34,10 +34,10 @@ import os
 import statistics
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _timing import Timer
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_SETS = ["flat_bson", "deep_bson", "full_bson", "small_doc", "tweet", "large_doc"]
@@ -46,31 +46,6 @@ TARGETS = {"encode": (2.5, 0.3), "decode": (3.0, 0.35)}  # (x pure, x C)
 
 def data_dir() -> Path:
     return Path(os.environ.get("MONGO_SANSIO_BENCH_DATA", REPO.parent / "shared" / "bench-data"))
-
-
-class Timer:
-    """Times ``fn(arg)``: calibrated once to about ``trial_seconds`` per trial, then each
-    :meth:`trial` adds one trial's seconds per call.  (No lambda around the call: its ~50 ns
-    would be charged to every implementation.)"""
-
-    def __init__(self, fn: Callable[[Any], Any], arg: Any, trial_seconds: float) -> None:
-        self.fn, self.arg = fn, arg
-        start = time.perf_counter()
-        fn(arg)
-        once = max(time.perf_counter() - start, 1e-9)
-        self.n = max(1, int(trial_seconds / once))
-        self.results: list[float] = []
-
-    def trial(self) -> float:
-        fn, arg, n = self.fn, self.arg, self.n
-        start = time.perf_counter()
-        for _ in range(n):
-            fn(arg)
-        self.results.append((time.perf_counter() - start) / n)
-        return self.results[-1]
-
-    def median(self) -> float:
-        return statistics.median(self.results)
 
 
 def load_pymongo_documents(bson: Any) -> dict[str, tuple[Any, bytes]]:

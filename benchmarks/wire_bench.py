@@ -42,10 +42,10 @@ import statistics
 import struct
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _timing import Timer
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = ["find", "insert100", "insert100-raw", "reply100", "reply100-frame"]
@@ -54,31 +54,6 @@ TARGET = 1.2  # our framing overhead / PyMongo C's, at most
 
 def data_dir() -> Path:
     return Path(os.environ.get("MONGO_SANSIO_BENCH_DATA", REPO.parent / "shared" / "bench-data"))
-
-
-class Timer:
-    """Times ``fn(arg)``, calibrated to about ``trial_seconds`` per trial (see bson_bench)."""
-
-    def __init__(self, fn: Callable[[Any], Any], arg: Any, trial_seconds: float) -> None:
-        self.fn, self.arg = fn, arg
-        for _ in range(3):  # warm caches (the shape trie, key caches) before calibrating
-            fn(arg)
-        start = time.perf_counter()
-        fn(arg)
-        once = max(time.perf_counter() - start, 1e-9)
-        self.n = max(1, int(trial_seconds / once))
-        self.results: list[float] = []
-
-    def trial(self) -> float:
-        fn, arg, n = self.fn, self.arg, self.n
-        start = time.perf_counter()
-        for _ in range(n):
-            fn(arg)
-        self.results.append((time.perf_counter() - start) / n)
-        return self.results[-1]
-
-    def median(self) -> float:
-        return statistics.median(self.results)
 
 
 def load(name: str) -> Any:
