@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 pymongo = pytest.importorskip("pymongo")
-from pymongo import MongoClient, monitoring  # noqa: E402
+from command_log import Commands  # noqa: E402
+from pymongo import MongoClient  # noqa: E402
 from pymongo.errors import DuplicateKeyError, NotPrimaryError, OperationFailure  # noqa: E402
 
 from mongo_sansio.adapters.sim import ManualClock, SimulatedReplicaSet  # noqa: E402
@@ -35,28 +36,6 @@ CLIENT_OPTIONS: dict[str, Any] = {
     "connectTimeoutMS": 3000,
     "socketTimeoutMS": 10000,
 }
-
-
-class Commands(monitoring.CommandListener):
-    """Records the commands a client starts."""
-
-    def __init__(self) -> None:
-        self.events: list[monitoring.CommandStartedEvent] = []
-        self.lock = threading.Lock()
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        with self.lock:
-            self.events.append(event)
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
-
-    def named(self, name: str) -> list[monitoring.CommandStartedEvent]:
-        with self.lock:
-            return [event for event in self.events if event.command_name == name]
 
 
 @pytest.fixture

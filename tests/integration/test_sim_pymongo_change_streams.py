@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 pymongo = pytest.importorskip("pymongo")
-from pymongo import MongoClient, monitoring  # noqa: E402
+from command_log import Commands  # noqa: E402
+from pymongo import MongoClient  # noqa: E402
 from pymongo.errors import OperationFailure  # noqa: E402
 
 from mongo_sansio.adapters.sim import SimulatedReplicaSet  # noqa: E402
@@ -24,26 +25,6 @@ AWAIT_MS = 50
 # streaming monitor only answers again after heartbeatFrequencyMS.
 OPTIONS: dict[str, Any] = {"serverSelectionTimeoutMS": 5000, "connectTimeoutMS": 3000, "socketTimeoutMS": 10000,
                            "heartbeatFrequencyMS": 500}
-
-
-class Commands(monitoring.CommandListener):
-    def __init__(self) -> None:
-        self.events: list[monitoring.CommandStartedEvent] = []
-        self.lock = threading.Lock()
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        with self.lock:
-            self.events.append(event)
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
-
-    def named(self, name: str) -> list[monitoring.CommandStartedEvent]:
-        with self.lock:
-            return [e for e in self.events if e.command_name == name]
 
 
 @pytest.fixture
