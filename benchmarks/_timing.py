@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 class Timer:
@@ -36,3 +42,32 @@ class Timer:
 
     def median(self) -> float:
         return statistics.median(self.results)
+
+
+class PureClient:
+    """The main side of a benchmark's ``--pure-worker`` mode: ``script`` runs again in a
+    subprocess with PyMongo's C extensions blocked and times PyMongo's pure path on request
+    ("NAME PART" in, seconds per call out), so that its trials interleave with ours and the C
+    extension's (the machine's speed drifts)."""
+
+    def __init__(self, script: str, trial_seconds: float) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+        command = [sys.executable, script, "--pure-worker", "--trial-seconds", str(trial_seconds)]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True, env=env)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        assert self.stdout.readline().strip() == "ready", "the pure-Python worker failed"
+        self.results: dict[tuple[str, str], list[float]] = {}
+
+    def trial(self, name: str, part: str) -> None:
+        self.stdin.write(f"{name} {part}\n")
+        self.stdin.flush()
+        self.results.setdefault((name, part), []).append(float(self.stdout.readline()))
+
+    def median(self, name: str, part: str) -> float:
+        return statistics.median(self.results[name, part])
+
+    def close(self) -> None:
+        self.stdin.close()
+        self.process.wait()

@@ -32,12 +32,11 @@ import argparse
 import datetime
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from _timing import Timer
+from _timing import PureClient, Timer
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_SETS = ["flat_bson", "deep_bson", "full_bson", "small_doc", "tweet", "large_doc"]
@@ -80,33 +79,6 @@ def pure_worker(trial_seconds: float) -> None:
     for line in sys.stdin:
         name, op = line.split()
         print(repr(timers[name, op].trial()), flush=True)
-
-
-class PureClient:
-    """The main side of :func:`pure_worker`: trials of PyMongo's pure path on request, so that
-    they interleave with ours and the C extension's (the machine's speed drifts)."""
-
-    def __init__(self, trial_seconds: float) -> None:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-        command = [sys.executable, __file__, "--pure-worker", "--trial-seconds", str(trial_seconds)]
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        text=True, env=env)
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.stdin, self.stdout = self.process.stdin, self.process.stdout
-        assert self.stdout.readline().strip() == "ready", "the pure-Python worker failed"
-        self.results: dict[tuple[str, str], list[float]] = {}
-
-    def trial(self, name: str, op: str) -> None:
-        self.stdin.write(f"{name} {op}\n")
-        self.stdin.flush()
-        self.results.setdefault((name, op), []).append(float(self.stdout.readline()))
-
-    def median(self, name: str, op: str) -> float:
-        return statistics.median(self.results[name, op])
-
-    def close(self) -> None:
-        self.stdin.close()
-        self.process.wait()
 
 
 def to_ours(value: Any) -> Any:
@@ -221,7 +193,7 @@ def main() -> None:
     assert bson._USE_C, "PyMongo's C extension is not available"
     print(f"data: {data_dir()}  trials: {trials} x ~{trial_seconds}s, interleaved  "
           f"python {sys.version.split()[0]}")
-    pure = PureClient(trial_seconds)
+    pure = PureClient(__file__, trial_seconds)
     documents = load_pymongo_documents(bson)
     c_ext = pymongo_timers(bson, trial_seconds)
     ours: dict[tuple[str, str], Timer] = {}

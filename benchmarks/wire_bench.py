@@ -38,14 +38,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import struct
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from _timing import Timer
+from _timing import PureClient, Timer
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = ["find", "insert100", "insert100-raw", "reply100", "reply100-frame"]
@@ -198,35 +196,6 @@ def pure_worker(trial_seconds: float) -> None:
         print(repr(timers[case, part].trial()), flush=True)
 
 
-class PureClient:
-    """Trials of PyMongo's pure path in the worker, interleaved with ours and C's."""
-
-    def __init__(self, trial_seconds: float) -> None:
-        env = dict(
-            os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
-        )
-        command = [sys.executable, __file__, "--pure-worker", "--trial-seconds", str(trial_seconds)]
-        self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
-        )
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.stdin, self.stdout = self.process.stdin, self.process.stdout
-        assert self.stdout.readline().strip() == "ready", "the pure-Python worker failed"
-        self.results: dict[tuple[str, str], list[float]] = {}
-
-    def trial(self, case: str, part: str) -> None:
-        self.stdin.write(f"{case} {part}\n")
-        self.stdin.flush()
-        self.results.setdefault((case, part), []).append(float(self.stdout.readline()))
-
-    def median(self, case: str, part: str) -> float:
-        return statistics.median(self.results[case, part])
-
-    def close(self) -> None:
-        self.stdin.close()
-        self.process.wait()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="few iterations (under a minute)")
@@ -245,7 +214,7 @@ def main() -> None:
     assert pymongo.message._use_c, "PyMongo's C extension is not available"
     print(f"data: {data_dir()}  trials: {trials} x ~{trial_seconds}s, interleaved  "
           f"python {sys.version.split()[0]}")  # fmt: skip
-    pure = PureClient(trial_seconds)
+    pure = PureClient(__file__, trial_seconds)
     c_ext = pymongo_timers(trial_seconds)
     ours = our_timers(trial_seconds)
     for _ in range(trials):
