@@ -46,12 +46,11 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Final
 
-from mongo_sansio.bson._decode import _is_raw, read_document
+from mongo_sansio.bson._decode import _is_raw
 from mongo_sansio.bson._decode_parts import TRIE
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
-from mongo_sansio.bson.errors import InvalidBSON
 from mongo_sansio.bson.raw import RawDocument
 from mongo_sansio.errors import LocalProtocolError, ProtocolError
 from mongo_sansio.wire.compression import CompressionFailed, Compressor, default_compressors
@@ -127,13 +126,10 @@ _PARSERS: Mapping[int, _Parser] = {
     OP_QUERY: parse_op_query,
 }
 _MIN_OP_MSG = MIN_MESSAGE_SIZE[OP_MSG]
-_FLAGS_KIND_SIZE = struct.Struct("<IBi").unpack_from  # OP_MSG flagBits, section kind, its size
 _SLOW_FLAGS = CHECKSUM_PRESENT | UNKNOWN_REQUIRED_BITS  # parse_op_msg handles these
-_HEAD = struct.Struct("<iiiiIBi").unpack_from  # header, then flagBits, kind, size as above
+_HEAD = struct.Struct("<iiiiIBi").unpack_from  # header, then flagBits, section kind, its size
 _HEAD_SIZE = 25
 _OPEN = ReaderState.OPEN
-_LAZY = 1
-_EAGER = 2
 _new_object = object.__new__
 # The inlined RawDocument._view below assigns these slots; should RawDocument change them,
 # the reader calls _view instead.
@@ -193,12 +189,9 @@ class MessageReader:
         self._opts = DEFAULT_CODEC_OPTIONS if codec_options is None else codec_options
         self._lazy = bool(lazy) or _is_raw(self._opts.document_class)
         self._compressors = dict(default_compressors() if compressors is None else compressors)
-        # next_message reads the common OP_MSG inline unless documents have a size limit
-        # (max_document_size: parse_op_msg checks it)
-        if self._opts.max_document_size is not None:
-            self._inline = 0
-        else:
-            self._inline = _LAZY if self._lazy else _EAGER
+        # receive_data/next_message frame the common lazy reply themselves unless documents
+        # have a size limit (max_document_size: parse_op_msg checks it)
+        self._inline = self._lazy and self._opts.max_document_size is None
 
     @property
     def max_message_size(self) -> int:
@@ -265,7 +258,7 @@ class MessageReader:
                 if head[3] == OP_MSG and _MIN_OP_MSG <= length <= self._max:
                     if (
                         length == available
-                        and self._inline == _LAZY
+                        and self._inline
                         and not (
                             head[4] & _SLOW_FLAGS
                             or head[5]
@@ -400,32 +393,6 @@ class MessageReader:
             self._pos = pos
         try:
             if op_code == OP_MSG:
-                inline = self._inline
-                if inline:
-                    # The common reply, read here rather than through parse_op_msg (a call
-                    # fewer): no checksum and no unknown required flag, then one kind-0
-                    # section whose length prefix says it fills the rest (length >= 26, so
-                    # the 9 bytes read are there).  Anything else, or any doubt, goes to
-                    # parse_op_msg, which checks and explains.
-                    end = start + length
-                    flags, kind, size = _FLAGS_KIND_SIZE(data, start + HEADER_SIZE)
-                    if not (flags & _SLOW_FLAGS or kind or size != length - 21 or data[end - 1]):
-                        document: Any
-                        if inline == _LAZY:
-                            document = RawDocument._view(data, start + 21, end, self._opts, TRIE[0])
-                            return new_record(  # type: ignore[no-any-return]
-                                OpMsg,
-                                (request_id, response_to, flags, document, _NO_SEQUENCES, None),
-                            )
-                        try:
-                            document = read_document(data, start + 21, end, self._opts)
-                        except InvalidBSON:
-                            pass  # parse_op_msg says where and why
-                        else:
-                            return new_record(  # type: ignore[no-any-return]
-                                OpMsg,
-                                (request_id, response_to, flags, document, _NO_SEQUENCES, None),
-                            )
                 return parse_op_msg(
                     data, start + HEADER_SIZE, start + length, request_id, response_to,
                     self._opts, self._lazy,
