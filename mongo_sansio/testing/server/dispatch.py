@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from mongo_sansio.bson import Binary, Int64
+from mongo_sansio.sdam.errors import NOT_WRITABLE_PRIMARY_CODES, RECOVERING_CODES
 from mongo_sansio.testing.engine import CommandError
 from mongo_sansio.testing.server.changestreams import (
     CHANGE_STREAM_COMMANDS,
@@ -46,10 +47,11 @@ COMMANDS: dict[str, CommandSpec] = {
 }
 
 RETRYABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
-# The "not primary" and "node is recovering" families: mongod puts its current topologyVersion
-# on these replies, so a driver can tell a stale error (same or older version: ignore it, the
-# server has not changed) from news (mark the server Unknown and check it at once).
-STATE_CHANGE_CODES = frozenset({91, 189, 10107, 11600, 11602, 13435, 13436})
+# The "not primary" and "node is recovering" families (the codes SDAM classifies): mongod puts
+# its current topologyVersion on these replies, so a driver can tell a stale error (same or
+# older version: ignore it, the server has not changed) from news (mark the server Unknown and
+# check it at once).
+STATE_CHANGE_CODES = RECOVERING_CODES | NOT_WRITABLE_PRIMARY_CODES
 
 CODE_NAMES = {
     1: "InternalError", 2: "BadValue", 6: "HostUnreachable", 7: "HostNotFound", 8: "UnknownError",
