@@ -1,0 +1,136 @@
+"""The vocabulary of operation flows: what a flow asks its adapter for, and what comes back.
+
+A flow is a generator written once in the core (DESIGN.md, "Driving the machines").  It yields
+one of the requests below, and the adapter (blocking, gevent, asyncio or trio) carries it out
+and sends the result back with ``generator.send``.  The adapter decides nothing: it waits,
+reads and writes.  When carrying out a request fails at the I/O level (refused, reset, closed,
+timed out), the adapter throws :class:`~mongo_sansio.errors.NetworkError` (or
+:class:`~mongo_sansio.errors.NetworkTimeout`) into the flow with ``generator.throw``, so the
+flow decides what a failure means (retry, resume, mark the server unknown, raise).
+
+A flow ends with ``return value`` (the adapter gets it from ``StopIteration.value``) or by
+raising one of the library's errors, which the adapter lets propagate to the user.
+
+=========================  =======================================================  ==========
+request                    the adapter's answer (sent into the flow)                 I/O error
+=========================  =======================================================  ==========
+:class:`ConnectionCommand`  the reply document of the command, sent on the           thrown in
+                           connection being established (handshake, auth)
+:class:`SelectServer`      a :class:`ServerInfo` for a server that matches           --
+:class:`RunCommand`        the reply document, ``ok: 0`` included (flows turn it     thrown in
+                           into :class:`~mongo_sansio.errors.ServerError`)
+:class:`MarkServerUnknown`  None (the adapter hands it to the client's core state)   --
+:class:`Now`               the monotonic time in seconds (float)                    --
+:class:`Sleep`             None, after ``seconds`` have passed                      --
+=========================  =======================================================  ==========
+
+Reply documents are plain mappings (``dict``); a flow never sees sockets or bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, TypeAlias, TypeVar
+
+import attrs
+
+from mongo_sansio.selection.read_preference import PRIMARY, ReadPreference
+
+__all__ = [
+    "ServerInfo",
+    "ConnectionCommand",
+    "SelectServer",
+    "RunCommand",
+    "MarkServerUnknown",
+    "Now",
+    "Sleep",
+    "Request",
+    "Flow",
+]
+
+
+@attrs.frozen
+class ServerInfo:
+    """The server a flow was given: enough to build commands for it and to send more there.
+
+    ``address`` is ``(host, port)``, or ``(path, 0)`` for a Unix socket.  ``max_wire_version``
+    decides which command forms and error rules apply (e.g. the ResumableChangeStreamError
+    label from 9 on).  ``is_writable`` is True for a primary, mongos or standalone.  The size
+    limits are the server's hello values (write batching splits by them).
+    """
+
+    address: tuple[str, int]
+    max_wire_version: int
+    is_writable: bool = True
+    max_bson_object_size: int = 16 * 1024 * 1024
+    max_message_size_bytes: int = 48_000_000
+    max_write_batch_size: int = 100_000
+
+
+@attrs.frozen
+class ConnectionCommand:
+    """Run ``body`` against database ``db`` on the connection being established.
+
+    ``op_query`` asks for the legacy OP_QUERY form (the first hello without Stable API or
+    loadBalanced).  Used by the handshake and authentication flows only.
+    """
+
+    db: str
+    body: Mapping[str, Any]
+    op_query: bool = False
+
+
+@attrs.frozen
+class SelectServer:
+    """Choose a server for an operation.  ``for_writes`` asks for a writable server whatever
+    the read preference; ``deprioritized`` lists addresses to avoid when others suit."""
+
+    read_preference: ReadPreference = PRIMARY
+    for_writes: bool = False
+    deprioritized: tuple[tuple[str, int], ...] = ()
+
+
+@attrs.frozen
+class RunCommand:
+    """Run ``body`` against database ``db`` on a connection to ``server``.
+
+    ``body`` is complete except for what the connection adds itself (``$db``, Stable API
+    fields, compression).  ``sequences`` become OP_MSG kind-1 sections.  ``timeout`` (seconds)
+    replaces the socket timeout for this one exchange when set; a getMore that waits
+    ``maxAwaitTimeMS`` uses it.
+    """
+
+    server: ServerInfo
+    db: str
+    body: Mapping[str, Any]
+    sequences: Mapping[str, Sequence[Any]] | None = None
+    timeout: float | None = None
+
+
+@attrs.frozen
+class MarkServerUnknown:
+    """Tell the client's topology that ``address`` failed (a network error, or a state-change
+    error such as NotWritablePrimary), so the next selection does not pick it blindly."""
+
+    address: tuple[str, int]
+    error: BaseException = attrs.field(eq=False)
+
+
+@attrs.frozen
+class Now:
+    """Ask for the current monotonic time (seconds)."""
+
+
+@attrs.frozen
+class Sleep:
+    """Wait ``seconds`` before going on."""
+
+    seconds: float
+
+
+Request: TypeAlias = ConnectionCommand | SelectServer | RunCommand | MarkServerUnknown | Now | Sleep
+
+T = TypeVar("T")
+
+#: The type of a flow returning ``T``: ``Flow[T]`` (a generic alias of Generator).
+Flow = Generator[Request, Any, T]

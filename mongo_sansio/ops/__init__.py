@@ -1,0 +1,1 @@
+"""Operation flows: commands, CRUD and their results (generators over mongo_sansio.flow)."""
