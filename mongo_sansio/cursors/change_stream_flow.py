@@ -1,0 +1,156 @@
+"""The change stream flows: open, next, try_next and close, resuming as the spec says.
+
+Each flow is a generator over :mod:`mongo_sansio.flow` that drives a
+:class:`~mongo_sansio.cursors.change_stream.ChangeStream` machine: it asks the machine for a
+command, runs it with :func:`~mongo_sansio.ops.command.run_command`, and hands the machine the
+reply or the error.  The machine decides (resume or raise, which resume point, which token); the
+flows only sequence the requests.
+
+Inputs (sent in by the adapter): the :class:`~mongo_sansio.flow.ServerInfo` chosen for a
+:class:`~mongo_sansio.flow.SelectServer`, command replies, and
+:class:`~mongo_sansio.errors.NetworkError` thrown in for I/O failures.
+Outputs (yielded): ``SelectServer`` with the stream's read preference, ``RunCommand`` for
+aggregate, getMore and killCursors (and the ``MarkServerUnknown`` that ``run_command`` adds);
+returned: change events.
+
+A resume is: select a server with the original read preference, kill the old cursor on the
+server that held it (errors swallowed), run the aggregate with the resume point.  An error of
+that aggregate is raised.  Errors that leave a flow close the stream (killing its cursor, best
+effort), except a resumable error raised because it followed a resume without progress: then
+the stream stays open and the next call resumes first.
+
+getMore timeouts: the getMore carries ``maxTimeMS`` = maxAwaitTimeMS; the ``RunCommand`` is sent
+without ``timeout`` and the adapter extends its socket timeout by the command's ``maxTimeMS``.
+Sessions are not handled here yet: the resume's aggregate uses whatever session the adapter
+attaches to the stream's commands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mongo_sansio.cursors.change_stream import ChangeStream, ResumeDecision
+from mongo_sansio.cursors.errors import ChangeStreamClosed
+from mongo_sansio.errors import InvalidOperation, MongoError
+from mongo_sansio.flow import Flow, SelectServer
+from mongo_sansio.ops.command import run_command, run_command_quietly
+
+__all__ = [
+    "change_stream_open",
+    "change_stream_next",
+    "change_stream_try_next",
+    "change_stream_close",
+]
+
+
+def change_stream_open(cs: ChangeStream) -> Flow[None]:
+    """Select a server for the stream's read preference and run its first aggregate.  An error
+    is raised as it is (never resumed) and closes the stream."""
+    if cs.started:
+        raise InvalidOperation("the change stream was opened already")
+    try:
+        server = yield SelectServer(cs.read_preference)
+        db, body = cs.aggregate_command(server)
+        reply = yield from run_command(server, db, body)
+        cs.handle_aggregate_reply(reply, server)
+    except MongoError:
+        yield from change_stream_close(cs)
+        raise
+    except BaseException:
+        cs.close()
+        raise
+
+
+def change_stream_next(cs: ChangeStream) -> Flow[Mapping[str, Any]]:
+    """The next change event, sending getMores (and resuming) until one comes.  Raises
+    :class:`~mongo_sansio.cursors.errors.ChangeStreamClosed` when the stream is closed or its
+    cursor ends."""
+    try:
+        while True:
+            event = cs.next_event()
+            if event is not None:
+                break
+            if not cs.alive:
+                raise ChangeStreamClosed("the server closed the change stream's cursor")
+            yield from _advance(cs)
+    except MongoError:
+        yield from _after_error(cs)
+        raise
+    except BaseException:
+        _abandon(cs)
+        raise
+    if not cs.alive:
+        yield from change_stream_close(cs)
+    return event
+
+
+def change_stream_try_next(cs: ChangeStream) -> Flow[Mapping[str, Any] | None]:
+    """The next change event if one is buffered or comes with a single getMore (or the single
+    resume that follows its resumable error); None otherwise.  The resume token
+    (``cs.resume_token``) is up to date either way.  Raises
+    :class:`~mongo_sansio.cursors.errors.ChangeStreamClosed` when the stream is closed."""
+    try:
+        event = cs.next_event()
+        if event is None and cs.alive:
+            yield from _advance(cs)
+            event = cs.next_event()
+    except MongoError:
+        yield from _after_error(cs)
+        raise
+    except BaseException:
+        _abandon(cs)
+        raise
+    if not cs.alive:
+        yield from change_stream_close(cs)
+    return event
+
+
+def change_stream_close(cs: ChangeStream) -> Flow[None]:
+    """Close the stream; killCursors (best effort) when the server still holds its cursor."""
+    kill = cs.close()
+    if kill is not None:
+        server, db, body = kill
+        yield from run_command_quietly(server, db, body)
+
+
+def _advance(cs: ChangeStream) -> Flow[None]:
+    """One step towards more events: a pending resume, or a getMore (resuming once if it fails
+    with a resumable error)."""
+    if cs.needs_resume:
+        yield from _resume(cs)
+        return
+    server, db, body = cs.get_more_command()
+    try:
+        reply = yield from run_command(server, db, body)
+    except MongoError as error:
+        if cs.handle_get_more_error(error) is ResumeDecision.RAISE:
+            raise
+        yield from _resume(cs)
+        return
+    cs.handle_get_more_reply(reply)
+
+
+def _resume(cs: ChangeStream) -> Flow[None]:
+    server = yield SelectServer(cs.read_preference)
+    kill = cs.begin_resume()
+    if kill is not None:
+        old_server, kill_db, kill_body = kill
+        yield from run_command_quietly(old_server, kill_db, kill_body)
+    db, body = cs.aggregate_command(server)
+    reply = yield from run_command(server, db, body)
+    cs.handle_aggregate_reply(reply, server)
+
+
+def _after_error(cs: ChangeStream) -> Flow[None]:
+    # A resumable error raised after a resume leaves the stream waiting to resume; any other
+    # error ends it.
+    if not cs.needs_resume:
+        yield from change_stream_close(cs)
+
+
+def _abandon(cs: ChangeStream) -> None:
+    # Not a library error (the adapter closed the generator, or a bug): no more requests may be
+    # yielded, so the stream is closed without killCursors (the server reaps idle cursors).
+    if not cs.needs_resume:
+        cs.close()
