@@ -121,6 +121,14 @@ MACHINES: list[Machine] = [
         final=("CLOSED",),
     ),
     Machine(
+        "Connection",
+        "mongo_sansio.connection.conn:TRANSITIONS",
+        "One connection (`mongo_sansio/connection/conn.py`): a command sent waits for its reply; "
+        "an exhaust reply with moreToCome keeps it waiting; end of stream or bad bytes close it.",
+        initial=("IDLE",),
+        final=("CLOSED",),
+    ),
+    Machine(
         "SDAM TopologyType",
         "mongo_sansio.sdam.topology:TRANSITIONS",
         "How applying a server description of each ServerType changes the TopologyType "

@@ -42,7 +42,7 @@ class Client:
         data = self.conn.data_to_send()
         if data:
             self.reader.receive_data(data)
-        out = []
+        out: list[Any] = []
         while True:
             message = self.reader.next_message()
             if message is NEED_DATA:
