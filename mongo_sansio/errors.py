@@ -22,6 +22,7 @@ __all__ = [
     "LocalProtocolError",
     "RemoteProtocolError",
     "ProtocolError",
+    "TruncatedMessage",
     "ConfigurationError",
     "DocumentTooLarge",
     "ServerError",
@@ -55,6 +56,10 @@ class RemoteProtocolError(MongoError):
 
 class ProtocolError(RemoteProtocolError):
     """Malformed wire-level data; a machine that raises it refuses further input."""
+
+
+class TruncatedMessage(ProtocolError):
+    """The stream ended in the middle of a message (a connection cut short, not bad bytes)."""
 
 
 class ConfigurationError(LocalProtocolError, ValueError):

@@ -58,7 +58,12 @@ import attrs
 from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.connection.description import ConnectionDescription
 from mongo_sansio.connection.handshake import ServerApi, stable_api_fields
-from mongo_sansio.errors import LocalProtocolError, NetworkError, ProtocolError
+from mongo_sansio.errors import (
+    LocalProtocolError,
+    NetworkError,
+    ProtocolError,
+    TruncatedMessage,
+)
 from mongo_sansio.sdam.description import Address, format_address
 from mongo_sansio.wire import (
     CLOSED,
@@ -121,9 +126,6 @@ TRANSITIONS: Mapping[tuple[ConnectionState, ConnectionInput], ConnectionState] =
     (_AWAITING, _I.CLOSE): _CLOSED,
 }
 
-# The reader's words for a stream that ended inside a message (wire/reader.py, _short): that
-# is the server going away mid-reply, a network failure, not a malformed message.
-_CUT_SHORT = "the stream ended inside a message"
 
 
 @attrs.frozen(kw_only=True)
@@ -321,7 +323,7 @@ class Connection:
         try:
             message = self._reader.next_message()
         except ProtocolError as exc:
-            if self._eof and str(exc).startswith(_CUT_SHORT):
+            if isinstance(exc, TruncatedMessage):
                 raise self._fail(
                     NetworkError(
                         f"connection to {format_address(self.address)} closed in the middle "

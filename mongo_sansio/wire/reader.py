@@ -52,7 +52,7 @@ from mongo_sansio.bson._decode import _is_raw
 from mongo_sansio.bson._decode_parts import TRIE
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.raw import RawDocument
-from mongo_sansio.errors import LocalProtocolError, ProtocolError
+from mongo_sansio.errors import LocalProtocolError, ProtocolError, TruncatedMessage
 from mongo_sansio.wire.compression import CompressionFailed, Compressor, default_compressors
 from mongo_sansio.wire.messages import (
     _NO_SEQUENCES,
@@ -417,7 +417,7 @@ class MessageReader:
             self._move("drained")
             return CLOSED
         raise self._fail(
-            ProtocolError(f"the stream ended inside a message: {available} of {needed} bytes")
+            TruncatedMessage(f"the stream ended inside a message: {available} of {needed} bytes")
         )
 
     def _decompressed(
