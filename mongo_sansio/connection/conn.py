@@ -127,7 +127,6 @@ TRANSITIONS: Mapping[tuple[ConnectionState, ConnectionInput], ConnectionState] =
 }
 
 
-
 @attrs.frozen(kw_only=True)
 class Reply:
     """One reply: the decoded ``document``, its header's ``request_id`` and ``response_to``,
