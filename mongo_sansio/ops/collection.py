@@ -1,0 +1,644 @@
+"""A runtime-independent collection: a value object whose methods return flows.
+
+A :class:`CollectionOps` holds a namespace, a read preference, read and write concerns and
+codec options; each method checks its arguments at once (raising before any flow runs), builds
+the command and returns a flow from :mod:`mongo_sansio.ops.crud`.  Each runtime's ``Collection``
+is a thin wrapper that runs those flows::
+
+    def insert_one(self, document, **kwargs):
+        return self._client._run(self._ops.insert_one(document, **kwargs))
+
+:class:`~mongo_sansio.ops.database.DatabaseOps` does the same for a database (commands,
+database aggregates, listing, creating and dropping collections).
+
+Inputs: the caller's arguments, PyMongo-shaped.  Outputs: ``Flow[T]`` generators (see
+:mod:`mongo_sansio.flow`) returning results, cursors, documents or counts.
+
+Codec options apply to what this layer encodes itself (the documents of writes, which travel
+pre-encoded); replies are decoded by the adapter with its client's options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+from mongo_sansio.bson.objectid import ObjectId
+from mongo_sansio.cursors.cursor import Cursor, Namespace
+from mongo_sansio.errors import ConfigurationError
+from mongo_sansio.flow import Flow
+from mongo_sansio.ops import crud
+from mongo_sansio.ops.crud_commands import (
+    ArgumentTypeError,
+    CursorType,
+    aggregate_command,
+    check_filter,
+    check_mapping,
+    check_non_negative,
+    count_documents_pipeline,
+    delete_statement,
+    find_command,
+    hint_value,
+    prepare_insert,
+    update_statement,
+    write_command,
+)
+from mongo_sansio.ops.results import DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
+from mongo_sansio.ops.write_concern import (
+    DEFAULT_READ_CONCERN,
+    DEFAULT_WRITE_CONCERN,
+    ReadConcern,
+    WriteConcern,
+)
+from mongo_sansio.selection.read_preference import PRIMARY, ReadPreference
+
+__all__ = [
+    "OperationSettings",
+    "CollectionOps",
+    "aggregate_cursor",
+    "check_database_name",
+    "check_collection_name",
+]
+
+_BAD_DATABASE_CHARACTERS = frozenset(' ./\\\x00"$')
+
+
+def check_database_name(name: Any) -> str:
+    """A database name: a non-empty string without ``/\\. "$`` or NUL."""
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"a database name must be a string, not {type(name).__name__}")
+    if not name or _BAD_DATABASE_CHARACTERS.intersection(name):
+        raise ConfigurationError(
+            f"database name {name!r}: must be non-empty without any of ' ./\\\"$' or NUL"
+        )
+    return name
+
+
+def check_collection_name(name: Any) -> str:
+    """A collection name: non-empty, no NUL, no ``$`` (but ``$cmd`` and ``oplog.$main``), and
+    not starting or ending with a dot."""
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"a collection name must be a string, not {type(name).__name__}")
+    dollar_ok = name.startswith(("$cmd", "oplog.$main"))
+    if (
+        not name
+        or "\x00" in name
+        or ".." in name
+        or name.startswith(".")
+        or name.endswith(".")
+        or ("$" in name and not dollar_ok)
+    ):
+        raise ConfigurationError(
+            f"collection name {name!r}: must be non-empty, without '$', NUL or '..', and not "
+            "start or end with '.'"
+        )
+    return name
+
+
+def database_name_validator(_instance: Any, _attribute: Any, value: Any) -> None:
+    check_database_name(value)
+
+
+def _collection_name(_instance: Any, _attribute: Any, value: Any) -> None:
+    check_collection_name(value)
+
+
+def _instance_of(kind: type, option: str) -> Callable[[Any, Any, Any], None]:
+    def check(_instance: Any, _attribute: Any, value: Any) -> None:
+        if not isinstance(value, kind):
+            raise ArgumentTypeError(
+                f"{option} must be a {kind.__name__}, not {type(value).__name__}"
+            )
+
+    return check
+
+
+@attrs.frozen
+class OperationSettings:
+    """What databases and collections share (and inherit from one another)."""
+
+    read_preference: ReadPreference = attrs.field(
+        default=PRIMARY, kw_only=True, validator=_instance_of(ReadPreference, "read_preference")
+    )
+    read_concern: ReadConcern = attrs.field(
+        default=DEFAULT_READ_CONCERN,
+        kw_only=True,
+        validator=_instance_of(ReadConcern, "read_concern"),
+    )
+    write_concern: WriteConcern = attrs.field(
+        default=DEFAULT_WRITE_CONCERN,
+        kw_only=True,
+        validator=_instance_of(WriteConcern, "write_concern"),
+    )
+    codec_options: CodecOptions = attrs.field(
+        default=DEFAULT_CODEC_OPTIONS,
+        kw_only=True,
+        validator=_instance_of(CodecOptions, "codec_options"),
+    )
+    #: makes the ``_id`` of inserted documents that have none (tests pass a deterministic one)
+    id_factory: Callable[[], Any] = attrs.field(
+        default=ObjectId, kw_only=True, eq=False, repr=False
+    )
+
+    def _inherited(self) -> dict[str, Any]:
+        return {
+            "read_preference": self.read_preference,
+            "read_concern": self.read_concern,
+            "write_concern": self.write_concern,
+            "codec_options": self.codec_options,
+            "id_factory": self.id_factory,
+        }
+
+
+@attrs.frozen
+class CollectionOps(OperationSettings):
+    """One collection's operations (PyMongo's Collection API, as flows)."""
+
+    database: str = attrs.field(validator=database_name_validator)
+    name: str = attrs.field(validator=_collection_name)
+
+    @property
+    def namespace(self) -> Namespace:
+        return Namespace(self.database, self.name)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.database}.{self.name}"
+
+    def with_options(self, **changes: Any) -> CollectionOps:
+        """A copy with other ``read_preference``, ``read_concern``, ``write_concern``,
+        ``codec_options`` or ``id_factory``."""
+        return attrs.evolve(self, **changes)
+
+    @property
+    def _acknowledged(self) -> bool:
+        return self.write_concern.acknowledged
+
+    def _write(self, name: str, ordered: bool = True, **options: Any) -> dict[str, Any]:
+        return write_command(
+            name, self.name, ordered=ordered, write_concern=self.write_concern, **options
+        )
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def insert_one(
+        self,
+        document: Mapping[str, Any],
+        *,
+        bypass_document_validation: bool | None = None,
+        comment: Any = None,
+    ) -> Flow[InsertOneResult]:
+        """Insert ``document``; an ``_id`` is added to it when it has none (as PyMongo does)."""
+        command = self._write(
+            "insert", bypass_document_validation=bypass_document_validation, comment=comment
+        )
+        to_send, inserted_id = prepare_insert(document, self.id_factory)
+        return crud.insert_one(
+            self.database,
+            command,
+            to_send,
+            inserted_id,
+            acknowledged=self._acknowledged,
+            codec_options=self.codec_options,
+        )
+
+    def insert_many(
+        self,
+        documents: Iterable[Mapping[str, Any]],
+        ordered: bool = True,
+        *,
+        bypass_document_validation: bool | None = None,
+        comment: Any = None,
+    ) -> Flow[InsertManyResult]:
+        """Insert ``documents`` in as few batches as the server allows; ``ordered`` stops at
+        the first error.  Errors raise BulkWriteError (indexes in ``documents``)."""
+        if isinstance(documents, Mapping | str | bytes) or not isinstance(documents, Iterable):
+            raise ArgumentTypeError("documents must be a non-empty list of documents")
+        command = self._write(
+            "insert",
+            ordered,
+            bypass_document_validation=bypass_document_validation,
+            comment=comment,
+        )
+        prepared = [prepare_insert(document, self.id_factory) for document in documents]
+        if not prepared:
+            raise ArgumentTypeError("documents must be a non-empty list of documents")
+        to_send = [document for document, _ in prepared]
+        ids = [inserted_id for _, inserted_id in prepared]
+        return crud.insert_many(
+            self.database,
+            command,
+            to_send,
+            ids,
+            ordered=ordered,
+            acknowledged=self._acknowledged,
+            codec_options=self.codec_options,
+        )
+
+    def _update(
+        self,
+        filter: Any,
+        update: Any,
+        *,
+        multi: bool,
+        replacement: bool,
+        upsert: bool,
+        bypass_document_validation: bool | None,
+        let: Any,
+        comment: Any,
+        **statement: Any,
+    ) -> Flow[UpdateResult]:
+        command = self._write(
+            "update",
+            let=let,
+            comment=comment,
+            bypass_document_validation=bypass_document_validation,
+        )
+        body = update_statement(
+            filter, update, multi=multi, upsert=upsert, replacement=replacement, **statement
+        )
+        return crud.update(
+            self.database,
+            command,
+            body,
+            acknowledged=self._acknowledged,
+            codec_options=self.codec_options,
+        )
+
+    def update_one(
+        self,
+        filter: Mapping[str, Any],
+        update: Mapping[str, Any] | list[Mapping[str, Any]],
+        upsert: bool = False,
+        *,
+        bypass_document_validation: bool | None = None,
+        collation: Mapping[str, Any] | None = None,
+        array_filters: list[Mapping[str, Any]] | None = None,
+        hint: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        sort: Any = None,
+    ) -> Flow[UpdateResult]:
+        """Update the first document matching ``filter`` with update operators or a pipeline."""
+        return self._update(
+            filter,
+            update,
+            multi=False,
+            replacement=False,
+            upsert=upsert,
+            bypass_document_validation=bypass_document_validation,
+            let=let,
+            comment=comment,
+            collation=collation,
+            array_filters=array_filters,
+            hint=hint,
+            sort=sort,
+        )
+
+    def update_many(
+        self,
+        filter: Mapping[str, Any],
+        update: Mapping[str, Any] | list[Mapping[str, Any]],
+        upsert: bool = False,
+        *,
+        bypass_document_validation: bool | None = None,
+        collation: Mapping[str, Any] | None = None,
+        array_filters: list[Mapping[str, Any]] | None = None,
+        hint: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+    ) -> Flow[UpdateResult]:
+        """Update every document matching ``filter``."""
+        return self._update(
+            filter,
+            update,
+            multi=True,
+            replacement=False,
+            upsert=upsert,
+            bypass_document_validation=bypass_document_validation,
+            let=let,
+            comment=comment,
+            collation=collation,
+            array_filters=array_filters,
+            hint=hint,
+        )
+
+    def replace_one(
+        self,
+        filter: Mapping[str, Any],
+        replacement: Mapping[str, Any],
+        upsert: bool = False,
+        *,
+        bypass_document_validation: bool | None = None,
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        sort: Any = None,
+    ) -> Flow[UpdateResult]:
+        """Replace the first document matching ``filter`` (its ``_id`` is kept)."""
+        return self._update(
+            filter,
+            replacement,
+            multi=False,
+            replacement=True,
+            upsert=upsert,
+            bypass_document_validation=bypass_document_validation,
+            let=let,
+            comment=comment,
+            collation=collation,
+            hint=hint,
+            sort=sort,
+        )
+
+    def _delete(
+        self, filter: Any, *, multi: bool, collation: Any, hint: Any, let: Any, comment: Any
+    ) -> Flow[DeleteResult]:
+        command = self._write("delete", let=let, comment=comment)
+        body = delete_statement(filter, multi=multi, collation=collation, hint=hint)
+        return crud.delete(
+            self.database,
+            command,
+            body,
+            acknowledged=self._acknowledged,
+            codec_options=self.codec_options,
+        )
+
+    def delete_one(
+        self,
+        filter: Mapping[str, Any],
+        *,
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+    ) -> Flow[DeleteResult]:
+        """Delete the first document matching ``filter``."""
+        return self._delete(
+            filter, multi=False, collation=collation, hint=hint, let=let, comment=comment
+        )
+
+    def delete_many(
+        self,
+        filter: Mapping[str, Any],
+        *,
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+    ) -> Flow[DeleteResult]:
+        """Delete every document matching ``filter``."""
+        return self._delete(
+            filter, multi=True, collation=collation, hint=hint, let=let, comment=comment
+        )
+
+    def drop(self, *, comment: Any = None) -> Flow[None]:
+        """Drop the collection (dropping one that does not exist is not an error)."""
+        body: dict[str, Any] = {"drop": self.name}
+        if comment is not None:
+            body["comment"] = comment
+        if not self.write_concern.is_server_default:
+            body["writeConcern"] = self.write_concern.to_document()
+        return crud.drop(self.database, body)
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def _read_preference(self, override: ReadPreference | None) -> ReadPreference:
+        if override is None:
+            return self.read_preference
+        if not isinstance(override, ReadPreference):
+            raise ArgumentTypeError(
+                f"read_preference must be a ReadPreference, not {type(override).__name__}"
+            )
+        return override
+
+    def find(
+        self,
+        filter: Mapping[str, Any] | None = None,
+        projection: Any = None,
+        *,
+        sort: Any = None,
+        skip: int = 0,
+        limit: int = 0,
+        batch_size: int | None = None,
+        hint: Any = None,
+        max_time_ms: int | None = None,
+        collation: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        allow_disk_use: bool | None = None,
+        let: Mapping[str, Any] | None = None,
+        cursor_type: CursorType = CursorType.NON_TAILABLE,
+        max_await_time_ms: int | None = None,
+        no_cursor_timeout: bool | None = None,
+        allow_partial_results: bool | None = None,
+        return_key: bool | None = None,
+        show_record_id: bool | None = None,
+        min: Mapping[str, Any] | None = None,
+        max: Mapping[str, Any] | None = None,
+        read_preference: ReadPreference | None = None,
+    ) -> Flow[Cursor]:
+        """Open a find cursor.  ``sort``: a mapping or ``[(key, 1 | -1), ...]``; ``limit``: 0
+        for none, negative for a single batch of at most ``-limit`` documents."""
+        body = find_command(
+            self.name,
+            filter,
+            projection,
+            sort=sort,
+            skip=skip,
+            limit=limit,
+            batch_size=batch_size,
+            hint=hint,
+            max_time_ms=max_time_ms,
+            collation=collation,
+            comment=comment,
+            allow_disk_use=allow_disk_use,
+            let=let,
+            read_concern=self.read_concern,
+            cursor_type=cursor_type,
+            no_cursor_timeout=no_cursor_timeout,
+            allow_partial_results=allow_partial_results,
+            return_key=return_key,
+            show_record_id=show_record_id,
+            min=min,
+            max=max,
+        )
+        awaits = cursor_type is CursorType.TAILABLE_AWAIT
+        return crud.read_cursor(
+            self.database,
+            body,
+            read_preference=self._read_preference(read_preference),
+            batch_size=batch_size or None,
+            limit=limit,
+            comment=comment,
+            max_await_time_ms=check_non_negative(max_await_time_ms, "max_await_time_ms")
+            if awaits and max_await_time_ms is not None
+            else None,
+        )
+
+    def find_one(
+        self,
+        filter: Any = None,
+        projection: Any = None,
+        *,
+        read_preference: ReadPreference | None = None,
+        **options: Any,
+    ) -> Flow[Any | None]:
+        """The first document matching ``filter`` (or None).  A ``filter`` that is not a
+        mapping is an ``_id`` value (``find_one(oid)``).  ``options`` are find's, but limit."""
+        if filter is not None and not isinstance(filter, Mapping):
+            filter = {"_id": filter}
+        if "limit" in options or "batch_size" in options:
+            raise ConfigurationError(
+                "find_one: limit and batch_size cannot be given (one document)"
+            )
+        body = find_command(
+            self.name, filter, projection, limit=-1, read_concern=self.read_concern, **options
+        )
+        return crud.find_one(
+            self.database, body, read_preference=self._read_preference(read_preference)
+        )
+
+    def aggregate(
+        self,
+        pipeline: list[Mapping[str, Any]],
+        *,
+        batch_size: int | None = None,
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        comment: Any = None,
+        let: Mapping[str, Any] | None = None,
+        allow_disk_use: bool | None = None,
+        max_time_ms: int | None = None,
+        bypass_document_validation: bool | None = None,
+        max_await_time_ms: int | None = None,
+        read_preference: ReadPreference | None = None,
+    ) -> Flow[Cursor]:
+        """Run an aggregation pipeline; a pipeline ending in $out/$merge runs on a writable
+        server and returns an empty cursor."""
+        return aggregate_cursor(
+            self,
+            self.database,
+            self.name,
+            pipeline,
+            batch_size=batch_size,
+            collation=collation,
+            hint=hint,
+            comment=comment,
+            let=let,
+            allow_disk_use=allow_disk_use,
+            max_time_ms=max_time_ms,
+            bypass_document_validation=bypass_document_validation,
+            max_await_time_ms=max_await_time_ms,
+            read_preference=self._read_preference(read_preference),
+        )
+
+    def count_documents(
+        self,
+        filter: Mapping[str, Any],
+        *,
+        skip: int | None = None,
+        limit: int | None = None,
+        hint: Any = None,
+        collation: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        max_time_ms: int | None = None,
+        read_preference: ReadPreference | None = None,
+    ) -> Flow[int]:
+        """The number of documents matching ``filter`` (an aggregate: crud.md's countDocuments)."""
+        pipeline = count_documents_pipeline(filter, skip, limit)
+        body = aggregate_command(
+            self.name,
+            pipeline,
+            collation=collation,
+            hint=hint,
+            comment=comment,
+            max_time_ms=max_time_ms,
+            read_concern=self.read_concern,
+        )
+        return crud.count_documents(
+            self.database, body, read_preference=self._read_preference(read_preference)
+        )
+
+    def estimated_document_count(
+        self,
+        *,
+        max_time_ms: int | None = None,
+        comment: Any = None,
+        read_preference: ReadPreference | None = None,
+    ) -> Flow[int]:
+        """The collection's document count from its metadata (the count command)."""
+        body: dict[str, Any] = {"count": self.name}
+        if max_time_ms is not None:
+            body["maxTimeMS"] = check_non_negative(max_time_ms, "max_time_ms")
+        if comment is not None:
+            body["comment"] = comment
+        if not self.read_concern.is_server_default:
+            body["readConcern"] = self.read_concern.to_document()
+        return crud.estimated_document_count(
+            self.database, body, read_preference=self._read_preference(read_preference)
+        )
+
+    def distinct(
+        self,
+        key: str,
+        filter: Mapping[str, Any] | None = None,
+        *,
+        collation: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        max_time_ms: int | None = None,
+        hint: Any = None,
+        read_preference: ReadPreference | None = None,
+    ) -> Flow[list[Any]]:
+        """The distinct values of ``key`` among the documents matching ``filter``."""
+        if not isinstance(key, str):
+            raise ArgumentTypeError(f"key must be a string, not {type(key).__name__}")
+        body: dict[str, Any] = {"distinct": self.name, "key": key, "query": check_filter(filter)}
+        if not self.read_concern.is_server_default:
+            body["readConcern"] = self.read_concern.to_document()
+        if collation is not None:
+            body["collation"] = check_mapping(collation, "collation")
+        if comment is not None:
+            body["comment"] = comment
+        if max_time_ms is not None:
+            body["maxTimeMS"] = check_non_negative(max_time_ms, "max_time_ms")
+        if hint is not None:
+            body["hint"] = hint_value(hint)
+        return crud.distinct(
+            self.database, body, read_preference=self._read_preference(read_preference)
+        )
+
+
+def aggregate_cursor(
+    settings: OperationSettings,
+    db: str,
+    target: str | int,
+    pipeline: Any,
+    *,
+    read_preference: ReadPreference,
+    batch_size: int | None,
+    max_await_time_ms: int | None,
+    comment: Any,
+    **options: Any,
+) -> Flow[Cursor]:
+    body = aggregate_command(
+        target,
+        pipeline,
+        batch_size=batch_size,
+        comment=comment,
+        read_concern=settings.read_concern,
+        write_concern=settings.write_concern,
+        **options,
+    )
+    return crud.read_cursor(
+        db,
+        body,
+        read_preference=read_preference,
+        batch_size=batch_size or None,
+        comment=comment,
+        max_await_time_ms=None
+        if max_await_time_ms is None
+        else check_non_negative(max_await_time_ms, "max_await_time_ms"),
+    )

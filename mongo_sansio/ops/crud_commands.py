@@ -1,0 +1,443 @@
+"""The CRUD commands as documents: arguments checked, then the bodies the server expects.
+
+Inputs: the arguments of a CRUD call (filters, updates, pipelines, options in PyMongo's
+spelling), and for ``$readPreference`` the server an operation was given.  Outputs: command
+bodies (the command name first; options only when the caller set them, as crud.md says),
+update and delete statements, and the pieces the cursor needs.  Pure: nothing here runs a
+command (the flows in :mod:`mongo_sansio.ops.crud` do).
+
+Argument errors are the caller's: a wrong type raises :class:`ArgumentTypeError` (a
+:class:`~mongo_sansio.errors.LocalProtocolError` and a ``TypeError``, as PyMongo raises
+``TypeError``); a wrong value raises :class:`~mongo_sansio.errors.ConfigurationError` (a
+``ValueError``).  Both name the argument.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from typing import Any
+
+from mongo_sansio.errors import ConfigurationError, LocalProtocolError
+from mongo_sansio.flow import ServerInfo
+from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
+from mongo_sansio.selection.read_preference import Mode, ReadPreference
+
+__all__ = [
+    "ArgumentTypeError",
+    "CursorType",
+    "check_filter",
+    "check_update",
+    "check_replacement",
+    "check_pipeline",
+    "has_write_stage",
+    "index_document",
+    "sort_document",
+    "hint_value",
+    "projection_document",
+    "prepare_insert",
+    "write_command",
+    "update_statement",
+    "delete_statement",
+    "find_command",
+    "aggregate_command",
+    "count_documents_pipeline",
+    "read_preference_field",
+]
+
+
+class ArgumentTypeError(LocalProtocolError, TypeError):
+    """An argument has the wrong type (a filter that is not a document, a pipeline that is
+    not a list...); the message names the argument."""
+
+
+class CursorType(enum.Enum):
+    """PyMongo's cursor types (exhaust cursors are not offered)."""
+
+    NON_TAILABLE = 0
+    #: stays open at the end of a capped collection; getMore returns new documents
+    TAILABLE = 2
+    #: tailable, and a getMore waits (up to maxAwaitTimeMS) for new documents
+    TAILABLE_AWAIT = 34
+
+
+#: the pipeline stages that write their results to a collection
+WRITE_STAGES = frozenset({"$out", "$merge"})
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def check_mapping(value: Any, name: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ArgumentTypeError(f"{name} must be a document (a mapping), not {_type_name(value)}")
+    return value
+
+
+def _optional_mapping(value: Any, name: str) -> Mapping[str, Any] | None:
+    return None if value is None else check_mapping(value, name)
+
+
+def check_filter(value: Any, name: str = "filter") -> Mapping[str, Any]:
+    """The filter document (None means ``{}``: match everything)."""
+    return {} if value is None else check_mapping(value, name)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_int(value: Any, name: str) -> int:
+    if not _is_int(value):
+        raise ArgumentTypeError(f"{name} must be an integer, not {_type_name(value)}")
+    return int(value)
+
+
+def check_non_negative(value: Any, name: str) -> int:
+    number = check_int(value, name)
+    if number < 0:
+        raise ConfigurationError(f"{name} must be a non-negative integer, got {number}")
+    return number
+
+
+def _optional_non_negative(value: Any, name: str) -> int | None:
+    return None if value is None else check_non_negative(value, name)
+
+
+def _check_bool(value: Any, name: str) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise ArgumentTypeError(f"{name} must be True or False, not {_type_name(value)}")
+    return value
+
+
+def check_update(update: Any) -> Mapping[str, Any] | list[Mapping[str, Any]]:
+    """An update document (every top-level key an ``$``-operator) or a non-empty aggregation
+    pipeline (a list of stages)."""
+    if isinstance(update, list):
+        if not update:
+            raise ConfigurationError("update: an update pipeline must not be empty")
+        for index, stage in enumerate(update):
+            check_mapping(stage, f"update[{index}]")
+        return update
+    document = check_mapping(update, "update")
+    if not document:
+        raise ConfigurationError("update: the update document must not be empty")
+    for key in document:
+        if not isinstance(key, str) or not key.startswith("$"):
+            raise ConfigurationError(
+                f"update: an update document must use update operators such as $set "
+                f"(found {key!r}); to replace the whole document use replace_one"
+            )
+    return document
+
+
+def check_replacement(replacement: Any) -> Mapping[str, Any]:
+    """A replacement document: must not start with an update operator (crud.md)."""
+    document = check_mapping(replacement, "replacement")
+    first = next(iter(document), None)
+    if isinstance(first, str) and first.startswith("$"):
+        raise ConfigurationError(
+            f"replacement: a replacement document must not contain update operators "
+            f"(found {first!r}); to apply operators use update_one"
+        )
+    return document
+
+
+def check_pipeline(pipeline: Any, name: str = "pipeline") -> list[Mapping[str, Any]]:
+    if not isinstance(pipeline, list | tuple):
+        raise ArgumentTypeError(f"{name} must be a list of stages, not {_type_name(pipeline)}")
+    for index, stage in enumerate(pipeline):
+        check_mapping(stage, f"{name}[{index}]")
+    return list(pipeline)
+
+
+def has_write_stage(pipeline: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the pipeline ends with ``$out`` or ``$merge`` (it then needs a writable server)."""
+    return bool(pipeline) and next(iter(pipeline[-1]), None) in WRITE_STAGES
+
+
+def _direction(value: Any, name: str, *, index_types: bool) -> Any:
+    if _is_int(value) and value in (1, -1):
+        return value
+    if isinstance(value, Mapping):  # {"$meta": "textScore"}
+        return value
+    if index_types and isinstance(value, str):  # "text", "2dsphere", "hashed"
+        return value
+    raise ConfigurationError(f"{name}: a direction must be 1 or -1, got {value!r}")
+
+
+def index_document(value: Any, name: str, *, index_types: bool = False) -> dict[str, Any]:
+    """A key specification: a mapping, a list of ``(key, direction)`` pairs, or one key name
+    (ascending), as an ordered dict."""
+    if isinstance(value, str):
+        return {value: 1}
+    pairs: Iterable[Any] = value.items() if isinstance(value, Mapping) else value
+    if not isinstance(value, Mapping | list | tuple):
+        raise ArgumentTypeError(
+            f"{name} must be a mapping or a list of (key, direction) pairs, not {_type_name(value)}"
+        )
+    document: dict[str, Any] = {}
+    for pair in pairs:
+        if not isinstance(pair, list | tuple) or len(pair) != 2 or not isinstance(pair[0], str):
+            raise ArgumentTypeError(f"{name}: expected (key, direction) pairs, got {pair!r}")
+        document[pair[0]] = _direction(pair[1], name, index_types=index_types)
+    return document
+
+
+def sort_document(sort: Any) -> dict[str, Any] | None:
+    return None if sort is None else index_document(sort, "sort")
+
+
+def hint_value(hint: Any) -> str | dict[str, Any] | None:
+    """An index name, or its key specification as a document."""
+    if hint is None or isinstance(hint, str):
+        return hint
+    return index_document(hint, "hint", index_types=True)
+
+
+def projection_document(projection: Any) -> Mapping[str, Any] | None:
+    """A projection document, or a list of field names to include."""
+    if projection is None or isinstance(projection, Mapping):
+        return projection
+    if isinstance(projection, list | tuple) and all(isinstance(f, str) for f in projection):
+        return dict.fromkeys(projection, 1)
+    raise ArgumentTypeError(
+        f"projection must be a mapping or a list of field names, not {_type_name(projection)}"
+    )
+
+
+def prepare_insert(document: Any, id_factory: Callable[[], Any]) -> tuple[Mapping[str, Any], Any]:
+    """``(document to send, its _id)``.
+
+    Like PyMongo, a mutable document without ``_id`` gets one from ``id_factory`` added *to
+    the caller's own mapping* (so ``doc["_id"]`` is set after ``insert_one(doc)``); the copy
+    that is sent has ``_id`` first, where the server keeps it.  An immutable mapping without
+    ``_id`` (a RawDocument) is sent as it is: the server assigns the id, and it is None here.
+    """
+    check_mapping(document, "document")
+    if "_id" in document:
+        return document, document["_id"]
+    if not isinstance(document, MutableMapping):
+        return document, None
+    new_id = id_factory()
+    document["_id"] = new_id
+    return {"_id": new_id, **document}, new_id
+
+
+def _put(body: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        body[key] = value
+
+
+def write_command(
+    name: str,
+    collection: str,
+    *,
+    ordered: bool = True,
+    write_concern: WriteConcern | None = None,
+    bypass_document_validation: bool | None = None,
+    comment: Any = None,
+    let: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An insert/update/delete command without its statements (they travel as an OP_MSG
+    document sequence)."""
+    if not isinstance(ordered, bool):
+        raise ArgumentTypeError(f"ordered must be True or False, not {_type_name(ordered)}")
+    body: dict[str, Any] = {name: collection, "ordered": ordered}
+    _put(body, "let", _optional_mapping(let, "let"))
+    if _check_bool(bypass_document_validation, "bypass_document_validation"):
+        body["bypassDocumentValidation"] = True  # sent only when true (crud.md)
+    _put(body, "comment", comment)
+    if write_concern is not None and not write_concern.is_server_default:
+        body["writeConcern"] = write_concern.to_document()
+    return body
+
+
+def update_statement(
+    filter: Any,
+    update: Any,
+    *,
+    multi: bool,
+    upsert: bool = False,
+    replacement: bool = False,
+    array_filters: Any = None,
+    collation: Any = None,
+    hint: Any = None,
+    sort: Any = None,
+) -> dict[str, Any]:
+    """One entry of an update command's ``updates``: ``{q, u, multi?, upsert?, ...}``."""
+    _check_bool(upsert, "upsert")
+    statement: dict[str, Any] = {
+        "q": check_filter(filter),
+        "u": check_replacement(update) if replacement else check_update(update),
+    }
+    if multi:
+        statement["multi"] = True
+    if upsert:
+        statement["upsert"] = True
+    if array_filters is not None:
+        if replacement:
+            raise ConfigurationError("array_filters: not allowed with a replacement document")
+        if not isinstance(array_filters, list | tuple):
+            raise ArgumentTypeError("array_filters must be a list of documents")
+        statement["arrayFilters"] = [
+            check_mapping(f, f"array_filters[{i}]") for i, f in enumerate(array_filters)
+        ]
+    _put(statement, "collation", _optional_mapping(collation, "collation"))
+    _put(statement, "hint", hint_value(hint))
+    _put(statement, "sort", sort_document(sort))
+    return statement
+
+
+def delete_statement(
+    filter: Any, *, multi: bool, collation: Any = None, hint: Any = None
+) -> dict[str, Any]:
+    """One entry of a delete command's ``deletes``: ``{q, limit: 0 | 1, ...}``."""
+    statement: dict[str, Any] = {"q": check_filter(filter), "limit": 0 if multi else 1}
+    _put(statement, "collation", _optional_mapping(collation, "collation"))
+    _put(statement, "hint", hint_value(hint))
+    return statement
+
+
+def find_command(
+    collection: str,
+    filter: Any = None,
+    projection: Any = None,
+    *,
+    sort: Any = None,
+    skip: int = 0,
+    limit: int = 0,
+    batch_size: int | None = None,
+    hint: Any = None,
+    max_time_ms: int | None = None,
+    collation: Any = None,
+    comment: Any = None,
+    allow_disk_use: bool | None = None,
+    let: Any = None,
+    read_concern: ReadConcern | None = None,
+    cursor_type: CursorType = CursorType.NON_TAILABLE,
+    no_cursor_timeout: bool | None = None,
+    allow_partial_results: bool | None = None,
+    return_key: bool | None = None,
+    show_record_id: bool | None = None,
+    min: Any = None,
+    max: Any = None,
+) -> dict[str, Any]:
+    """The find command (fields in the order of the find command's documentation).
+
+    ``limit`` follows PyMongo: 0 is no limit, a negative limit asks for one batch of at most
+    ``-limit`` documents (``singleBatch``).  A ``batch_size`` equal to the limit is sent as
+    limit + 1, so the server closes the cursor with the last document instead of leaving a
+    cursor that needs a killCursors (crud's "Find with batchSize equal to limit" test).
+    """
+    limit = check_int(limit, "limit")
+    skip = check_non_negative(skip, "skip")
+    batch_size = _optional_non_negative(batch_size, "batch_size")
+    if not isinstance(cursor_type, CursorType):
+        raise ArgumentTypeError(f"cursor_type must be a CursorType, not {_type_name(cursor_type)}")
+    body: dict[str, Any] = {"find": collection, "filter": check_filter(filter)}
+    _put(body, "sort", sort_document(sort))
+    _put(body, "projection", projection_document(projection))
+    _put(body, "hint", hint_value(hint))
+    if skip:
+        body["skip"] = skip
+    single_batch = limit < 0
+    if limit:
+        body["limit"] = abs(limit)
+    if batch_size and not single_batch:
+        body["batchSize"] = batch_size + 1 if batch_size == limit else batch_size
+    if single_batch:
+        body["singleBatch"] = True
+    _put(body, "comment", comment)
+    _put(body, "maxTimeMS", _optional_non_negative(max_time_ms, "max_time_ms"))
+    if read_concern is not None and not read_concern.is_server_default:
+        body["readConcern"] = read_concern.to_document()
+    _put(body, "max", _optional_mapping(max, "max"))
+    _put(body, "min", _optional_mapping(min, "min"))
+    _put(body, "returnKey", _check_bool(return_key, "return_key"))
+    _put(body, "showRecordId", _check_bool(show_record_id, "show_record_id"))
+    if cursor_type is not CursorType.NON_TAILABLE:
+        body["tailable"] = True
+    _put(body, "noCursorTimeout", _check_bool(no_cursor_timeout, "no_cursor_timeout"))
+    if cursor_type is CursorType.TAILABLE_AWAIT:
+        body["awaitData"] = True
+    _put(body, "allowPartialResults", _check_bool(allow_partial_results, "allow_partial_results"))
+    _put(body, "collation", _optional_mapping(collation, "collation"))
+    _put(body, "allowDiskUse", _check_bool(allow_disk_use, "allow_disk_use"))
+    _put(body, "let", _optional_mapping(let, "let"))
+    return body
+
+
+def aggregate_command(
+    target: str | int,
+    pipeline: Any,
+    *,
+    batch_size: int | None = None,
+    collation: Any = None,
+    hint: Any = None,
+    comment: Any = None,
+    let: Any = None,
+    allow_disk_use: bool | None = None,
+    max_time_ms: int | None = None,
+    bypass_document_validation: bool | None = None,
+    read_concern: ReadConcern | None = None,
+    write_concern: WriteConcern | None = None,
+) -> dict[str, Any]:
+    """The aggregate command on a collection (``target`` its name) or a database (``1``).
+
+    A pipeline ending in ``$out``/``$merge`` gets no ``cursor.batchSize`` (a batchSize of 0
+    would stop it from running: crud.md) and carries the write concern; others do not.
+    """
+    stages = check_pipeline(pipeline)
+    batch_size = _optional_non_negative(batch_size, "batch_size")
+    writes = has_write_stage(stages)
+    cursor: dict[str, Any] = {}
+    if batch_size is not None and not writes:
+        cursor["batchSize"] = batch_size
+    body: dict[str, Any] = {"aggregate": target, "pipeline": stages, "cursor": cursor}
+    _put(body, "allowDiskUse", _check_bool(allow_disk_use, "allow_disk_use"))
+    _put(body, "maxTimeMS", _optional_non_negative(max_time_ms, "max_time_ms"))
+    if _check_bool(bypass_document_validation, "bypass_document_validation"):
+        body["bypassDocumentValidation"] = True
+    if read_concern is not None and not read_concern.is_server_default:
+        body["readConcern"] = read_concern.to_document()
+    if writes and write_concern is not None and not write_concern.is_server_default:
+        body["writeConcern"] = write_concern.to_document()
+    _put(body, "collation", _optional_mapping(collation, "collation"))
+    _put(body, "hint", hint_value(hint))
+    _put(body, "comment", comment)
+    _put(body, "let", _optional_mapping(let, "let"))
+    return body
+
+
+def count_documents_pipeline(
+    filter: Any, skip: int | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """crud.md's countDocuments: ``$match``, then ``$skip`` and ``$limit`` when set, then
+    ``{$group: {_id: 1, n: {$sum: 1}}}``."""
+    pipeline: list[dict[str, Any]] = [{"$match": check_filter(filter)}]
+    skip = _optional_non_negative(skip, "skip")
+    limit = _optional_non_negative(limit, "limit")
+    if skip:
+        pipeline.append({"$skip": skip})
+    if limit:
+        pipeline.append({"$limit": limit})
+    pipeline.append({"$group": {"_id": 1, "n": {"$sum": 1}}})
+    return pipeline
+
+
+def read_preference_field(
+    read_preference: ReadPreference, server: ServerInfo
+) -> dict[str, Any] | None:
+    """The ``$readPreference`` of a read sent to ``server`` (None: send none).
+
+    server-selection.md, "Passing read preference": every mode but primary is sent as it is.
+    Primary is not sent, except to a server that is not writable: a primary read can only have
+    been given one over a direct connection (topology Single) to a secondary or another
+    non-primary member, which must be told ``primaryPreferred`` to accept the read.
+    (A standalone also receives non-primary modes here; it ignores them.)
+    """
+    if read_preference.mode is Mode.PRIMARY:
+        return None if server.is_writable else {"mode": Mode.PRIMARY_PREFERRED.value}
+    return read_preference.to_document()

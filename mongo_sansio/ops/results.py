@@ -1,0 +1,152 @@
+"""The results of write operations, with PyMongo's attribute names.
+
+Inputs: what the write flows learned (the ids they assigned, the server's reply documents,
+whether the write was acknowledged).  Outputs: frozen result values.  The counts of an
+unacknowledged write (``w: 0``) are unknown: reading them raises
+:class:`~mongo_sansio.errors.InvalidOperation`, as PyMongo does; the ids of inserted documents
+are known locally and stay readable.  A reply whose counts are not integers raises
+:class:`~mongo_sansio.errors.RemoteProtocolError` when the result is built, never later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from mongo_sansio.errors import InvalidOperation, RemoteProtocolError
+
+__all__ = [
+    "InsertOneResult",
+    "InsertManyResult",
+    "UpdateResult",
+    "DeleteResult",
+    "reply_count",
+]
+
+
+def reply_count(reply: Mapping[str, Any], field: str, default: int = 0) -> int:
+    """The integer ``reply[field]`` (``default`` when absent); a non-integer is a protocol error."""
+    value = reply.get(field, default)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise RemoteProtocolError(
+            f"write reply: {field!r} must be a non-negative integer, got {value!r}"
+        )
+    return value
+
+
+def _unacknowledged(what: str) -> InvalidOperation:
+    return InvalidOperation(
+        f"{what} is unknown for an unacknowledged write (w=0); use an acknowledged write "
+        "concern to learn it"
+    )
+
+
+@attrs.frozen
+class InsertOneResult:
+    """``inserted_id``: the document's ``_id`` (the one the caller gave, or the one added)."""
+
+    inserted_id: Any
+    acknowledged: bool = True
+
+
+@attrs.frozen
+class InsertManyResult:
+    """``inserted_ids``: the documents' ``_id`` values, in the caller's order."""
+
+    inserted_ids: list[Any]
+    acknowledged: bool = True
+
+
+def _upserted_id(reply: Mapping[str, Any]) -> tuple[bool, Any]:
+    upserted = reply.get("upserted")
+    if upserted is None:
+        return False, None
+    if (
+        not isinstance(upserted, Sequence)
+        or isinstance(upserted, str | bytes)
+        or not upserted
+        or not isinstance(upserted[0], Mapping)
+        or "_id" not in upserted[0]
+    ):
+        raise RemoteProtocolError(
+            f"write reply: 'upserted' must be [{{index, _id}}], got {upserted!r}"
+        )
+    return True, upserted[0]["_id"]
+
+
+@attrs.frozen
+class UpdateResult:
+    """The outcome of update_one / update_many / replace_one.
+
+    ``raw_result`` is the server's reply (None for an unacknowledged write).  Build one with
+    :meth:`from_reply`.
+    """
+
+    raw_result: Mapping[str, Any] | None
+    acknowledged: bool = True
+    _matched_count: int = 0
+    _modified_count: int = 0
+    _did_upsert: bool = False
+    _upserted_id: Any = None
+
+    @classmethod
+    def from_reply(cls, reply: Mapping[str, Any] | None, acknowledged: bool = True) -> UpdateResult:
+        """Read ``{n, nModified, upserted: [{index, _id}]}``; ``n`` counts an upsert, which
+        matched nothing, so it is taken out of ``matched_count``."""
+        if not acknowledged or reply is None:
+            return cls(None, False)
+        n = reply_count(reply, "n")
+        modified = reply_count(reply, "nModified")
+        did_upsert, upserted_id = _upserted_id(reply)
+        return cls(reply, True, max(n - int(did_upsert), 0), modified, did_upsert, upserted_id)
+
+    @property
+    def matched_count(self) -> int:
+        if not self.acknowledged:
+            raise _unacknowledged("matched_count")
+        return self._matched_count
+
+    @property
+    def modified_count(self) -> int:
+        if not self.acknowledged:
+            raise _unacknowledged("modified_count")
+        return self._modified_count
+
+    @property
+    def upserted_id(self) -> Any:
+        """The ``_id`` of the document an upsert inserted, or None when none was."""
+        if not self.acknowledged:
+            raise _unacknowledged("upserted_id")
+        return self._upserted_id
+
+    @property
+    def did_upsert(self) -> bool:
+        if not self.acknowledged:
+            raise _unacknowledged("did_upsert")
+        return self._did_upsert
+
+
+@attrs.frozen
+class DeleteResult:
+    """The outcome of delete_one / delete_many; ``raw_result`` is the server's reply (None for
+    an unacknowledged write).  Build one with :meth:`from_reply`."""
+
+    raw_result: Mapping[str, Any] | None
+    acknowledged: bool = True
+    _deleted_count: int = 0
+
+    @classmethod
+    def from_reply(cls, reply: Mapping[str, Any] | None, acknowledged: bool = True) -> DeleteResult:
+        if not acknowledged or reply is None:
+            return cls(None, False)
+        return cls(reply, True, reply_count(reply, "n"))
+
+    @property
+    def deleted_count(self) -> int:
+        if not self.acknowledged:
+            raise _unacknowledged("deleted_count")
+        return self._deleted_count
