@@ -1,0 +1,14 @@
+"""The blocking client: ``from mongo_sansio.adapters.blocking import MongoClient``.
+
+* :class:`MongoClient`, :class:`Database` (:mod:`.client`);
+* :class:`Collection`, :class:`Cursor` (:mod:`.collection`);
+* :class:`ChangeStream` (:mod:`.change_stream`);
+* :class:`Engine`, the interpreter of the core's flows over blocking sockets (:mod:`._engine`).
+"""
+
+from ._engine import Engine
+from .change_stream import ChangeStream
+from .client import Database, MongoClient
+from .collection import Collection, Cursor
+
+__all__ = ["ChangeStream", "Collection", "Cursor", "Database", "Engine", "MongoClient"]
