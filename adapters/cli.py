@@ -10,6 +10,9 @@ Subcommands:
   [--seed S]`` -- serve a simulated replica set on loopback; the first line of standard output
   is its connection URI (with the first user's credentials when ``--auth`` is given). It serves
   until SIGINT or SIGTERM and then exits 0.
+* ``watch [URI] [db.coll]`` -- print a change stream's events as relaxed Extended JSON with
+  their resume tokens; without a URI it starts the simulator and a small demo workload
+  (:mod:`.cli_watch`).
 
 Bad input ends the command with a one-line message naming the offset or line and exit status 1,
 never a traceback.
@@ -28,6 +31,8 @@ from typing import Any, BinaryIO
 
 from mongo_sansio.bson import decode_iter, encode, extjson
 from mongo_sansio.bson.errors import BSONError
+
+from .cli_watch import add_watch_parser
 
 
 def _read_input(path: str) -> bytes:
@@ -163,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=0, help="seeds the simulator's ids")
     sim.add_argument("-v", "--verbose", action="store_true", help="log connections to stderr")
     sim.set_defaults(run=_sim)
+
+    add_watch_parser(commands)
     return parser
 
 
