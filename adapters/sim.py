@@ -20,6 +20,7 @@ reports them), builds the cluster with those addresses and the injected clocks, 
 from __future__ import annotations
 
 import os
+import socket
 import ssl
 import threading
 import time
@@ -84,6 +85,11 @@ class SimulatedReplicaSet:
     ``auth`` maps user names to passwords (users of the admin database, SCRAM-SHA-1 and -256);
     ``None`` runs without access control. ``tls`` is a server-side :class:`ssl.SSLContext`.
     ``port`` 0 picks free ports, otherwise members take ``port``, ``port + 1``, ...
+    ``advertised_host``, when given, is the host name the members call themselves (in hello's
+    ``hosts``/``me``/``primary``, :attr:`members` and :attr:`uri`) instead of the address they
+    listen on, e.g. ``"localhost"`` while listening on ``127.0.0.1``.  ``tls_allow_plain``
+    (with ``tls``) also serves connections that do not open with a TLS handshake, unencrypted
+    (mongod's ``--tlsMode preferTLS``).
     ``unix_socket_dir``, when given, also serves each member on ``<dir>/mongodb-<port>.sock``
     (as mongod does). ``clock`` is the monotonic clock the machine sees (a :class:`ManualClock`
     lets a test move time); ``wall_clock`` gives the wall time at start.
@@ -103,9 +109,13 @@ class SimulatedReplicaSet:
         clock: Clock | None = None,
         wall_clock: Clock = time.time,
         max_wire_version: int = 21,
+        advertised_host: str | None = None,
+        tls_allow_plain: bool = False,
     ) -> None:
         if members < 1:
             raise ValueError("a replica set needs at least one member")
+        if tls_allow_plain and tls is None:
+            raise ValueError("tls_allow_plain needs a tls context")
         self.replset = replset
         self.auth = dict(auth) if auth else None
         self.tls = tls
@@ -116,6 +126,8 @@ class SimulatedReplicaSet:
         self._unix_socket_dir = unix_socket_dir
         self._wall_clock = wall_clock
         self._max_wire_version = max_wire_version
+        self._advertised_host = advertised_host
+        self._tls_allow_plain = tls_allow_plain
         self._server: LoopbackServer | None = None
         self._cluster: ReplicaSet | None = None
         self.members: list[str] = []
@@ -127,7 +139,7 @@ class SimulatedReplicaSet:
         if self._server is not None:
             raise RuntimeError("the simulated replica set is already running")
         tcp = bind_tcp_listeners(self._host, self._ports)
-        listeners = [(sock, tcp_address(sock)) for sock in tcp]
+        listeners = [(sock, self._member_address(sock)) for sock in tcp]
         try:
             self.members = [address for _sock, address in listeners]
             if self._unix_socket_dir is not None:
@@ -155,7 +167,11 @@ class SimulatedReplicaSet:
                 now=now,
             )
             self._server = LoopbackServer(
-                self._cluster, listeners, clock=self.clock, ssl_context=self.tls
+                self._cluster,
+                listeners,
+                clock=self.clock,
+                ssl_context=self.tls,
+                allow_plain=self._tls_allow_plain,
             )
         except BaseException:
             for sock, _address in listeners:
@@ -168,6 +184,13 @@ class SimulatedReplicaSet:
             self.clock.on_advance(lambda: server.call(cluster.tick))
         self._server.start()
         return self
+
+    def _member_address(self, listener: socket.socket) -> str:
+        """What a member listening on ``listener`` calls itself."""
+        if self._advertised_host is None:
+            return tcp_address(listener)
+        host, port = self._advertised_host, listener.getsockname()[1]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     def close(self) -> None:
         if self._server is not None:

@@ -51,6 +51,10 @@ RECEIVE_SIZE = 65536
 SEND_TIMEOUT_SECONDS = 30.0  # a client that stops reading for this long loses its connection
 TLS_HANDSHAKE_TIMEOUT_SECONDS = 10.0
 JOIN_TIMEOUT_SECONDS = 5.0
+# A TLS connection opens with a handshake record: content type 22, protocol major version 3.
+# A plain MongoDB message opens with its length (int32, little-endian), so only a first message
+# of 790 + k * 65536 bytes would be taken for TLS: acceptable for a test peer.
+TLS_RECORD_START = b"\x16\x03"
 
 
 class ConnectionLike(Protocol):
@@ -157,7 +161,9 @@ class LoopbackServer:
     ``listeners`` maps each listening socket to the member address its clients reach (the
     ``host:port`` the cluster was built with; a member's Unix socket maps to the same address).
     ``clock`` is the monotonic clock handed to the machine as ``now``.  ``ssl_context``, when
-    given, wraps every accepted socket as the server side of TLS.
+    given, wraps every accepted socket as the server side of TLS; with ``allow_plain`` too, a
+    connection whose first bytes do not open a TLS record is served unencrypted instead
+    (mongod's ``--tlsMode preferTLS``).
     """
 
     def __init__(
@@ -167,10 +173,12 @@ class LoopbackServer:
         *,
         clock: Clock = time.monotonic,
         ssl_context: ssl.SSLContext | None = None,
+        allow_plain: bool = False,
     ) -> None:
         self.cluster = cluster
         self.clock = clock
         self.ssl_context = ssl_context
+        self.allow_plain = allow_plain
         self._listeners = list(listeners)
         self._lock = threading.Lock()  # guards every call into the cluster's machines
         self._clients_lock = threading.Lock()  # guards the sets below
@@ -304,7 +312,14 @@ class LoopbackServer:
 
     def _serve_until_closed(self, client: _Client) -> None:
         if self.ssl_context is not None:
-            wrapped = self._tls_handshake(client)
+            if self.allow_plain:
+                first = self._peek_start(client)
+                if not first:
+                    return
+                use_tls = TLS_RECORD_START.startswith(first)
+            else:
+                use_tls = True
+            wrapped = self._tls_handshake(client) if use_tls else client.sock
             if wrapped is None:
                 return
             client.sock = wrapped
@@ -372,6 +387,17 @@ class LoopbackServer:
     def _pending_tls_bytes(sock: socket.socket) -> bool:
         # Decrypted bytes already buffered inside the SSL object never wake a selector.
         return isinstance(sock, ssl.SSLSocket) and sock.pending() > 0
+
+    @staticmethod
+    def _peek_start(client: _Client) -> bytes:
+        """The connection's first bytes (up to two), left unread; b"" when the client left
+        (or said nothing for the TLS handshake's time) first."""
+        client.sock.settimeout(TLS_HANDSHAKE_TIMEOUT_SECONDS)
+        try:
+            return client.sock.recv(len(TLS_RECORD_START), socket.MSG_PEEK)
+        except OSError as exc:
+            logger.info("no first bytes from %s on %s: %s", client.peer, client.address, exc)
+            return b""
 
     def _tls_handshake(self, client: _Client) -> ssl.SSLSocket | None:
         assert self.ssl_context is not None

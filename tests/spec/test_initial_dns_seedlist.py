@@ -4,8 +4,17 @@ A DNS server on 127.0.0.1 (dnslib) serves the records the suite's README lists (
 as data: they are facts of the test set-up).  Every case is parsed with ``parse_uri``, resolved
 by the seedlist machine through a real resolver pointed at that server -- blocking, asyncio and
 trio -- and merged with ``with_seedlist``; then ``seeds``/``numSeeds``, ``options``,
-``parsed_options`` and ``error`` are checked.  What needs a running cluster (``hosts``,
-``numHosts`` after SDAM's first scan, the ``ping``) is one named skip per case.
+``parsed_options`` and ``error`` are checked.
+
+What needs a running cluster (``hosts``, ``numHosts`` after SDAM's first scan, the ``ping``) is
+one more test per case.  The replica-set cases run it against the simulated replica set
+(``_dns_cluster.py``: ``repl0`` on 127.0.0.1:27017-27019, members calling themselves
+``localhost:<port>``, TLS from a trustme CA): the blocking ``MongoClient`` resolves the case's
+URI through the same DNS server, connects (the README's A records are pinned to 127.0.0.1 by
+patching ``socket.getaddrinfo`` in the test), pings unless ``ping`` is false -- then only a server
+selection runs, which discovers the topology as well -- and its topology's servers are compared
+with ``hosts``/``numHosts``.  The load-balanced and sharded folders need mongos deployments the
+simulator does not provide: one named skip each.
 """
 
 from __future__ import annotations
@@ -13,22 +22,42 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import random
+import socket
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from _dns_cluster import (
+    ADVERTISED_HOST,
+    SET_NAME,
+    USERS,
+    ClusterUnavailable,
+    SeedlistCluster,
+    loopback_getaddrinfo,
+    serve_seedlist_replica_set,
+)
 from _specs import suite_cases
 
 pytest.importorskip("dns.resolver", reason="dnspython (the srv extra) is not installed")
 dnslib = pytest.importorskip("dnslib", reason="dnslib (a test dependency) is not installed")
-from dnslib.server import BaseResolver, DNSLogger, DNSServer  # noqa: E402
+from dnslib.server import BaseResolver, DNSLogger, DNSServer  # type: ignore[import-untyped]  # noqa: E402
 
 from mongo_sansio.errors import ConfigurationError  # noqa: E402
-from mongo_sansio.transports.dns import BlockingResolver, resolve_seedlist  # noqa: E402
-from mongo_sansio.transports.dns_asyncio import AsyncioResolver, resolve_seedlist_async  # noqa: E402
+from mongo_sansio.flow import Flow, SelectServer, ServerInfo  # noqa: E402
+from mongo_sansio.sdam.description import format_address  # noqa: E402
 from mongo_sansio.uri import ConnectionString, parse_uri  # noqa: E402
 from mongo_sansio.uri.seedlist import Seedlist, apply_seedlist, discovery_for  # noqa: E402
+
+if TYPE_CHECKING:
+    # mypy reads the source tree, where adapters/ and transports/ are top-level folders.
+    from adapters.blocking import MongoClient
+    from transports.dns import BlockingResolver, resolve_seedlist
+    from transports.dns_asyncio import AsyncioResolver, resolve_seedlist_async
+else:
+    from mongo_sansio.adapters.blocking import MongoClient
+    from mongo_sansio.transports.dns import BlockingResolver, resolve_seedlist
+    from mongo_sansio.transports.dns_asyncio import AsyncioResolver, resolve_seedlist_async
 
 SUITE = "initial-dns-seedlist-discovery"
 HAVE_TRIO = importlib.util.find_spec("trio") is not None
@@ -139,7 +168,7 @@ def _expand(path: Path, case: Any) -> Iterable[tuple[str, Any]]:
     for runtime in RUNTIMES:
         yield runtime, {"runtime": runtime, "case": case}
     if not case.get("error") and any(key in case for key in ("hosts", "numHosts", "ping")):
-        yield CLUSTER, {"runtime": None, "case": case}
+        yield CLUSTER, {"runtime": None, "case": case, "folder": path.parent.name}
 
 
 CASES = suite_cases(SUITE, _expand)
@@ -162,7 +191,10 @@ def _resolve(runtime: str, cs: ConnectionString, port: int) -> Seedlist:
         pytest.skip("trio (the trio extra) is not installed")
     import trio
 
-    from mongo_sansio.transports.dns_trio import TrioResolver, resolve_seedlist_trio
+    if TYPE_CHECKING:
+        from transports.dns_trio import TrioResolver, resolve_seedlist_trio
+    else:
+        from mongo_sansio.transports.dns_trio import TrioResolver, resolve_seedlist_trio
 
     async def run_trio() -> Seedlist:
         return await resolve_seedlist_trio(discovery, TrioResolver(nameservers=servers, port=port))
@@ -202,14 +234,17 @@ def _address(address: Any) -> str:
 
 @pytest.mark.spec
 @pytest.mark.parametrize("item", CASES)
-def test_initial_dns_seedlist(item: dict[str, Any] | None, dns_port: int) -> None:
+def test_initial_dns_seedlist(
+    item: dict[str, Any] | None,
+    dns_port: int,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     assert item is not None
     case, runtime = item["case"], item["runtime"]
     if runtime is None:
-        pytest.skip(
-            "needs a running cluster: checks the topology's hosts/numHosts after SDAM's first "
-            "scan and the ping (left for the client issue)"
-        )
+        _check_cluster(case, item["folder"], dns_port, request, monkeypatch)
+        return
     if case.get("error"):
         with pytest.raises(ConfigurationError):
             _discover(runtime, case["uri"], dns_port)
@@ -229,3 +264,98 @@ def test_initial_dns_seedlist(item: dict[str, Any] | None, dns_port: int) -> Non
     for name, expected in case.get("parsed_options", {}).items():
         assert name in PARSED_OPTIONS, f"parsed option {name!r} is not known to this runner"
         assert PARSED_OPTIONS[name](cs) == expected, f"parsed option {name}"
+
+
+# -- the cluster part --------------------------------------------------------------------------
+
+CLUSTER_SKIPS = {
+    "load-balanced": (
+        "needs a load-balanced sharded cluster (mongos on 27017/27018 behind load balancers on "
+        "27050/27051, the README's set-up); the simulator serves a replica set only"
+    ),
+    "sharded": (
+        "needs a sharded cluster (mongos on 27017 and 27018, the README's set-up); the simulator "
+        "serves a replica set only"
+    ),
+}
+
+# Every name a client reaches the members by: the A records' names and what hello reports.
+SERVER_NAMES = (*A_RECORDS, ADVERTISED_HOST)
+
+
+@pytest.fixture(scope="module")
+def seedlist_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeedlistCluster]:
+    workdir = tmp_path_factory.mktemp("dns-seedlist-cluster")
+    try:
+        with serve_seedlist_replica_set(workdir, (*SERVER_NAMES, "127.0.0.1")) as cluster:
+            yield cluster
+    except ClusterUnavailable as exc:
+        pytest.skip(f"the replica set for the cluster part cannot be served: {exc}")
+
+
+def _select_a_server() -> Flow[ServerInfo]:
+    """Only server selection: it discovers the deployment (this client has no background
+    monitors), with no operation run."""
+    server: ServerInfo = yield SelectServer()
+    return server
+
+
+def _unknown_credential(cs: ConnectionString) -> str | None:
+    """Why the simulated replica set cannot authenticate ``cs``'s credential, if it cannot."""
+    credential = cs.credential
+    if credential is None:
+        return None
+    user, source = credential.username, credential.source
+    if source == "admin" and user is not None and USERS.get(user) == credential.password:
+        return None
+    return (
+        f"its credential (user {user!r}, authSource {source!r}) is not a user of the simulated "
+        f"replica set, which knows only admin's {sorted(USERS)}; this client authenticates every "
+        "connection it opens, discovery included, so the topology cannot be discovered with it"
+    )
+
+
+def _check_cluster(
+    case: dict[str, Any],
+    folder: str,
+    dns_port: int,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if folder in CLUSTER_SKIPS:
+        pytest.skip(CLUSTER_SKIPS[folder])
+    assert folder == "replica-set", f"no cluster set-up for the {folder!r} folder"
+    reason = _unknown_credential(parse_uri(case["uri"]))
+    if reason is not None:
+        pytest.skip(reason)
+    cluster: SeedlistCluster = request.getfixturevalue("seedlist_cluster")
+    assert cluster.replica_set.replset == SET_NAME
+    monkeypatch.setattr(
+        socket, "getaddrinfo", loopback_getaddrinfo(SERVER_NAMES, socket.getaddrinfo)
+    )
+    client = MongoClient(
+        case["uri"],
+        tlsCAFile=str(cluster.ca_file),
+        dns_resolver=BlockingResolver(nameservers=["127.0.0.1"], port=dns_port),
+        serverSelectionTimeoutMS=3000,
+        connectTimeoutMS=2000,
+    )
+    try:
+        seeds = sorted(format_address(address) for address in client.settings.seeds.addresses)
+        if "numSeeds" in case:
+            assert len(seeds) == case["numSeeds"]
+            assert set(seeds) <= set(case.get("seeds", seeds))
+        elif "seeds" in case:
+            assert seeds == sorted(case["seeds"])
+        # The README: ping unless ``ping`` is false (those cases carry userinfo).
+        if case.get("ping", True):
+            assert client.admin.command("ping")["ok"] == 1
+        else:
+            client.run(_select_a_server())
+        hosts = sorted(format_address(address) for address in client.topology_description.servers)
+        if "hosts" in case:
+            assert hosts == sorted(case["hosts"])
+        if "numHosts" in case:
+            assert len(hosts) == case["numHosts"]
+    finally:
+        client.close()

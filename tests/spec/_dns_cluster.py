@@ -1,0 +1,138 @@
+"""The deployment the DNS seedlist suite's replica-set cases discover, served by the simulator.
+
+The suite's README asks for a three-member replica set named ``repl0`` on localhost ports 27017,
+27018 and 27019, started with TLS; the SRV records point at ``localhost.test.build.10gen.cc``
+(and ``localhost.sub.test.build.10gen.cc``), and the members call themselves ``localhost:<port>``.
+:func:`serve_seedlist_replica_set` starts that with :class:`SimulatedReplicaSet`: listening on
+127.0.0.1, advertising ``localhost``, with a trustme CA whose server certificate is valid for
+every name a client reaches the members by.
+
+Two set-up choices the README leaves open:
+
+* the members also accept plain TCP (``tls_allow_plain``, mongod's ``preferTLS``), so that the
+  case whose TXT-given ``ssl`` is overridden by ``ssl=false`` can ping as the README requires;
+* access control is on, with :data:`USERS` (the README expects the suite to pass with and
+  without it; ``ping`` needs no authentication), so that a case carrying the suite's admin
+  credential can discover the topology with a client that authenticates every connection.
+
+:func:`loopback_getaddrinfo` makes the README's A records resolve without real DNS: a test
+installs it over ``socket.getaddrinfo`` (never library code).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import ssl
+from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+if TYPE_CHECKING:
+    # mypy reads the source tree, where adapters/ is a top-level folder (docs/architecture.md).
+    from adapters.sim import SimulatedReplicaSet
+else:
+    from mongo_sansio.adapters.sim import SimulatedReplicaSet
+
+__all__ = [
+    "ADVERTISED_HOST",
+    "LISTEN_HOST",
+    "PORTS",
+    "SET_NAME",
+    "USERS",
+    "ClusterUnavailable",
+    "SeedlistCluster",
+    "loopback_getaddrinfo",
+    "serve_seedlist_replica_set",
+]
+
+LISTEN_HOST = "127.0.0.1"
+ADVERTISED_HOST = "localhost"
+PORTS = (27017, 27018, 27019)
+SET_NAME = "repl0"
+USERS = {"auser": "apass"}
+"""Users of the admin database: the credential of replica-set/uri-with-auth.json."""
+
+GetAddrInfo = Callable[..., Any]
+
+
+class ClusterUnavailable(Exception):
+    """The replica set cannot be served here; the message says why."""
+
+
+@attrs.frozen
+class SeedlistCluster:
+    replica_set: SimulatedReplicaSet
+    ca_file: Path
+
+
+def _taken_port(ports: Collection[int]) -> int | None:
+    """The first of ``ports`` nothing can listen on at :data:`LISTEN_HOST`, if any."""
+    for port in ports:
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((LISTEN_HOST, port))
+        except OSError:
+            return port
+        finally:
+            probe.close()
+    return None
+
+
+@contextlib.contextmanager
+def serve_seedlist_replica_set(
+    workdir: Path, certificate_names: Collection[str]
+) -> Iterator[SeedlistCluster]:
+    """Serve the README's replica set until the context ends; ``certificate_names`` are the
+    host names (and addresses) the server certificate is valid for.
+
+    Raises :class:`ClusterUnavailable` when trustme is missing or a port is taken.
+    """
+    try:
+        import trustme
+    except ImportError:
+        raise ClusterUnavailable("trustme (a test dependency) is not installed") from None
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert(*certificate_names).configure_cert(context)
+    ca_file = workdir / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    replica_set = SimulatedReplicaSet(
+        members=len(PORTS),
+        replset=SET_NAME,
+        auth=USERS,
+        tls=context,
+        host=LISTEN_HOST,
+        port=PORTS[0],
+        advertised_host=ADVERTISED_HOST,
+        tls_allow_plain=True,
+    )
+    try:
+        replica_set.start()
+    except OSError as exc:
+        port = _taken_port(PORTS)
+        where = f"port {port}" if port is not None else f"one of the ports {PORTS}"
+        raise ClusterUnavailable(
+            f"{where} on {LISTEN_HOST} is taken ({exc}): the suite's replica set must listen "
+            f"on {', '.join(map(str, PORTS))}"
+        ) from exc
+    try:
+        yield SeedlistCluster(replica_set, ca_file)
+    finally:
+        replica_set.close()
+
+
+def loopback_getaddrinfo(names: Collection[str], original: GetAddrInfo) -> GetAddrInfo:
+    """A ``socket.getaddrinfo`` that answers ``names`` (lower case, no final dot) with
+    :data:`LISTEN_HOST`, and passes every other name to ``original``."""
+    pinned = {name.lower().rstrip(".") for name in names}
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(host, str) and host.lower().rstrip(".") in pinned:
+            host = LISTEN_HOST
+        return original(host, port, *args, **kwargs)
+
+    return getaddrinfo
