@@ -259,6 +259,28 @@ def test_tls_round_trip_and_a_plaintext_client_does_not_hurt_others() -> None:
             assert read_line(tls) == b"SECRET\n"
 
 
+def test_allow_plain_serves_tls_and_plaintext_clients_on_one_port() -> None:
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+
+    cluster = FakeCluster()
+    listeners = bind_tcp_listeners("127.0.0.1", [0])
+    address = tcp_address(listeners[0])
+    with LoopbackServer(
+        cluster, [(listeners[0], address)], ssl_context=server_context, allow_plain=True
+    ):
+        with connect(address) as plain:
+            plain.sendall(b"in the clear\n")
+            assert read_line(plain) == b"IN THE CLEAR\n"
+        with client_context.wrap_socket(connect(address), server_hostname="127.0.0.1") as tls:
+            tls.sendall(b"secret\n")
+            assert read_line(tls) == b"SECRET\n"
+
+
 def test_close_does_not_wait_for_a_client_that_never_starts_tls() -> None:
     trustme = pytest.importorskip("trustme")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
