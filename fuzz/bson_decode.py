@@ -10,8 +10,6 @@ Run a campaign:  python fuzz/bson_decode.py CORPUS_DIR -max_total_time=3600  (do
 
 from __future__ import annotations
 
-import sys
-
 from mongo_sansio.bson import RawDocument, decode, decode_all, encode
 from mongo_sansio.bson.errors import InvalidBSON
 
@@ -41,13 +39,7 @@ def check_one(data: bytes) -> None:
         pass
 
 
-def main() -> None:
-    import atheris  # only for campaigns; CI runs check_one under hypothesis
-
-    atheris.instrument_all()
-    atheris.Setup(sys.argv, check_one)
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    from _runner import fuzz  # fuzz/ is sys.path[0] when a target runs as a script
+
+    fuzz(check_one)

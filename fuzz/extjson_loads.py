@@ -10,7 +10,6 @@ Run a campaign:  python fuzz/extjson_loads.py CORPUS_DIR -max_total_time=3600  (
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,13 +41,7 @@ def check_one(data: bytes) -> None:
     assert extjson.dumps(again, mode="relaxed") == relaxed, "relaxed text is not stable"
 
 
-def main() -> None:
-    import atheris  # only for campaigns; CI runs check_one under hypothesis
-
-    atheris.instrument_all()
-    atheris.Setup(sys.argv, check_one)
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    from _runner import fuzz  # fuzz/ is sys.path[0] when a target runs as a script
+
+    fuzz(check_one)

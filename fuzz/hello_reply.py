@@ -16,7 +16,6 @@ Run a campaign:  python fuzz/hello_reply.py CORPUS_DIR -max_total_time=3600  (do
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -129,13 +128,7 @@ def check_one(data: bytes) -> None:
     check_bytes(data)
 
 
-def main() -> None:
-    import atheris  # only for campaigns; CI runs check_one under hypothesis
-
-    atheris.instrument_all()
-    atheris.Setup(sys.argv, check_one)
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    from _runner import fuzz  # fuzz/ is sys.path[0] when a target runs as a script
+
+    fuzz(check_one)

@@ -16,7 +16,6 @@ Run a campaign:  python fuzz/scram_payloads.py CORPUS_DIR -max_total_time=3600  
 from __future__ import annotations
 
 import base64
-import sys
 from typing import Any
 
 from mongo_sansio.auth import Authenticator, ScramCache, ScramClient, ScramMechanism
@@ -127,13 +126,7 @@ def check_one(data: bytes) -> None:
         check_replies(flow_mechanism, list(replies))
 
 
-def main() -> None:
-    import atheris  # type: ignore[import-untyped,unused-ignore]  # campaigns only; CI uses hypothesis
-
-    atheris.instrument_all()
-    atheris.Setup(sys.argv, check_one)
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    from _runner import fuzz  # fuzz/ is sys.path[0] when a target runs as a script
+
+    fuzz(check_one)

@@ -11,8 +11,6 @@ Run a campaign:  python fuzz/uri_parse.py CORPUS_DIR -max_total_time=3600  (docs
 
 from __future__ import annotations
 
-import sys
-
 import attrs
 
 from mongo_sansio.errors import ConfigurationError
@@ -47,13 +45,7 @@ def check_one(data: bytes) -> None:
     check_text(data.decode("utf-8", "replace"))
 
 
-def main() -> None:
-    import atheris  # only for campaigns; CI runs check_one under hypothesis
-
-    atheris.instrument_all()
-    atheris.Setup(sys.argv, check_one)
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    from _runner import fuzz  # fuzz/ is sys.path[0] when a target runs as a script
+
+    fuzz(check_one)

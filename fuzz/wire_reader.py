@@ -11,7 +11,6 @@ Run a campaign:  python fuzz/wire_reader.py CORPUS_DIR -max_total_time=3600  (do
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from mongo_sansio.errors import ProtocolError
@@ -87,13 +86,7 @@ def check_one(data: bytes) -> None:
     _read(data, chunk, lazy=True)  # lazy documents: the framing checks alone
 
 
-def main() -> None:
-    import atheris  # only for campaigns; CI runs check_one under hypothesis
-
-    atheris.instrument_all()
-    atheris.Setup(sys.argv, check_one)
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    from _runner import fuzz  # fuzz/ is sys.path[0] when a target runs as a script
+
+    fuzz(check_one)

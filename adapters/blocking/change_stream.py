@@ -11,7 +11,6 @@ after resumable errors as the change streams specification says; the resume toke
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
 from mongo_sansio.bson import Timestamp
@@ -27,6 +26,7 @@ from mongo_sansio.cursors import (
 )
 from mongo_sansio.selection import ReadPreference
 
+from ._closing import ClosesOnExit
 from ._engine import Engine
 
 __all__ = ["ChangeStream", "watch_options"]
@@ -62,7 +62,7 @@ def watch_options(
     )
 
 
-class ChangeStream:
+class ChangeStream(ClosesOnExit):
     """A change stream (see the module docstring).
 
     ``next()`` (and iteration) blocks until a change arrives, resuming as needed, and ends
@@ -126,17 +126,6 @@ class ChangeStream:
         """Close the stream (its server cursor is killed, best effort)."""
         if not self._stream.closed:
             self._engine.run(change_stream_close(self._stream))
-
-    def __enter__(self) -> ChangeStream:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<ChangeStream {self._stream.target!r} alive={self.alive}>"

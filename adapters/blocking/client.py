@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mongo_sansio.client import ClientSettings, CommandListener
@@ -36,6 +35,7 @@ from mongo_sansio.selection import ReadPreference
 from mongo_sansio.uri import ConnectionString, apply_seedlist, discovery_for, parse_uri
 
 from ..environment import client_metadata
+from ._closing import ClosesOnExit
 from ._engine import Engine
 from .change_stream import ChangeStream, watch_options
 from .collection import Collection, Cursor
@@ -60,7 +60,7 @@ def _resolve(uri: ConnectionString, resolver: Resolver | None) -> ConnectionStri
     return apply_seedlist(uri, resolve_seedlist(discovery, resolver))
 
 
-class MongoClient:
+class MongoClient(ClosesOnExit):
     """A client for one deployment (see the module docstring).
 
     ``host`` is a ``mongodb://`` or ``mongodb+srv://`` connection string, or a bare host name
@@ -178,17 +178,6 @@ class MongoClient:
     def close(self) -> None:
         """Close every idle connection; the client refuses operations afterwards."""
         self._engine.close()
-
-    def __enter__(self) -> MongoClient:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         seeds = ", ".join(f"{h}:{p}" for h, p in self._settings.seeds.addresses)

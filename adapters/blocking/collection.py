@@ -12,7 +12,6 @@ getMore per exhausted batch) and kills its server cursor on :meth:`Cursor.close`
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.cursors import ChangeStreamTarget, cursor_close, cursor_next
@@ -28,6 +27,7 @@ from mongo_sansio.ops.results import (
 )
 from mongo_sansio.selection import ReadPreference
 
+from ._closing import ClosesOnExit
 from ._engine import Engine
 from .change_stream import ChangeStream, watch_options
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["Collection", "Cursor"]
 
 
-class Cursor:
+class Cursor(ClosesOnExit):
     """The documents of a find or an aggregate (see the module docstring).
 
     A find cursor takes options until it is first iterated; afterwards they raise
@@ -165,17 +165,6 @@ class Cursor:
         self._closed = True
         if self._cursor is not None:
             self._engine.run(cursor_close(self._cursor))
-
-    def __enter__(self) -> Cursor:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 class Collection:

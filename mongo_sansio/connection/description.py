@@ -5,8 +5,8 @@ offered (in our order of preference) and whether we asked for load-balanced mode
 Outputs: a frozen :class:`ConnectionDescription`, the :class:`~mongo_sansio.flow.ServerInfo`
 flows are given, and the compatibility verdict of :func:`check_compatible`.
 
-Every field read from the reply is type-checked: a malformed reply raises
-:class:`~mongo_sansio.sdam.description.InvalidHelloReply` (a
+Every field read from the reply is type-checked, by the readers SDAM uses too: a malformed
+reply raises :class:`~mongo_sansio.sdam.description.InvalidHelloReply` (a
 :class:`~mongo_sansio.errors.RemoteProtocolError`) naming the field, an ``ok: 0`` reply the
 typed :class:`~mongo_sansio.errors.ServerError`, and nothing else escapes.  Fields the
 handshake does not use (``lastWrite``, ``tags``, ...) are left for SDAM, which parses them
@@ -19,7 +19,6 @@ raises :class:`~mongo_sansio.errors.IncompatibleServerError` naming both ranges.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 import attrs
 
 from mongo_sansio.bson import ObjectId
-from mongo_sansio.errors import ConfigurationError, IncompatibleServerError, check_reply
+from mongo_sansio.errors import IncompatibleServerError, check_reply
 from mongo_sansio.flow import ServerInfo
 from mongo_sansio.sdam.description import (
     WRITABLE_TYPES,
@@ -36,7 +35,15 @@ from mongo_sansio.sdam.description import (
     ServerType,
     TopologyVersion,
     format_address,
-    parse_address,
+    hello_server_type,
+    read_address,
+    read_addresses,
+    read_bool,
+    read_int,
+    read_object_id,
+    read_str,
+    read_strings,
+    shown,
 )
 from mongo_sansio.wire import OP_MSG
 from mongo_sansio.wire.messages import MIN_MESSAGE_SIZE
@@ -122,41 +129,19 @@ class ConnectionDescription:
         if not isinstance(reply, Mapping):
             raise InvalidHelloReply(f"a hello reply must be a document, not {type(reply).__name__}")
         check_reply(reply)
-        set_name = _str(reply, "setName")
         primary_key = "isWritablePrimary" if "isWritablePrimary" in reply else "ismaster"
-        is_writable_primary = _bool(reply, primary_key)
-        is_secondary = _bool(reply, "secondary")
-        msg = _str(reply, "msg")
-        if load_balanced:
-            server_type = ServerType.LOAD_BALANCER
-        elif _bool(reply, "isreplicaset"):
-            server_type = ServerType.RS_GHOST
-        elif msg == "isdbgrid":
-            server_type = ServerType.MONGOS
-        elif set_name is not None:
-            if is_writable_primary:
-                server_type = ServerType.RS_PRIMARY
-            elif _bool(reply, "hidden"):
-                server_type = ServerType.RS_OTHER
-            elif is_secondary:
-                server_type = ServerType.RS_SECONDARY
-            elif _bool(reply, "arbiterOnly"):
-                server_type = ServerType.RS_ARBITER
-            else:
-                server_type = ServerType.RS_OTHER
-        else:
-            server_type = ServerType.STANDALONE
+        server_type = ServerType.LOAD_BALANCER if load_balanced else hello_server_type(reply)
         raw_version = reply.get("topologyVersion")
         speculative = reply.get("speculativeAuthenticate")
         if speculative is not None and not isinstance(speculative, Mapping):
             raise InvalidHelloReply(
-                f"speculativeAuthenticate must be a document, got {_shown(speculative)}"
+                f"speculativeAuthenticate must be a document, got {shown(speculative)}"
             )
         return cls(
             address=address,
             server_type=server_type,
-            is_writable_primary=is_writable_primary,
-            hello_ok=_bool(reply, "helloOk"),
+            is_writable_primary=read_bool(reply, primary_key),
+            hello_ok=read_bool(reply, "helloOk"),
             min_wire_version=_int(reply, "minWireVersion", 0, minimum=0),
             max_wire_version=_int(reply, "maxWireVersion", 0, minimum=0),
             max_bson_object_size=_int(
@@ -168,22 +153,22 @@ class ConnectionDescription:
             max_write_batch_size=_int(
                 reply, "maxWriteBatchSize", DEFAULT_MAX_WRITE_BATCH_SIZE, minimum=1
             ),
-            logical_session_timeout_minutes=_optional_int(reply, "logicalSessionTimeoutMinutes"),
+            logical_session_timeout_minutes=read_int(reply, "logicalSessionTimeoutMinutes"),
             compressor=_negotiated(reply, compressors),
-            sasl_supported_mechs=_strings(reply, "saslSupportedMechs"),
+            sasl_supported_mechs=read_strings(reply, "saslSupportedMechs"),
             speculative_authenticate=None
             if speculative is None
             else MappingProxyType(dict(speculative)),
-            server_connection_id=_optional_int(reply, "connectionId"),
-            service_id=_object_id(reply, "serviceId"),
+            server_connection_id=read_int(reply, "connectionId"),
+            service_id=read_object_id(reply, "serviceId"),
             topology_version=None
             if raw_version is None
             else TopologyVersion.from_document(raw_version),
-            set_name=set_name,
-            hosts=tuple(_host("hosts", host) for host in _strings(reply, "hosts") or ()),
-            primary=None if reply.get("primary") is None else _host("primary", reply["primary"]),
-            is_secondary=is_secondary,
-            msg=msg,
+            set_name=read_str(reply, "setName"),
+            hosts=read_addresses(reply, "hosts"),
+            primary=read_address(reply, "primary"),
+            is_secondary=read_bool(reply, "secondary"),
+            msg=read_str(reply, "msg"),
             reply=MappingProxyType(dict(reply)),
         )
 
@@ -225,39 +210,11 @@ def check_compatible(description: ConnectionDescription, *, load_balanced: bool 
         raise IncompatibleServerError(f"{_LOAD_BALANCER_MESSAGE} (server at {where})")
 
 
-# -- reading typed fields ------------------------------------------------------------------------
-
-
-def _shown(value: object) -> str:
-    """A short description of a bad value: the reply is the server's, maybe large."""
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
-
-
-def _bool(reply: Mapping[str, Any], key: str) -> bool:
-    value = reply.get(key)
-    if value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int | float) and not (isinstance(value, float) and math.isnan(value)):
-        return value != 0
-    raise InvalidHelloReply(f"{key} must be a boolean, got {_shown(value)}")
-
-
-def _optional_int(reply: Mapping[str, Any], key: str) -> int | None:
-    value = reply.get(key)
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise InvalidHelloReply(f"{key} must be an integer, got {_shown(value)}")
+# -- reading typed fields (the readers shared with SDAM live in mongo_sansio.sdam.description) --
 
 
 def _int(reply: Mapping[str, Any], key: str, default: int, *, minimum: int) -> int:
-    value = _optional_int(reply, key)
+    value = read_int(reply, key)
     if value is None:
         return default
     if value < minimum:
@@ -265,44 +222,9 @@ def _int(reply: Mapping[str, Any], key: str, default: int, *, minimum: int) -> i
     return value
 
 
-def _str(reply: Mapping[str, Any], key: str) -> str | None:
-    value = reply.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    raise InvalidHelloReply(f"{key} must be a string, got {_shown(value)}")
-
-
-def _strings(reply: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
-    value = reply.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list | tuple):
-        raise InvalidHelloReply(f"{key} must be an array of strings, got {_shown(value)}")
-    for item in value:
-        if not isinstance(item, str):
-            raise InvalidHelloReply(f"{key} must hold only strings, got {_shown(item)}")
-    return tuple(value)
-
-
-def _object_id(reply: Mapping[str, Any], key: str) -> ObjectId | None:
-    value = reply.get(key)
-    if value is None or isinstance(value, ObjectId):
-        return value
-    raise InvalidHelloReply(f"{key} must be an ObjectId, got {_shown(value)}")
-
-
-def _host(key: str, value: object) -> Address:
-    if not isinstance(value, str):
-        raise InvalidHelloReply(f"{key} must be a 'host:port' string, got {_shown(value)}")
-    try:
-        return parse_address(value)
-    except ConfigurationError as exc:
-        raise InvalidHelloReply(f"{key}: {exc}") from None
-
-
 def _negotiated(reply: Mapping[str, Any], offered: Sequence[str]) -> str | None:
     """The first compressor of ours that the server also lists (compression spec)."""
-    accepted = _strings(reply, "compression") or ()
+    accepted = read_strings(reply, "compression") or ()
     for name in offered:
         if name in accepted:
             return name

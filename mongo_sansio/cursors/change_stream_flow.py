@@ -28,7 +28,7 @@ attaches to the stream's commands.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from mongo_sansio.cursors.change_stream import ChangeStream, ResumeDecision
 from mongo_sansio.cursors.errors import ChangeStreamClosed
@@ -42,6 +42,8 @@ __all__ = [
     "change_stream_try_next",
     "change_stream_close",
 ]
+
+T = TypeVar("T")
 
 
 def change_stream_open(cs: ChangeStream) -> Flow[None]:
@@ -66,23 +68,7 @@ def change_stream_next(cs: ChangeStream) -> Flow[Mapping[str, Any]]:
     """The next change event, sending getMores (and resuming) until one comes.  Raises
     :class:`~mongo_sansio.cursors.errors.ChangeStreamClosed` when the stream is closed or its
     cursor ends."""
-    try:
-        while True:
-            event = cs.next_event()
-            if event is not None:
-                break
-            if not cs.alive:
-                raise ChangeStreamClosed("the server closed the change stream's cursor")
-            yield from _advance(cs)
-    except MongoError:
-        yield from _after_error(cs)
-        raise
-    except BaseException:
-        _abandon(cs)
-        raise
-    if not cs.alive:
-        yield from change_stream_close(cs)
-    return event
+    return (yield from _read(cs, _wait_for_event(cs)))
 
 
 def change_stream_try_next(cs: ChangeStream) -> Flow[Mapping[str, Any] | None]:
@@ -90,20 +76,7 @@ def change_stream_try_next(cs: ChangeStream) -> Flow[Mapping[str, Any] | None]:
     resume that follows its resumable error); None otherwise.  The resume token
     (``cs.resume_token``) is up to date either way.  Raises
     :class:`~mongo_sansio.cursors.errors.ChangeStreamClosed` when the stream is closed."""
-    try:
-        event = cs.next_event()
-        if event is None and cs.alive:
-            yield from _advance(cs)
-            event = cs.next_event()
-    except MongoError:
-        yield from _after_error(cs)
-        raise
-    except BaseException:
-        _abandon(cs)
-        raise
-    if not cs.alive:
-        yield from change_stream_close(cs)
-    return event
+    return (yield from _read(cs, _event_after_one_step(cs)))
 
 
 def change_stream_close(cs: ChangeStream) -> Flow[None]:
@@ -112,6 +85,40 @@ def change_stream_close(cs: ChangeStream) -> Flow[None]:
     if kill is not None:
         server, db, body = kill
         yield from run_command_quietly(server, db, body)
+
+
+def _read(cs: ChangeStream, reading: Flow[T]) -> Flow[T]:
+    """Run a flow that reads events from ``cs``: an error leaving it ends the stream as the
+    module documentation says, and a stream whose cursor is exhausted is closed."""
+    try:
+        result = yield from reading
+    except MongoError:
+        yield from _after_error(cs)
+        raise
+    except BaseException:
+        _abandon(cs)
+        raise
+    if not cs.alive:
+        yield from change_stream_close(cs)
+    return result
+
+
+def _wait_for_event(cs: ChangeStream) -> Flow[Mapping[str, Any]]:
+    while True:
+        event = cs.next_event()
+        if event is not None:
+            return event
+        if not cs.alive:
+            raise ChangeStreamClosed("the server closed the change stream's cursor")
+        yield from _advance(cs)
+
+
+def _event_after_one_step(cs: ChangeStream) -> Flow[Mapping[str, Any] | None]:
+    event = cs.next_event()
+    if event is None and cs.alive:
+        yield from _advance(cs)
+        event = cs.next_event()
+    return event
 
 
 def _advance(cs: ChangeStream) -> Flow[None]:

@@ -58,7 +58,6 @@ from mongo_sansio.selection.read_preference import PRIMARY, ReadPreference
 __all__ = [
     "OperationSettings",
     "CollectionOps",
-    "aggregate_cursor",
     "check_database_name",
     "check_collection_name",
 ]
@@ -118,7 +117,8 @@ def _instance_of(kind: type, option: str) -> Callable[[Any, Any, Any], None]:
 
 @attrs.frozen
 class OperationSettings:
-    """What databases and collections share (and inherit from one another)."""
+    """What databases and collections share: settings (inherited from one another), and
+    :meth:`aggregate`, whose namespace each subclass names."""
 
     read_preference: ReadPreference = attrs.field(
         default=PRIMARY, kw_only=True, validator=_instance_of(ReadPreference, "read_preference")
@@ -152,6 +152,64 @@ class OperationSettings:
             "id_factory": self.id_factory,
         }
 
+    def _read_preference(self, override: ReadPreference | None) -> ReadPreference:
+        if override is None:
+            return self.read_preference
+        if not isinstance(override, ReadPreference):
+            raise ArgumentTypeError(
+                f"read_preference must be a ReadPreference, not {type(override).__name__}"
+            )
+        return override
+
+    def _aggregate_namespace(self) -> tuple[str, str | int]:
+        """The database an aggregate runs in and its ``aggregate`` field (a collection name,
+        or 1 for a database aggregate)."""
+        raise NotImplementedError
+
+    def aggregate(
+        self,
+        pipeline: list[Mapping[str, Any]],
+        *,
+        batch_size: int | None = None,
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        comment: Any = None,
+        let: Mapping[str, Any] | None = None,
+        allow_disk_use: bool | None = None,
+        max_time_ms: int | None = None,
+        bypass_document_validation: bool | None = None,
+        max_await_time_ms: int | None = None,
+        read_preference: ReadPreference | None = None,
+    ) -> Flow[Cursor]:
+        """Run an aggregation pipeline on the collection, or on the database (``aggregate:
+        1``, for stages such as $currentOp, $listLocalSessions and $documents).  A pipeline
+        ending in $out/$merge runs on a writable server and returns an empty cursor."""
+        db, target = self._aggregate_namespace()
+        body = aggregate_command(
+            target,
+            pipeline,
+            batch_size=batch_size,
+            collation=collation,
+            hint=hint,
+            comment=comment,
+            let=let,
+            allow_disk_use=allow_disk_use,
+            max_time_ms=max_time_ms,
+            bypass_document_validation=bypass_document_validation,
+            read_concern=self.read_concern,
+            write_concern=self.write_concern,
+        )
+        return crud.read_cursor(
+            db,
+            body,
+            read_preference=self._read_preference(read_preference),
+            batch_size=batch_size or None,
+            comment=comment,
+            max_await_time_ms=None
+            if max_await_time_ms is None
+            else check_non_negative(max_await_time_ms, "max_await_time_ms"),
+        )
+
 
 @attrs.frozen
 class CollectionOps(OperationSettings):
@@ -167,6 +225,9 @@ class CollectionOps(OperationSettings):
     @property
     def full_name(self) -> str:
         return f"{self.database}.{self.name}"
+
+    def _aggregate_namespace(self) -> tuple[str, str | int]:
+        return self.database, self.name
 
     def with_options(self, **changes: Any) -> CollectionOps:
         """A copy with other ``read_preference``, ``read_concern``, ``write_concern``,
@@ -406,15 +467,6 @@ class CollectionOps(OperationSettings):
 
     # --- reads -------------------------------------------------------------------------------
 
-    def _read_preference(self, override: ReadPreference | None) -> ReadPreference:
-        if override is None:
-            return self.read_preference
-        if not isinstance(override, ReadPreference):
-            raise ArgumentTypeError(
-                f"read_preference must be a ReadPreference, not {type(override).__name__}"
-            )
-        return override
-
     def find(
         self,
         filter: Mapping[str, Any] | None = None,
@@ -501,40 +553,6 @@ class CollectionOps(OperationSettings):
             self.database, body, read_preference=self._read_preference(read_preference)
         )
 
-    def aggregate(
-        self,
-        pipeline: list[Mapping[str, Any]],
-        *,
-        batch_size: int | None = None,
-        collation: Mapping[str, Any] | None = None,
-        hint: Any = None,
-        comment: Any = None,
-        let: Mapping[str, Any] | None = None,
-        allow_disk_use: bool | None = None,
-        max_time_ms: int | None = None,
-        bypass_document_validation: bool | None = None,
-        max_await_time_ms: int | None = None,
-        read_preference: ReadPreference | None = None,
-    ) -> Flow[Cursor]:
-        """Run an aggregation pipeline; a pipeline ending in $out/$merge runs on a writable
-        server and returns an empty cursor."""
-        return aggregate_cursor(
-            self,
-            self.database,
-            self.name,
-            pipeline,
-            batch_size=batch_size,
-            collation=collation,
-            hint=hint,
-            comment=comment,
-            let=let,
-            allow_disk_use=allow_disk_use,
-            max_time_ms=max_time_ms,
-            bypass_document_validation=bypass_document_validation,
-            max_await_time_ms=max_await_time_ms,
-            read_preference=self._read_preference(read_preference),
-        )
-
     def count_documents(
         self,
         filter: Mapping[str, Any],
@@ -609,36 +627,3 @@ class CollectionOps(OperationSettings):
         return crud.distinct(
             self.database, body, read_preference=self._read_preference(read_preference)
         )
-
-
-def aggregate_cursor(
-    settings: OperationSettings,
-    db: str,
-    target: str | int,
-    pipeline: Any,
-    *,
-    read_preference: ReadPreference,
-    batch_size: int | None,
-    max_await_time_ms: int | None,
-    comment: Any,
-    **options: Any,
-) -> Flow[Cursor]:
-    body = aggregate_command(
-        target,
-        pipeline,
-        batch_size=batch_size,
-        comment=comment,
-        read_concern=settings.read_concern,
-        write_concern=settings.write_concern,
-        **options,
-    )
-    return crud.read_cursor(
-        db,
-        body,
-        read_preference=read_preference,
-        batch_size=batch_size or None,
-        comment=comment,
-        max_await_time_ms=None
-        if max_await_time_ms is None
-        else check_non_negative(max_await_time_ms, "max_await_time_ms"),
-    )

@@ -25,7 +25,6 @@ from mongo_sansio.ops import crud
 from mongo_sansio.ops.collection import (
     CollectionOps,
     OperationSettings,
-    aggregate_cursor,
     check_collection_name,
     database_name_validator,
 )
@@ -43,6 +42,9 @@ class DatabaseOps(OperationSettings):
     """One database's operations (PyMongo's Database API, as flows)."""
 
     name: str = attrs.field(validator=database_name_validator)
+
+    def _aggregate_namespace(self) -> tuple[str, str | int]:
+        return self.name, 1
 
     def with_options(self, **changes: Any) -> DatabaseOps:
         return attrs.evolve(self, **changes)
@@ -72,40 +74,6 @@ class DatabaseOps(OperationSettings):
         if not isinstance(read_preference, ReadPreference):
             raise ArgumentTypeError("read_preference must be a ReadPreference")
         return crud.database_command(self.name, body, read_preference=read_preference)
-
-    def aggregate(
-        self,
-        pipeline: list[Mapping[str, Any]],
-        *,
-        batch_size: int | None = None,
-        collation: Mapping[str, Any] | None = None,
-        hint: Any = None,
-        comment: Any = None,
-        let: Mapping[str, Any] | None = None,
-        allow_disk_use: bool | None = None,
-        max_time_ms: int | None = None,
-        bypass_document_validation: bool | None = None,
-        max_await_time_ms: int | None = None,
-        read_preference: ReadPreference | None = None,
-    ) -> Flow[Cursor]:
-        """A database aggregate (``aggregate: 1``), for stages such as $currentOp,
-        $listLocalSessions and $documents."""
-        return aggregate_cursor(
-            self,
-            self.name,
-            1,
-            pipeline,
-            batch_size=batch_size,
-            collation=collation,
-            hint=hint,
-            comment=comment,
-            let=let,
-            allow_disk_use=allow_disk_use,
-            max_time_ms=max_time_ms,
-            bypass_document_validation=bypass_document_validation,
-            max_await_time_ms=max_await_time_ms,
-            read_preference=read_preference or self.read_preference,
-        )
 
     def list_collections(
         self,

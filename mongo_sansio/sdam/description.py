@@ -289,7 +289,7 @@ class ServerDescription:
             raise InvalidHelloReply(f"a hello reply must be a document, got {type(reply).__name__}")
         if not _is_ok(reply.get("ok")):
             return cls.unknown(address, _failed_hello_message(reply), last_update_time=now)
-        server_type = _server_type(reply)
+        server_type = hello_server_type(reply)
         last_write = reply.get("lastWrite")
         last_write_date: DatetimeMS | None = None
         op_time: Mapping[str, Any] | None = None
@@ -311,22 +311,22 @@ class ServerDescription:
             last_write_date=last_write_date,
             op_time=op_time,
             last_update_time=now,
-            min_wire_version=_int(reply, "minWireVersion") or 0,
-            max_wire_version=_int(reply, "maxWireVersion") or 0,
-            me=_address(reply, "me"),
-            hosts=_addresses(reply, "hosts"),
-            passives=_addresses(reply, "passives"),
-            arbiters=_addresses(reply, "arbiters"),
+            min_wire_version=read_int(reply, "minWireVersion") or 0,
+            max_wire_version=read_int(reply, "maxWireVersion") or 0,
+            me=read_address(reply, "me"),
+            hosts=frozenset(read_addresses(reply, "hosts")),
+            passives=frozenset(read_addresses(reply, "passives")),
+            arbiters=frozenset(read_addresses(reply, "arbiters")),
             tags=_tags(reply.get("tags")),
-            set_name=_str(reply, "setName"),
-            set_version=_int(reply, "setVersion"),
-            election_id=_object_id(reply, "electionId"),
-            primary=_address(reply, "primary"),
-            logical_session_timeout_minutes=_int(reply, "logicalSessionTimeoutMinutes"),
+            set_name=read_str(reply, "setName"),
+            set_version=read_int(reply, "setVersion"),
+            election_id=read_object_id(reply, "electionId"),
+            primary=read_address(reply, "primary"),
+            logical_session_timeout_minutes=read_int(reply, "logicalSessionTimeoutMinutes"),
             topology_version=None if raw_tv is None else TopologyVersion.from_document(raw_tv),
-            iscryptd=_bool(reply, "iscryptd"),
-            service_id=_object_id(reply, "serviceId"),
-            hello_ok=_bool(reply, "helloOk"),
+            iscryptd=read_bool(reply, "iscryptd"),
+            service_id=read_object_id(reply, "serviceId"),
+            hello_ok=read_bool(reply, "helloOk"),
         )
 
     # -- the spec's questions ---------------------------------------------------------------
@@ -399,37 +399,52 @@ def _failed_hello_message(reply: Mapping[str, Any]) -> str:
     return text
 
 
-def _server_type(reply: Mapping[str, Any]) -> ServerType:
-    if _bool(reply, "isreplicaset"):
+def hello_server_type(reply: Mapping[str, Any]) -> ServerType:
+    """The server type an ``ok: 1`` hello reply describes (load balancers aside: a client knows
+    it asked for load-balanced mode, the reply does not say so)."""
+    if read_bool(reply, "isreplicaset"):
         return ServerType.RS_GHOST
     if reply.get("msg") == "isdbgrid":
         return ServerType.MONGOS
-    if _str(reply, "setName") is not None:
+    if read_str(reply, "setName") is not None:
         primary_key = "isWritablePrimary" if "isWritablePrimary" in reply else "ismaster"
-        if _bool(reply, primary_key):
+        if read_bool(reply, primary_key):
             return ServerType.RS_PRIMARY
-        if _bool(reply, "hidden"):
+        if read_bool(reply, "hidden"):
             return ServerType.RS_OTHER
-        if _bool(reply, "secondary"):
+        if read_bool(reply, "secondary"):
             return ServerType.RS_SECONDARY
-        if _bool(reply, "arbiterOnly"):
+        if read_bool(reply, "arbiterOnly"):
             return ServerType.RS_ARBITER
         return ServerType.RS_OTHER
     return ServerType.STANDALONE
 
 
-def _bool(reply: Mapping[str, Any], key: str) -> bool:
+# -- typed readers of hello fields (shared with mongo_sansio.connection.description) ----------
+# Each returns the field's value (None or a neutral value when absent) or raises
+# InvalidHelloReply naming the field.
+
+
+def shown(value: object) -> str:
+    """A short description of a bad value: the reply is the server's, maybe large."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def read_bool(reply: Mapping[str, Any], key: str) -> bool:
+    """A boolean field (numbers count as their truth; absent is False)."""
     value = reply.get(key)
     if value is None:
         return False
     if isinstance(value, bool):
         return value
-    if isinstance(value, int | float) and not math.isnan(value):
+    if isinstance(value, int | float) and not (isinstance(value, float) and math.isnan(value)):
         return value != 0
-    raise InvalidHelloReply(f"{key} must be a boolean, got {value!r}")
+    raise InvalidHelloReply(f"{key} must be a boolean, got {shown(value)}")
 
 
-def _int(reply: Mapping[str, Any], key: str) -> int | None:
+def read_int(reply: Mapping[str, Any], key: str) -> int | None:
+    """An integer field (an integral double counts); None when absent."""
     value = reply.get(key)
     if value is None:
         return None
@@ -437,44 +452,56 @@ def _int(reply: Mapping[str, Any], key: str) -> int | None:
         return int(value)
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    raise InvalidHelloReply(f"{key} must be an integer, got {value!r}")
+    raise InvalidHelloReply(f"{key} must be an integer, got {shown(value)}")
 
 
-def _str(reply: Mapping[str, Any], key: str) -> str | None:
+def read_str(reply: Mapping[str, Any], key: str) -> str | None:
+    """A string field; None when absent."""
     value = reply.get(key)
     if value is None or isinstance(value, str):
         return value
-    raise InvalidHelloReply(f"{key} must be a string, got {value!r}")
+    raise InvalidHelloReply(f"{key} must be a string, got {shown(value)}")
 
 
-def _object_id(reply: Mapping[str, Any], key: str) -> ObjectId | None:
+def read_strings(reply: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
+    """An array-of-strings field; None when absent."""
+    value = reply.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple):
+        raise InvalidHelloReply(f"{key} must be an array of strings, got {shown(value)}")
+    for item in value:
+        if not isinstance(item, str):
+            raise InvalidHelloReply(f"{key} must hold only strings, got {shown(item)}")
+    return tuple(value)
+
+
+def read_object_id(reply: Mapping[str, Any], key: str) -> ObjectId | None:
+    """An ObjectId field; None when absent."""
     value = reply.get(key)
     if value is None or isinstance(value, ObjectId):
         return value
-    raise InvalidHelloReply(f"{key} must be an ObjectId, got {value!r}")
+    raise InvalidHelloReply(f"{key} must be an ObjectId, got {shown(value)}")
 
 
-def _parse_host(key: str, value: object) -> Address:
-    if not isinstance(value, str):
-        raise InvalidHelloReply(f"{key} must hold 'host:port' strings, got {value!r}")
-    try:
-        return parse_address(value)
-    except ConfigurationError as exc:
-        raise InvalidHelloReply(f"{key}: {exc}") from None
-
-
-def _address(reply: Mapping[str, Any], key: str) -> Address | None:
+def read_address(reply: Mapping[str, Any], key: str) -> Address | None:
+    """A ``"host:port"`` field as an address; None when absent."""
     value = reply.get(key)
     return None if value is None else _parse_host(key, value)
 
 
-def _addresses(reply: Mapping[str, Any], key: str) -> frozenset[Address]:
-    value = reply.get(key)
-    if value is None:
-        return frozenset()
-    if not isinstance(value, list | tuple):
-        raise InvalidHelloReply(f"{key} must be an array, got {value!r}")
-    return frozenset(_parse_host(key, item) for item in value)
+def read_addresses(reply: Mapping[str, Any], key: str) -> tuple[Address, ...]:
+    """An array of ``"host:port"`` strings as addresses, in the reply's order; () when absent."""
+    return tuple(_parse_host(key, host) for host in read_strings(reply, key) or ())
+
+
+def _parse_host(key: str, value: object) -> Address:
+    if not isinstance(value, str):
+        raise InvalidHelloReply(f"{key} must be a 'host:port' string, got {shown(value)}")
+    try:
+        return parse_address(value)
+    except ConfigurationError as exc:
+        raise InvalidHelloReply(f"{key}: {exc}") from None
 
 
 def _tags(value: object) -> dict[str, str]:

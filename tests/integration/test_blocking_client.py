@@ -8,7 +8,6 @@ repeating an event.  Every client has short timeouts; conftest.py's watchdog end
 from __future__ import annotations
 
 import socket
-import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from integration_helpers import next_changes, trusted_tls
 
 from mongo_sansio.adapters.blocking import MongoClient
 from mongo_sansio.adapters.environment import client_metadata
@@ -91,18 +91,6 @@ def open_client(clients: list[MongoClient], uri: str, **options: Any) -> MongoCl
     client = MongoClient(uri, **{**OPTIONS, **options})
     clients.append(client)
     return client
-
-
-def next_changes(stream: Any, count: int, timeout: float = 5.0) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    deadline = time.monotonic() + timeout
-    while len(out) < count:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"only {len(out)} of {count} events: {out}")
-        change = stream.try_next()
-        if change is not None:
-            out.append(change)
-    return out
 
 
 # --- discovery -----------------------------------------------------------------------------------
@@ -307,14 +295,9 @@ def test_a_closed_client_refuses_operations(rs: SimulatedReplicaSet) -> None:
 
 
 def test_tls_with_a_trusted_ca(tmp_path: Path, clients: list[MongoClient]) -> None:
-    trustme = pytest.importorskip("trustme")
-    ca = trustme.CA()
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1", "localhost").configure_cert(context)
-    ca_file = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(ca_file))
-    with SimulatedReplicaSet(members=2, tls=context) as replica_set:
-        client = MongoClient(replica_set.uri, tlsCAFile=str(ca_file), **OPTIONS)
+    tls = trusted_tls(tmp_path)
+    with SimulatedReplicaSet(members=2, tls=tls.server_context) as replica_set:
+        client = MongoClient(replica_set.uri, tlsCAFile=tls.ca_file, **OPTIONS)
         try:
             client.test.things.insert_one({"secure": True})
             assert client.test.things.count_documents({}) == 1
@@ -337,18 +320,14 @@ def test_tls_with_a_trusted_ca(tmp_path: Path, clients: list[MongoClient]) -> No
 def test_tls_host_names_client_certificates_and_unreadable_files(
     tmp_path: Path, clients: list[MongoClient]
 ) -> None:
-    trustme = pytest.importorskip("trustme")
-    ca = trustme.CA()
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("localhost").configure_cert(context)  # not valid for 127.0.0.1
-    ca_file, client_pem = tmp_path / "ca.pem", tmp_path / "client.pem"
-    ca.cert_pem.write_to_path(str(ca_file))
-    ca.issue_cert("client").private_key_and_cert_chain_pem.write_to_path(str(client_pem))
+    tls = trusted_tls(tmp_path, ("localhost",))  # not valid for 127.0.0.1
+    client_pem = tmp_path / "client.pem"
+    tls.ca.issue_cert("client").private_key_and_cert_chain_pem.write_to_path(str(client_pem))
     with pytest.raises(ConfigurationError):
         MongoClient("mongodb://127.0.0.1/?tls=true", tlsCAFile=str(tmp_path / "missing.pem"))
-    with SimulatedReplicaSet(members=1, tls=context) as replica_set:
+    with SimulatedReplicaSet(members=1, tls=tls.server_context) as replica_set:
         strict = open_client(
-            clients, replica_set.uri, tlsCAFile=str(ca_file), serverSelectionTimeoutMS=300
+            clients, replica_set.uri, tlsCAFile=tls.ca_file, serverSelectionTimeoutMS=300
         )
         with pytest.raises(ServerSelectionTimeoutError) as caught:
             strict.admin.command("ping")
@@ -356,7 +335,7 @@ def test_tls_host_names_client_certificates_and_unreadable_files(
         lenient = open_client(
             clients,
             replica_set.uri,
-            tlsCAFile=str(ca_file),
+            tlsCAFile=tls.ca_file,
             tlsAllowInvalidHostnames=True,
             tlsCertificateKeyFile=str(client_pem),
         )
@@ -566,3 +545,13 @@ def test_database_and_cluster_streams(rs: SimulatedReplicaSet, clients: list[Mon
         everything = next_changes(cluster, 2)
     assert in_test["ns"] == {"db": "test", "coll": "a"}
     assert [c["ns"]["db"] for c in everything] == ["test", "other"]
+
+
+def test_members_can_advertise_a_host_name_other_than_their_listening_address() -> None:
+    with SimulatedReplicaSet(members=2, advertised_host="localhost") as rs:
+        assert all(member.startswith("localhost:") for member in rs.members)
+        assert rs.uri.startswith("mongodb://localhost:")
+        with MongoClient(rs.uri, serverSelectionTimeoutMS=5000) as client:
+            assert client.admin.command("ping")["ok"] == 1
+            hello = client.admin.command("hello")
+            assert hello["me"].startswith("localhost:") and hello["setName"] == "rs0"

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import subprocess
-import sys
 
 import pytest
+from integration_helpers import cli_process, next_changes
 
 from mongo_sansio.adapters.blocking import MongoClient
 from mongo_sansio.adapters.cli import main
@@ -75,13 +73,8 @@ def test_watch_reports_an_unreachable_server_in_one_line(
 def test_our_client_against_the_sim_command_with_users() -> None:
     """The issue's setting: ``mongo-sansio sim`` (3 members, users) in its own process, our
     client connecting with each SCRAM mechanism, then a write seen by a change stream."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mongo_sansio.adapters.cli", "sim", "--members", "3",
-         "--auth", "ada:lovelace", "--auth", "bob:s\u00e9same"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-    try:
+    with cli_process("sim", "--members", "3", "--auth", "ada:lovelace",
+                     "--auth", "bob:s\u00e9same") as process:  # fmt: skip
         assert process.stdout is not None
         uri = process.stdout.readline().strip()
         assert uri.startswith("mongodb://ada:lovelace@"), uri
@@ -92,9 +85,7 @@ def test_our_client_against_the_sim_command_with_users() -> None:
                 assert client.admin.command("ping")["ok"] == 1
         with MongoClient(uri) as client, client.app.log.watch(max_await_time_ms=500) as stream:
             client.app.log.insert_one({"_id": "hello"})
-            event = None
-            while event is None:
-                event = stream.try_next()
+            (event,) = next_changes(stream, 1)
             assert event["documentKey"] == {"_id": "hello"}
         with pytest.raises(AuthenticationError) as refused:
             with MongoClient(bare, username="bob", password="wrong") as client:
@@ -102,10 +93,3 @@ def test_our_client_against_the_sim_command_with_users() -> None:
         assert refused.value.code == 18
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for pipe in (process.stdout, process.stderr):
-            if pipe is not None:
-                pipe.close()

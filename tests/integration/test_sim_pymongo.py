@@ -9,11 +9,8 @@ timeout, and conftest.py's watchdog ends a hung run.
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
-import ssl
-import subprocess
 import sys
 import threading
 import time
@@ -25,6 +22,7 @@ import pytest
 
 pymongo = pytest.importorskip("pymongo")
 from command_log import Commands  # noqa: E402
+from integration_helpers import cli_process, trusted_tls  # noqa: E402
 from pymongo import MongoClient  # noqa: E402
 from pymongo.errors import DuplicateKeyError, NotPrimaryError, OperationFailure  # noqa: E402
 
@@ -286,15 +284,10 @@ def test_compression_is_negotiated(rs: SimulatedReplicaSet, clients: list[MongoC
 
 
 def test_tls_with_trustme_certificates(tmp_path: Path, clients: list[MongoClient[Any]]) -> None:
-    trustme = pytest.importorskip("trustme")
-    ca = trustme.CA()
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1", "localhost").configure_cert(context)
-    ca_file = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(ca_file))
-    with SimulatedReplicaSet(members=2, tls=context) as replica_set:
+    tls = trusted_tls(tmp_path)
+    with SimulatedReplicaSet(members=2, tls=tls.server_context) as replica_set:
         assert "tls=true" in replica_set.uri
-        client = open_client(clients, replica_set.uri, tlsCAFile=str(ca_file))
+        client = open_client(clients, replica_set.uri, tlsCAFile=tls.ca_file)
         client.test.things.insert_one({"secure": True})
         assert client.test.things.count_documents({}) == 1
         client.close()
@@ -317,13 +310,7 @@ def test_unix_socket(tmp_path: Path, clients: list[MongoClient[Any]]) -> None:
 
 
 def test_the_sim_command_prints_its_uri_and_exits_cleanly_on_sigterm(clients: list[MongoClient[Any]]) -> None:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mongo_sansio.adapters.cli", "sim", "--members", "2", "--port", "0",
-         "--auth", "admin:pw", "--replset", "demo"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
-    try:
+    with cli_process("sim", "--members", "2", "--port", "0", "--auth", "admin:pw", "--replset", "demo") as process:
         first_line: list[str] = []
         reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
         reader.start()
@@ -337,13 +324,6 @@ def test_the_sim_command_prints_its_uri_and_exits_cleanly_on_sigterm(clients: li
         client.close()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
 
 
 def test_the_sim_command_refuses_a_malformed_auth_option(capsys: pytest.CaptureFixture[str]) -> None:

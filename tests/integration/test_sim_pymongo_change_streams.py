@@ -15,6 +15,7 @@ import pytest
 
 pymongo = pytest.importorskip("pymongo")
 from command_log import Commands  # noqa: E402
+from integration_helpers import next_changes  # noqa: E402
 from pymongo import MongoClient  # noqa: E402
 from pymongo.errors import OperationFailure  # noqa: E402
 
@@ -43,19 +44,6 @@ def client(rs: SimulatedReplicaSet, listener: Commands) -> Iterator[MongoClient[
     opened: MongoClient[Any] = MongoClient(rs.uri, event_listeners=[listener], **OPTIONS)
     yield opened
     opened.close()
-
-
-def next_changes(stream: Any, count: int, timeout: float = 5.0) -> list[dict[str, Any]]:
-    """``count`` events from ``stream`` (try_next returns None after each empty getMore)."""
-    out: list[dict[str, Any]] = []
-    deadline = time.monotonic() + timeout
-    while len(out) < count:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"only {len(out)} of {count} events: {out}")
-        change = stream.try_next()
-        if change is not None:
-            out.append(change)
-    return out
 
 
 def test_watch_a_collection_sees_every_write(client: MongoClient[Any]) -> None:
