@@ -210,7 +210,7 @@ class Engine:
             _close_all(to_close)
         with self._lock:
             body = self.core.command_body(request.server, request.body)
-        timeout = request.timeout if request.timeout is not None else self._timeout_for(body)
+            timeout = self.core.command_timeout(request.timeout, body)
         try:
             reply = self._monitored_exchange(
                 connection, request.db, body, sequences=request.sequences, timeout=timeout
@@ -220,15 +220,6 @@ class Engine:
             raise
         self._check_in_unless_broken(connection)
         return reply
-
-    def _timeout_for(self, body: Mapping[str, Any]) -> float | None:
-        """The socket timeout, extended by the command's own ``maxTimeMS`` (an awaitData
-        getMore waits that long before answering)."""
-        timeout = self.settings.socket_timeout
-        max_time_ms = body.get("maxTimeMS")
-        if timeout is not None and isinstance(max_time_ms, int | float) and max_time_ms > 0:
-            return timeout + max_time_ms / 1000.0
-        return timeout
 
     def _check_in_unless_broken(self, connection: PooledConnection) -> None:
         if connection.stream.closed:

@@ -439,6 +439,26 @@ class ClientCore(Generic[C]):
             return body
         return {**body, "$readPreference": {"mode": "primaryPreferred"}}
 
+    def command_timeout(
+        self, request_timeout: float | None, body: Mapping[str, Any]
+    ) -> float | None:
+        """How long the adapter may wait for this command's reply: the flow's own timeout when
+        it set one, else socketTimeoutMS extended by the command's ``maxTimeMS`` (an awaitData
+        getMore waits that long before answering, so a plain socket timeout would cut it
+        off); None waits for ever."""
+        if request_timeout is not None:
+            return request_timeout
+        timeout = self.settings.socket_timeout
+        max_time_ms = body.get("maxTimeMS")
+        if (
+            timeout is not None
+            and isinstance(max_time_ms, int | float)
+            and not isinstance(max_time_ms, bool)
+            and max_time_ms > 0
+        ):
+            return timeout + max_time_ms / 1000.0
+        return timeout
+
     # -- closing --------------------------------------------------------------------------------
 
     def close(self) -> None:

@@ -532,3 +532,13 @@ def test_tls_insecure_allows_invalid_certificates_and_hostnames() -> None:
     settings = ClientSettings.from_connection_string(parse_uri("mongodb://a/?tlsInsecure=true"))
     assert settings.tls.enabled
     assert settings.tls.allow_invalid_certificates and settings.tls.allow_invalid_hostnames
+
+
+def test_the_reply_wait_allows_for_a_getmore_s_own_await_time() -> None:
+    core = make_core("mongodb://a:27017/?socketTimeoutMS=2000")
+    assert core.command_timeout(None, {"find": "c"}) == 2.0
+    assert core.command_timeout(None, {"getMore": 1, "maxTimeMS": 1500}) == 3.5
+    assert core.command_timeout(0.25, {"getMore": 1, "maxTimeMS": 1500}) == 0.25
+    assert core.command_timeout(None, {"getMore": 1, "maxTimeMS": True}) == 2.0
+    unlimited = make_core("mongodb://a:27017/")
+    assert unlimited.command_timeout(None, {"getMore": 1, "maxTimeMS": 1500}) is None
