@@ -169,8 +169,12 @@ class InvalidOperation(LocalProtocolError):
 
 def server_error_from_reply(reply: Mapping[str, Any]) -> ServerError:
     """The typed :class:`ServerError` for an ``ok: 0`` reply (which subclass follows the code)."""
-    code = reply.get("code")
-    code = int(code) if isinstance(code, int | float) and not isinstance(code, bool) else None
+    raw_code = reply.get("code")
+    code: int | None = None
+    if isinstance(raw_code, int) and not isinstance(raw_code, bool):
+        code = int(raw_code)
+    elif isinstance(raw_code, float) and raw_code.is_integer():  # NaN and infinities are not
+        code = int(raw_code)
     code_name = reply.get("codeName")
     errmsg = reply.get("errmsg")
     labels = reply.get("errorLabels")
@@ -204,6 +208,8 @@ def _error_class(code: int | None, errmsg: str) -> type[ServerError]:
 
 def check_reply(reply: Mapping[str, Any]) -> Mapping[str, Any]:
     """Return ``reply`` when its ``ok`` is true; raise the typed ServerError otherwise."""
+    if not isinstance(reply, Mapping):
+        raise RemoteProtocolError(f"a command reply must be a document, got {type(reply).__name__}")
     ok = reply.get("ok")
     if isinstance(ok, int | float) and not isinstance(ok, bool) and ok == 1 or ok is True:
         return reply
