@@ -14,7 +14,7 @@ against other drivers, which catches those, keeps working.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "DuplicateKeyError",
     "WriteError",
     "WriteConcernError",
+    "BulkWriteError",
     "ExecutionTimeout",
     "NotPrimaryError",
     "CursorNotFound",
@@ -122,6 +123,33 @@ class DuplicateKeyError(ServerError):
 
 class WriteError(ServerError):
     """One document of a write failed (an entry of the reply's ``writeErrors``)."""
+
+
+class BulkWriteError(ServerError):
+    """A write of many documents met write errors or write concern errors.
+
+    ``details`` is ``{writeErrors, writeConcernErrors, nInserted, nUpserted, nMatched,
+    nModified, nRemoved, upserted}``; each write error's ``index`` is the position in the
+    caller's list.  Documents after the first error of an ordered write were not sent.
+    """
+
+    def __init__(self, details: Mapping[str, Any], *, error_labels: Sequence[str] = ()) -> None:
+        super().__init__(
+            "batch op errors occurred",
+            code=65,  # the code other drivers give a BulkWriteError
+            error_labels=tuple(error_labels),
+            details=details,
+        )
+
+    @property
+    def write_errors(self) -> list[Mapping[str, Any]]:
+        errors = self.details.get("writeErrors", [])
+        return list(errors) if isinstance(errors, list) else []
+
+    @property
+    def write_concern_errors(self) -> list[Mapping[str, Any]]:
+        errors = self.details.get("writeConcernErrors", [])
+        return list(errors) if isinstance(errors, list) else []
 
 
 class WriteConcernError(ServerError):

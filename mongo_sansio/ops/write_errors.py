@@ -30,6 +30,7 @@ import attrs
 
 from mongo_sansio.errors import (
     DUPLICATE_KEY_CODES,
+    BulkWriteError,
     DuplicateKeyError,
     RemoteProtocolError,
     ServerError,
@@ -44,36 +45,6 @@ __all__ = [
     "write_error_from_document",
     "write_concern_error_from_document",
 ]
-
-#: PyMongo's code for "a bulk write had errors" (BulkWriteError.code)
-BULK_WRITE_ERROR_CODE = 65
-
-
-class BulkWriteError(ServerError):
-    """A write of many documents met write errors or write concern errors.
-
-    ``details`` is ``{writeErrors, writeConcernErrors, nInserted, nUpserted, nMatched,
-    nModified, nRemoved, upserted}``; each write error's ``index`` is the position in the
-    caller's list.  Documents after the first error of an ordered write were not sent.
-    """
-
-    def __init__(self, details: Mapping[str, Any], *, error_labels: Sequence[str] = ()) -> None:
-        super().__init__(
-            "batch op errors occurred",
-            code=BULK_WRITE_ERROR_CODE,
-            error_labels=tuple(error_labels),
-            details=details,
-        )
-
-    @property
-    def write_errors(self) -> list[Mapping[str, Any]]:
-        errors = self.details.get("writeErrors", [])
-        return list(errors) if isinstance(errors, list) else []
-
-    @property
-    def write_concern_errors(self) -> list[Mapping[str, Any]]:
-        errors = self.details.get("writeConcernErrors", [])
-        return list(errors) if isinstance(errors, list) else []
 
 
 def _code(document: Mapping[str, Any], what: str) -> int | None:
