@@ -98,7 +98,7 @@ class RawDocument(Mapping[str, Any]):
     ``RawDocument(data, codec_options=None)``; see the module documentation.
     """
 
-    __slots__ = ("_data", "_start", "_end", "_opts", "_index", "_scan", "_node")
+    __slots__ = ("_data", "_start", "_end", "_opts", "_index", "_scan", "_node", "_whole")
 
     _data: bytes
     _start: int
@@ -107,6 +107,9 @@ class RawDocument(Mapping[str, Any]):
     _index: dict[str, int]  # key -> where its element starts
     _scan: int  # where the walk goes on, or -1 once it has reached the end
     _node: Any  # the walk's place in the decoder's shape trie, or None
+    # ``_data`` when the document spans all of it, else None: a batch of whole documents is
+    # then written out by one C-level pass over this slot (wire/encode.py, _encode_all).
+    _whole: bytes | None
 
     def __init__(
         self, data: bytes | bytearray | memoryview, codec_options: CodecOptions | None = None
@@ -129,6 +132,7 @@ class RawDocument(Mapping[str, Any]):
         self._index = {}
         self._scan = 4
         self._node = TRIE[0]
+        self._whole = data
 
     @classmethod
     def _view(
@@ -145,6 +149,7 @@ class RawDocument(Mapping[str, Any]):
         self._index = {}
         self._scan = start + 4
         self._node = node
+        self._whole = data if start == 0 and end == len(data) else None
         return self
 
     @property
@@ -276,6 +281,7 @@ class RawDocument(Mapping[str, Any]):
             view._index = {}
             view._scan = vpos + 4
             view._node = None
+            view._whole = None
             return view
         return _value(data, t, vpos, stop, self._opts)
 

@@ -24,9 +24,9 @@ is one).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 from mongo_sansio.bson import encode
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
@@ -67,6 +67,9 @@ _U32 = struct.Struct("<I").pack
 _I32 = struct.Struct("<i").unpack_from
 _LAST_BYTE = itemgetter(-1)
 _ONLY_BYTES = {bytes}
+# RawDocument's ``_whole`` slot read straight from its descriptor: a C call per document that
+# refuses (TypeError) anything that is not a RawDocument.
+_WHOLE: Callable[[Any], bytes | None] = vars(RawDocument)["_whole"].__get__
 _QUERY_FIELDS = struct.Struct("<ii").pack
 _REPLY_FIELDS = struct.Struct("<iqii").pack
 _INT32_MAX = 0x7FFFFFFF
@@ -135,40 +138,36 @@ def _encode_all(documents: Iterable[Any], opts: CodecOptions) -> tuple[list[Buff
     """The documents' bytes (as :func:`document_bytes`) and their total size, with the two
     common cases -- a dict to encode, a well-formed ``bytes`` -- inlined: this loop runs once
     per document of every insert."""
-    if type(documents) is list and documents and set(map(type, documents)) == _ONLY_BYTES:
-        # A batch of encoded documents (the bulk-insert path): every check runs inside C
-        # iterators -- each length prefix equals the length, each last byte is NUL -- so a
-        # document costs no Python bytecode.  Any failure falls to the loop, which says why.
-        sizes = list(map(len, documents))
-        if (
-            min(sizes) >= 5
-            and list(map(_I32, documents)) == list(zip(sizes))
-            and not any(map(_LAST_BYTE, documents))
-        ):
-            return documents, sum(sizes)
+    if type(documents) is list and documents:
+        if type(documents[0]) is RawDocument:
+            # A batch of RawDocuments (PyMongo's RawBSONDocument case): each was checked when
+            # it was built, and ``_whole`` holds its bytes when it spans its whole buffer, so
+            # one C-level pass collects them (a loop over the slots cost twice as much per
+            # document).  Anything else in the list -- not a RawDocument, or a view -- falls
+            # to the general loop below, which says why.
+            try:
+                wholes = list(map(_WHOLE, documents))
+            except (TypeError, AttributeError):
+                pass
+            else:
+                if all(wholes):  # no None (a document's bytes are never empty)
+                    whole_bytes = cast("list[Buffer]", wholes)
+                    return whole_bytes, sum(map(len, whole_bytes))
+        elif set(map(type, documents)) == _ONLY_BYTES:
+            # A batch of encoded documents (the bulk-insert path): every check runs inside C
+            # iterators -- each length prefix equals the length, each last byte is NUL -- so
+            # a document costs no Python bytecode.  Any failure falls to the loop, which
+            # says why.
+            sizes = list(map(len, documents))
+            if (
+                min(sizes) >= 5
+                and list(map(_I32, documents)) == list(zip(sizes))
+                and not any(map(_LAST_BYTE, documents))
+            ):
+                return documents, sum(sizes)
     out: list[Buffer] = []
     append = out.append
     total = 0
-    if type(documents) is list and documents and type(documents[0]) is RawDocument:
-        # A batch of RawDocuments (PyMongo's RawBSONDocument case): each was checked when it
-        # was built, so only "does it span its whole buffer" is asked -- then ``_data`` is
-        # the document's bytes, as ``.raw`` would return it.  A plain loop reading the slots
-        # (specialized attribute loads) is the cheapest form measured with callgrind, per
-        # document: ~2.2k instructions through document_bytes and the ``.raw`` property,
-        # ~1.5k with attrgetter/map C iterators, a few hundred here.
-        for document in documents:
-            if type(document) is not RawDocument:
-                break
-            whole: bytes = document._data
-            size = len(whole)
-            if document._start or document._end != size:
-                break
-            append(whole)
-            total += size
-        else:
-            return out, total
-        out.clear()  # a document that is not a whole RawDocument: the general loop below
-        total = 0
     for document in documents:
         kind = type(document)
         if kind is dict:

@@ -318,3 +318,33 @@ def test_a_batch_of_raw_documents_is_written_as_their_bytes() -> None:
     assert encode_op_msg(body, request_id=1, sequences={"documents": mixed}) == encode_op_msg(
         body, request_id=1, sequences={"documents": expected}
     )
+    # a whole RawDocument first, then something that is not one: the general loop again
+    for tail in ({"_id": 9}, encoded[1], view):
+        batch = [raw[0], tail]
+        want = [encoded[0], encode(dict(tail)) if not isinstance(tail, bytes) else tail]
+        assert encode_op_msg(body, request_id=1, sequences={"documents": batch}) == (
+            encode_op_msg(body, request_id=1, sequences={"documents": want})
+        )
+
+
+def test_raw_documents_from_a_stream_of_many_are_views_not_whole() -> None:
+    from mongo_sansio.bson import CodecOptions, decode_iter
+
+    stream = b"".join(encode({"_id": i}) for i in range(3))
+    views = list(decode_iter(stream, CodecOptions(document_class=RawDocument)))
+    assert [v._whole for v in views] == [None, None, None]  # the first starts at 0 but is short
+    body = {"insert": "c", "$db": "d"}
+    assert encode_op_msg(body, request_id=1, sequences={"documents": views}) == encode_op_msg(
+        body, request_id=1, sequences={"documents": [encode({"_id": i}) for i in range(3)]}
+    )
+
+
+def test_a_batch_of_a_raw_document_subclass_is_written_as_its_bytes() -> None:
+    class Tagged(RawDocument):
+        __slots__ = ()
+
+    encoded = [encode({"_id": i}) for i in range(3)]
+    body = {"insert": "c", "$db": "d"}
+    assert encode_op_msg(
+        body, request_id=1, sequences={"documents": [Tagged(d) for d in encoded]}
+    ) == encode_op_msg(body, request_id=1, sequences={"documents": encoded})
