@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mongo_sansio.auth import Authenticator, ScramCache
-from mongo_sansio.bson import ObjectId
+from mongo_sansio.bson import ObjectId, decode
 from mongo_sansio.client import (
     CheckConnection,
     CheckReply,
@@ -93,6 +93,13 @@ class PooledConnection:
 
     def __repr__(self) -> str:
         return f"<connection to {self.stream.where}>"
+
+
+def _document(item: Any) -> Any:
+    """A document of an OP_MSG sequence as a listener sees it (the flows may pre-encode)."""
+    if isinstance(item, bytes | bytearray | memoryview):
+        return decode(bytes(item))
+    return item
 
 
 class Engine:
@@ -250,7 +257,9 @@ class Engine:
                 body,
                 sequences=sequences,
                 timeout=timeout,
-                on_sent=lambda: self._publish_started(connection, db, name, body, hidden),
+                on_sent=lambda: self._publish_started(
+                    connection, db, name, body, sequences, hidden
+                ),
             )
         except MongoError as exc:
             event = CommandFailedEvent(
@@ -295,12 +304,19 @@ class Engine:
         db: str,
         name: str,
         body: Mapping[str, Any],
+        sequences: Mapping[str, Sequence[Any]] | None,
         hidden: bool,
     ) -> None:
+        # Command monitoring shows the command as one document: the OP_MSG document
+        # sequences (an insert's documents, ...) appear as arrays in it.
+        command: dict[str, Any] = {}
+        if not hidden:
+            shown = {key: [_document(d) for d in docs] for key, docs in (sequences or {}).items()}
+            command = {**body, **shown, "$db": db}
         event = CommandStartedEvent(
             command_name=name,
             database_name=db,
-            command={} if hidden else {**body, "$db": db},
+            command=command,
             request_id=connection.machine.last_request_id,
             connection_id=connection.address,
         )

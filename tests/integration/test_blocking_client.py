@@ -230,6 +230,17 @@ def test_a_partly_read_cursor_is_killed_on_close(
         next(cursor)
 
 
+def test_command_started_events_show_document_sequences_as_arrays(
+    rs: SimulatedReplicaSet, clients: list[MongoClient]
+) -> None:
+    commands = Commands()
+    client = open_client(clients, rs.uri, event_listeners=[commands])
+    client.test.things.insert_many([{"_id": 1}, {"_id": 2}])
+    (insert,) = commands.named("insert")
+    assert insert.command["documents"] == [{"_id": 1}, {"_id": 2}]
+    assert insert.command["insert"] == "things" and insert.command["$db"] == "test"
+
+
 def test_a_unique_index_gives_duplicate_key_error(
     rs: SimulatedReplicaSet, clients: list[MongoClient]
 ) -> None:

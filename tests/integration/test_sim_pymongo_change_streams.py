@@ -162,12 +162,13 @@ def test_change_stream_survives_a_get_more_failure_and_a_step_down(
     with things.watch(max_await_time_ms=1500) as stream:
         things.insert_many([{"_id": i} for i in range(3)])
         seen += [c["documentKey"]["_id"] for c in next_changes(stream, 3)]
-        # A getMore fails as mongod's would on a node that is no longer primary (10107; the
-        # server adds the ResumableChangeStreamError label): PyMongo resumes.
+        # A getMore fails after its cursor was checked out, as mongod's would on a node that is
+        # no longer primary (10107; the server adds the ResumableChangeStreamError label):
+        # PyMongo resumes.
         first_primary = rs.primary
         assert first_primary is not None
-        rs.configure_failpoint(first_primary, {"configureFailPoint": "failCommand", "mode": {"times": 1},
-                                               "data": {"failCommands": ["getMore"], "errorCode": 10107}})
+        rs.configure_failpoint(first_primary, {"configureFailPoint": "failGetMoreAfterCursorCheckout",
+                                               "mode": {"times": 1}, "data": {"errorCode": 10107}})
         things.insert_many([{"_id": i} for i in range(3, 6)])
         seen += [c["documentKey"]["_id"] for c in next_changes(stream, 3)]
         assert len(listener.named("aggregate")) == 2

@@ -86,6 +86,19 @@ def test_update_description() -> None:
     assert update_description({"arr": [1]}, {"arr": [1, 2]})["updatedFields"] == {"arr.1": 2}
 
 
+def test_update_description_disambiguates_numeric_and_dotted_field_names() -> None:
+    before = {"_id": 1, "a": {"1": 1}, "b": [{"1": 1}], "c": [1, 2], "d.e": 1, "f": {"x": 1}}
+    after = {"_id": 1, "a": {"1": 2}, "b": [{"1": 2}], "c": [1, 3], "d.e": 2, "f": {"x": 2}}
+    description = update_description(before, after, disambiguate=True)
+    assert description["updatedFields"] == {"a.1": 2, "b.0.1": 2, "c.1": 3, "d.e": 2, "f.x": 2}
+    # Array indexes ("c.1") and plain names ("f.x") are not ambiguous.
+    assert description["disambiguatedPaths"] == {
+        "a.1": ["a", "1"], "b.0.1": ["b", 0, "1"], "d.e": ["d.e"],
+    }
+    assert update_description({"a": 1}, {"a": 2}, disambiguate=True)["disambiguatedPaths"] == {}
+    assert "disambiguatedPaths" not in update_description(before, after)
+
+
 def test_collection_stream_sees_crud_events_with_mongod_shapes() -> None:
     client = Client(make_cluster())
     ok(client, {"insert": "c", "documents": [{"_id": 0}]})
@@ -209,7 +222,7 @@ def test_full_document_modes_and_pre_images() -> None:
     assert first["fullDocumentBeforeChange"] is None
     name = required["ns"].split(".", 1)[1]
     failed = client.command({"getMore": Int64(required["id"]), "collection": name})
-    assert failed["code"] == 280
+    assert failed["code"] == 280 and failed["errorLabels"] == ["NonResumableChangeStreamError"]
 
 
 def test_await_data_get_more_waits_for_a_write() -> None:
@@ -234,6 +247,7 @@ def test_history_lost_with_a_small_oplog() -> None:
         ok(client, {"insert": "c", "documents": [{"_id": i}]})
     lost = client.command({"aggregate": "c", "pipeline": [{"$changeStream": {"resumeAfter": token}}], "cursor": {}})
     assert lost["code"] == 286 and lost["codeName"] == "ChangeStreamHistoryLost"
+    assert lost["errorLabels"] == ["NonResumableChangeStreamError"]
     fell_off = client.command({"getMore": Int64(cursor["id"]), "collection": "c"})
     assert fell_off["code"] == 286
 
@@ -278,14 +292,39 @@ def test_get_more_errors_on_a_change_stream_are_labelled_resumable() -> None:
     plain = ok(client, {"find": "c", "batchSize": 1})["cursor"]
     ok(client, {"configureFailPoint": "failCommand", "mode": {"times": 2},
                 "data": {"failCommands": ["getMore"], "errorCode": 10107}}, "admin")
+    # failCommand fires before the cursor is checked out: like mongod, no label
     failed = client.command({"getMore": Int64(stream["id"]), "collection": "c"})
-    assert failed["code"] == 10107 and failed["errorLabels"] == ["ResumableChangeStreamError"]
+    assert failed["code"] == 10107 and "errorLabels" not in failed
     failed_plain = client.command({"getMore": Int64(plain["id"]), "collection": "c"})
     assert "errorLabels" not in failed_plain
     client.send({"getMore": Int64(stream["id"]), "collection": "c", "maxTimeMS": 1000})
     client.cluster.step_down(client.now)
     (interrupted,) = client.messages()
     assert interrupted.body["code"] == 11602 and interrupted.body["errorLabels"] == ["ResumableChangeStreamError"]
+
+
+def test_fail_get_more_after_cursor_checkout_fails_once_with_the_cursor_s_labels() -> None:
+    client = Client(make_cluster())
+    ok(client, {"insert": "c", "documents": [{"_id": i} for i in range(3)]})
+    stream = watch(client)
+    plain = ok(client, {"find": "c", "batchSize": 1})["cursor"]
+    ok(client, {"configureFailPoint": "failGetMoreAfterCursorCheckout", "mode": {"times": 2},
+                "data": {"errorCode": 6}}, "admin")
+    failed = client.command({"getMore": Int64(stream["id"]), "collection": "c"})
+    assert failed["code"] == 6 and failed["codeName"] == "HostUnreachable"
+    assert failed["errorLabels"] == ["ResumableChangeStreamError"]
+    failed_plain = client.command({"getMore": Int64(plain["id"]), "collection": "c"})
+    assert failed_plain["code"] == 6 and "errorLabels" not in failed_plain
+    assert more(client, plain)["nextBatch"] == [{"_id": 1}, {"_id": 2}]  # the failpoint is spent
+
+
+def test_an_unknown_stage_after_change_stream_is_unrecognized_not_refused() -> None:
+    client = Client(make_cluster())
+    pipeline = [{"$changeStream": {}}]
+    unknown = client.command({"aggregate": "c", "pipeline": [*pipeline, {"$unsupported": "foo"}], "cursor": {}})
+    assert unknown["code"] == 40324
+    refused = client.command({"aggregate": "c", "pipeline": [*pipeline, {"$group": {"_id": 1}}], "cursor": {}})
+    assert refused["code"] == 31175
 
 
 @pytest.mark.parametrize("options", [{"resumeAfter": {"_data": "zz"}}, {"bogus": 1},

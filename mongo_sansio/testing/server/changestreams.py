@@ -28,6 +28,7 @@ import attrs
 
 from mongo_sansio.bson import Timestamp, encode
 from mongo_sansio.testing.engine import CommandError, run_pipeline
+from mongo_sansio.testing.engine.aggregate import compile_pipeline
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome
 from mongo_sansio.testing.server.cursors import Cursor
 from mongo_sansio.testing.server.handshake import MAX_BSON_OBJECT_SIZE
@@ -77,50 +78,88 @@ def _same(a: Any, b: Any) -> bool:
     return encode({"v": a}) == encode({"v": b})
 
 
-def update_description(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+def update_description(
+    before: Mapping[str, Any], after: Mapping[str, Any], *, disambiguate: bool = False
+) -> dict[str, Any]:
     """The ``updateDescription`` of an update from the pre- and post-image.
 
     Sub-documents are compared field by field (dotted paths, as a ``$set`` of ``a.b`` reports);
     an array that only grew or shrank reports its changed elements and ``truncatedArrays``;
-    any other array change replaces the whole array.
+    any other array change replaces the whole array.  With ``disambiguate`` (a stream opened
+    with ``showExpandedEvents``, mongod 6.1+) ``disambiguatedPaths`` maps each reported path
+    that a reader could not split unaided -- one with a field name that is numeric or contains
+    a dot -- to its components: field names as strings, array indexes as ints.
     """
-    updated: dict[str, Any] = {}
-    removed: list[str] = []
-    truncated: list[dict[str, Any]] = []
-    _diff(before, after, "", updated, removed, truncated)
-    return {"updatedFields": updated, "removedFields": removed, "truncatedArrays": truncated}
+    diff = _Diff()
+    diff.document(before, after, ())
+    description: dict[str, Any] = {
+        "updatedFields": diff.updated, "removedFields": diff.removed, "truncatedArrays": diff.truncated,
+    }
+    if disambiguate:
+        description["disambiguatedPaths"] = diff.ambiguous
+    return description
 
 
-def _diff(before: Mapping[str, Any], after: Mapping[str, Any], prefix: str, updated: dict[str, Any],
-          removed: list[str], truncated: list[dict[str, Any]]) -> None:
-    for name in before:
-        if name not in after:
-            removed.append(prefix + name)
-    for name, value in after.items():
-        path = prefix + name
-        if name not in before:
-            updated[path] = value
-            continue
-        old = before[name]
-        if _same(old, value):
-            continue
-        if isinstance(old, Mapping) and isinstance(value, Mapping) and list(old)[: len(value)] == [
-            k for k in value if k in old
-        ]:
-            _diff(old, value, path + ".", updated, removed, truncated)
-        elif isinstance(old, list) and isinstance(value, list):
-            _diff_array(old, value, path, updated, truncated)
-        else:
-            updated[path] = value
+Component = str | int
 
 
-def _diff_array(old: list[Any], new: list[Any], path: str, updated: dict[str, Any],
-                truncated: list[dict[str, Any]]) -> None:
-    if len(new) < len(old):
-        truncated.append({"field": path, "newSize": len(new)})
-    for index, value in enumerate(new):
-        if index >= len(old) or not _same(old[index], value):
-            updated[f"{path}.{index}"] = value
+def _dotted(components: tuple[Component, ...]) -> str:
+    return ".".join(str(c) for c in components)
+
+
+class _Diff:
+    """The differences of two documents, collected as dotted paths."""
+
+    def __init__(self) -> None:
+        self.updated: dict[str, Any] = {}
+        self.removed: list[str] = []
+        self.truncated: list[dict[str, Any]] = []
+        self.ambiguous: dict[str, list[Component]] = {}
+
+    def _path(self, components: tuple[Component, ...]) -> str:
+        path = _dotted(components)
+        if any(isinstance(c, str) and (c.isdigit() or "." in c) for c in components):
+            self.ambiguous[path] = list(components)
+        return path
+
+    def document(self, before: Mapping[str, Any], after: Mapping[str, Any],
+                 prefix: tuple[Component, ...]) -> None:
+        for name in before:
+            if name not in after:
+                self.removed.append(self._path((*prefix, name)))
+        for name, value in after.items():
+            components = (*prefix, name)
+            if name not in before:
+                self.updated[self._path(components)] = value
+                continue
+            old = before[name]
+            if _same(old, value):
+                continue
+            if _compatible(old, value):
+                self.document(old, value, components)
+            elif isinstance(old, list) and isinstance(value, list):
+                self.array(old, value, components)
+            else:
+                self.updated[self._path(components)] = value
+
+    def array(self, old: list[Any], new: list[Any], components: tuple[Component, ...]) -> None:
+        if len(new) < len(old):
+            self.truncated.append({"field": self._path(components), "newSize": len(new)})
+        for index, value in enumerate(new):
+            if index < len(old) and _same(old[index], value):
+                continue
+            if index < len(old) and _compatible(old[index], value):
+                # mongod's oplog diffs reach into an element document ($set of "a.0.b").
+                self.document(old[index], value, (*components, index))
+            else:
+                self.updated[self._path((*components, index))] = value
+
+
+def _compatible(old: Any, new: Any) -> bool:
+    """Whether ``new`` is ``old`` changed field by field (its surviving fields keep their order)."""
+    return isinstance(old, Mapping) and isinstance(new, Mapping) and list(old)[: len(new)] == [
+        k for k in new if k in old
+    ]
 
 
 # --- the stream ------------------------------------------------------------------------------
@@ -161,6 +200,7 @@ class ChangeStream:
             if name == SPLIT_STAGE:
                 raise CommandError(7182802, "Location7182802", f"{SPLIT_STAGE} must be the last stage in the pipeline")
             if name not in ALLOWED_STAGES:
+                _check_stage_name(stage)
                 raise CommandError(ALLOWED_STAGE_ERROR, "Location" + str(ALLOWED_STAGE_ERROR),
                                    f"Stage {name} is not permitted in a $changeStream pipeline")
         self.start, resume_ts = self._start_point(spec)
@@ -300,7 +340,9 @@ class ChangeStream:
         event["ns"] = {"db": db, "coll": coll}
         event["documentKey"] = document_key
         if entry.kind == "update" and entry.before is not None and entry.after is not None:
-            event["updateDescription"] = update_description(entry.before, entry.after)
+            event["updateDescription"] = update_description(
+                entry.before, entry.after, disambiguate=self.expanded
+            )
         if entry.kind != "insert" and self.before_change != "off":
             event["fullDocumentBeforeChange"] = self._image(entry, entry.before, self.before_change, "pre")
         return key, event
@@ -373,7 +415,18 @@ class ChangeStream:
         return out
 
 
+UNRECOGNIZED_STAGE = 40324
 ALLOWED_STAGE_ERROR = 31175  # mongod's code for a stage not allowed here, from memory
+
+
+def _check_stage_name(stage: Any) -> None:
+    """mongod parses the pipeline before it checks what a change stream allows: a stage name
+    it does not know is Unrecognized pipeline stage name (40324), not "not permitted"."""
+    try:
+        compile_pipeline([stage])
+    except CommandError as error:
+        if error.code == UNRECOGNIZED_STAGE:
+            raise
 _ABSENT = object()
 
 

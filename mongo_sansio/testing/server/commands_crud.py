@@ -215,6 +215,11 @@ def get_more(ctx: Context) -> Outcome:
     if not isinstance(name, str):
         raise _type_error("Field 'collection' must be of type string")
     cursor = ctx.member.cursors.lookup(int(cursor_id), f"{ctx.db}.{name}")
+    failure = ctx.member.failpoints.get_more_error()
+    if failure is not None:
+        from mongo_sansio.testing.server.dispatch import code_name  # dispatch imports this module
+
+        raise CommandError(failure, code_name(failure), "Failing getMore via 'failGetMoreAfterCursorCheckout' failpoint")
     batch_size = _batch_size(ctx, None)
     registry = ctx.member.cursors
     wall = ctx.cluster.wall(ctx.now)

@@ -74,6 +74,10 @@ _READ_REQUIRES_OK = "read"
 _WRITE = "write"
 
 
+# mongod's NonResumableChangeStreamError category: ChangeStreamFatalError, ChangeStreamHistoryLost.
+NON_RESUMABLE_CODES = frozenset({280, 286})
+
+
 def code_name(code: int) -> str:
     return CODE_NAMES.get(code, f"Location{code}")
 
@@ -96,16 +100,23 @@ def _is_retryable_write(ctx: Context, spec: CommandSpec | None) -> bool:
                 and "autocommit" not in ctx.body and "startTransaction" not in ctx.body)
 
 
-def _with_labels(ctx: Context, spec: CommandSpec | None, reply: dict[str, Any], code: int | None) -> dict[str, Any]:
+def _with_labels(ctx: Context, spec: CommandSpec | None, reply: dict[str, Any], code: int | None,
+                 *, change_stream: bool = True) -> dict[str, Any]:
     if code in RETRYABLE_CODES and _is_retryable_write(ctx, spec) and "errorLabels" not in reply:
         reply["errorLabels"] = ["RetryableWriteError"]
-    return change_stream_labels(ctx, reply, code)
+    return change_stream_labels(ctx, reply, code) if change_stream else reply
 
 
 def change_stream_labels(ctx: Context, reply: dict[str, Any], code: int | None) -> dict[str, Any]:
     """mongod labels a resumable error of a change stream's getMore ResumableChangeStreamError
-    (drivers of wire version 9 and later resume on the label alone)."""
-    if ctx.request.name != "getMore" or code not in RESUMABLE_CODES or "errorLabels" in reply:
+    (drivers of wire version 9 and later resume on the label alone), and the errors of its
+    NonResumableChangeStreamError category (280, 286) with that label, on any command."""
+    if "errorLabels" in reply:
+        return reply
+    if code in NON_RESUMABLE_CODES:
+        reply["errorLabels"] = ["NonResumableChangeStreamError"]
+        return reply
+    if ctx.request.name != "getMore" or code not in RESUMABLE_CODES:
         return reply
     cursor_id = ctx.body.get("getMore")
     cursor = ctx.member.cursors.cursors.get(cursor_id) if isinstance(cursor_id, int) else None
@@ -169,7 +180,11 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
             }
             if action.error_labels is not None:
                 reply["errorLabels"] = list(action.error_labels)
-            return _with_labels(ctx, spec, reply, action.error_code)
+            # failCommand fires before a getMore checks its cursor out, so mongod cannot know
+            # the cursor is a change stream's: no ResumableChangeStreamError label here (the
+            # change-streams errorLabels tests rely on it; failGetMoreAfterCursorCheckout is
+            # the failpoint that gets the label).
+            return _with_labels(ctx, spec, reply, action.error_code, change_stream=False)
     _check_role(ctx, spec)
     retryable = _is_retryable_write(ctx, spec)
     request = ctx.request

@@ -5,7 +5,10 @@ command the member runs, its name and the client's appName (:meth:`FailPoints.fa
 Outputs: a :class:`FailAction` (or None): what to do to this command -- block for a while,
 close the connection, answer an error, or run it and add a writeConcernError.  The
 ``onPrimaryTransactionalWrite`` failpoint is :meth:`FailPoints.close_after_write`: the write
-is applied, then the connection is dropped without a reply.
+is applied, then the connection is dropped without a reply.  ``failGetMoreAfterCursorCheckout``
+is :meth:`FailPoints.get_more_error`: a getMore fails with ``errorCode`` once its cursor is
+found, so (unlike a failCommand error, raised before) the reply is labelled as the cursor's
+errors are, e.g. ResumableChangeStreamError for a change stream.
 
 Modes as mongod: ``"alwaysOn"``, ``"off"``, ``{"times": n}`` (fires n times, then off),
 ``{"skip": n}`` (lets n matching commands through, then always fires).  mongod also has
@@ -23,7 +26,7 @@ from mongo_sansio.testing.engine import CommandError
 
 __all__ = ["FailAction", "FailPoint", "FailPoints", "SUPPORTED"]
 
-SUPPORTED = ("failCommand", "onPrimaryTransactionalWrite")
+SUPPORTED = ("failCommand", "onPrimaryTransactionalWrite", "failGetMoreAfterCursorCheckout")
 
 
 @attrs.frozen
@@ -148,3 +151,13 @@ class FailPoints:
     def close_after_write(self) -> bool:
         point = self.points.get("onPrimaryTransactionalWrite")
         return point is not None and point.active and bool(point.data.get("closeConnection", True)) and point.fire()
+
+    def get_more_error(self) -> int | None:
+        """The code a getMore fails with after checking out its cursor (None: no failure)."""
+        point = self.points.get("failGetMoreAfterCursorCheckout")
+        if point is None or not point.active:
+            return None
+        code = point.data.get("errorCode")
+        if not isinstance(code, int) or isinstance(code, bool) or not point.fire():
+            return None
+        return int(code)
