@@ -6,8 +6,9 @@ Inputs: a top-level mapping (``dict``, any ``collections.abc.Mapping``, or a
 
 Outputs: :func:`encode` returns the document's BSON bytes; :func:`encode_into` appends them to
 a caller's ``bytearray`` (the wire layer builds messages that way) and returns how many bytes
-it wrote.  Key order is kept exactly as the mapping yields it (a top-level ``_id`` is *not*
-moved first).
+it wrote (:mod:`._encode_many` encodes a list of dicts, an insert's documents, in one run of
+the encoder).  Key order is kept exactly as the mapping
+yields it (a top-level ``_id`` is *not* moved first).
 
 Errors: :class:`InvalidDocument` for values BSON cannot hold (non-str or NUL-containing keys,
 integers outside int64, nesting deeper than ``max_nesting_depth`` -- the top level is depth 1

@@ -29,6 +29,7 @@ from operator import itemgetter
 from typing import Any, cast
 
 from mongo_sansio.bson import encode
+from mongo_sansio.bson._encode_many import encode_batch
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.raw import RawDocument
 from mongo_sansio.errors import DocumentTooLarge, LocalProtocolError
@@ -139,7 +140,15 @@ def _encode_all(documents: Iterable[Any], opts: CodecOptions) -> tuple[list[Buff
     common cases -- a dict to encode, a well-formed ``bytes`` -- inlined: this loop runs once
     per document of every insert."""
     if type(documents) is list and documents:
-        if type(documents[0]) is RawDocument:
+        first = type(documents[0])
+        if first is dict:
+            # A batch of dicts (an insert): encoded in one run of the encoder, whose setup
+            # would otherwise be paid per document, into one buffer.  Anything else in the
+            # list, or a document that does not encode, falls to the loop below.
+            batch = encode_batch(documents, opts)
+            if batch is not None:
+                return [batch], len(batch)
+        elif first is RawDocument:
             # A batch of RawDocuments (PyMongo's RawBSONDocument case): each was checked when
             # it was built, and ``_whole`` holds its bytes when it spans its whole buffer, so
             # one C-level pass collects them (a loop over the slots cost twice as much per

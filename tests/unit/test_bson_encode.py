@@ -667,3 +667,118 @@ def test_raw_views_are_copied_unchanged() -> None:
     )
     assert encode(raw["d"]["e"]) == encode({"f": None})
     assert encode({"l": [raw["a"][2], raw["d"]]}) == encode({"l": [[3], plain["d"]]})
+
+
+# -- encode_many: a list of documents in one run of the encoder ---------------------------
+
+from bson_strategies import every_type_documents  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from mongo_sansio.bson._encode_many import encode_batch, encode_many  # noqa: E402
+from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS  # noqa: E402
+
+
+def one_by_one(documents: list[Any], opts: CodecOptions | None = None) -> bytes:
+    return b"".join([encode(document, opts) for document in documents])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(every_type_documents, max_size=5))
+def test_encode_many_is_the_concatenation_of_each_encoding(documents: list[dict[str, Any]]) -> None:
+    expected = one_by_one(documents)
+    assert encode_many(documents) == expected
+    batch = encode_batch(documents, DEFAULT_CODEC_OPTIONS)
+    assert batch is not None and bytes(batch) == expected
+
+
+def test_encode_many_of_no_one_and_empty_documents() -> None:
+    assert encode_many([]) == b""
+    assert encode_many([{"a": 1}]) == encode({"a": 1})
+    documents: list[dict[str, Any]] = [{}, {"a": {}}, {}, {"l": [], "d": {"e": {}}}]
+    assert encode_many(documents) == one_by_one(documents)
+    assert encode_batch(documents, DEFAULT_CODEC_OPTIONS) is not None
+
+
+def test_encode_many_of_big_batches_and_big_documents() -> None:
+    # over 1024 documents (written in chunks) and documents over 1024 keys (the uncached walk)
+    documents: list[dict[str, Any]] = [{"_id": i, "s": str(i), "n": {"x": i}} for i in range(2500)]
+    documents[7] = {f"k{i}": i for i in range(1500)}
+    documents[1800] = {"big": list(range(2000))}
+    assert encode_many(documents) == one_by_one(documents)
+    assert encode_batch(documents, DEFAULT_CODEC_OPTIONS) is not None
+
+
+def test_encode_many_survives_the_dict_header_cache_being_emptied() -> None:
+    # more fresh dict-valued keys than a cache holds: the cache is emptied mid-batch
+    documents = [{f"fresh-{i}": {"v": i}} for i in range(_encode._KEY_CACHE_LIMIT + 50)]
+    assert encode_many(documents) == one_by_one(documents)
+    assert encode_many(documents[:3]) == one_by_one(documents[:3])
+
+
+def test_encode_many_with_other_options_then_the_defaults_again() -> None:
+    opts = CodecOptions(uuid_representation=UuidRepresentation.STANDARD, max_nesting_depth=3)
+    value = uuid.UUID(int=7)
+    documents: list[dict[str, Any]] = [{"u": value, "a": {"b": 1}}, {"c": [1]}]
+    assert encode_many(documents, opts) == one_by_one(documents, opts)
+    with pytest.raises(InvalidDocument):  # the default options refuse a UUID
+        encode_many(documents)
+    assert encode_many([{"a": {"b": {"c": {}}}}]) == encode({"a": {"b": {"c": {}}}})
+
+
+def test_encode_many_limits_apply_to_each_document() -> None:
+    # at the nesting limit, and documents each under the size limit though the batch is over
+    opts = CodecOptions(max_nesting_depth=3, max_document_size=200)
+    documents = [{"a": {"b": {"c": "x" * 100}}} for _ in range(5)]
+    assert encode_many(documents, opts) == one_by_one(documents, opts)
+    assert encode_batch(documents, opts) is not None
+
+
+class _Unencodable:
+    pass
+
+
+_LIMITS = CodecOptions(max_nesting_depth=3, max_document_size=100)
+_BAD_DOCUMENTS: list[dict[Any, Any]] = [
+    {"a": {"b": [1, _Unencodable()]}},  # no BSON type
+    {"x\x00y": 1},  # a key with NUL
+    {"a": {"b\x00": {"c": 1}}},  # the same, inside
+    {1: "not a str key"},
+    {"a": [{"n": 2**70}]},  # over int64
+    {"s": "\ud800"},  # not UTF-8 encodable
+    {"a": {"b": {"c": {"d": 1}}}},  # deeper than max_nesting_depth 3
+    {"s": "x" * 200},  # over max_document_size 100
+]
+
+
+@pytest.mark.parametrize("bad", _BAD_DOCUMENTS)
+@pytest.mark.parametrize("index", [0, 2])
+def test_encode_many_raises_what_encode_raises_for_the_first_bad_document(
+    bad: dict[Any, Any], index: int
+) -> None:
+    documents: list[dict[Any, Any]] = [{"ok": i, "d": {"e": [i]}} for i in range(4)]
+    documents.insert(index, bad)
+    documents.append({"s": "y" * 300})  # a later bad document is not the one reported
+    with pytest.raises(Exception) as expected:
+        encode(bad, _LIMITS)
+    with pytest.raises(type(expected.value)) as got:
+        encode_many(documents, _LIMITS)
+    assert str(got.value) == str(expected.value)
+    assert getattr(got.value, "path", None) == getattr(expected.value, "path", None)
+    assert encode_batch(documents, _LIMITS) is None
+
+
+def test_encode_batch_refuses_what_is_not_a_dict() -> None:
+    good = {"a": 1}
+    others: list[Any] = [
+        encode(good),
+        collections.OrderedDict(good),
+        {"a": 1}.items(),
+        None,
+        5,
+        "text",
+        [good],
+    ]
+    for other in others:
+        assert encode_batch([good, other, good], DEFAULT_CODEC_OPTIONS) is None
+    assert encode_many([good, collections.OrderedDict(good)]) == encode(good) * 2

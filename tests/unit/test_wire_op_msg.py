@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import pytest
 
 from mongo_sansio.bson import RawDocument, encode
+from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.errors import DocumentTooLarge, LocalProtocolError, ProtocolError
 from mongo_sansio.wire import (
     CHECKSUM_PRESENT,
@@ -348,3 +350,45 @@ def test_a_batch_of_a_raw_document_subclass_is_written_as_its_bytes() -> None:
     assert encode_op_msg(
         body, request_id=1, sequences={"documents": [Tagged(d) for d in encoded]}
     ) == encode_op_msg(body, request_id=1, sequences={"documents": encoded})
+
+
+# -- a batch of dicts: encoded in one run of the encoder ----------------------------------
+
+
+def test_a_batch_of_dicts_is_written_as_each_encoding() -> None:
+    docs: list[dict[str, Any]] = [{"_id": i, "s": "x" * i, "d": {"l": [i]}} for i in range(100)]
+    docs[3] = {}
+    body = {"insert": "c", "$db": "d"}
+    for checksum in (False, True):
+        data = encode_op_msg(body, request_id=1, sequences={"documents": docs}, checksum=checksum)
+        section = b"documents\x00" + b"".join(encode(d) for d in docs)
+        start = 21 + len(encode(body))
+        end = start + 5 + len(section)
+        assert data[start:end] == b"\x01" + struct.pack("<i", 4 + len(section)) + section
+        assert struct.unpack_from("<i", data)[0] == len(data)
+        assert read_one(data).sequences["documents"] == docs
+
+
+def test_a_batch_of_dicts_mixed_with_encoded_documents() -> None:
+    # a dict first, then other kinds: the general loop writes them all
+    docs: list[Any] = [{"_id": 0}, encode({"_id": 1}), RawDocument(encode({"_id": 2})), {"_id": 3}]
+    message = read_one(encode_op_msg({"insert": "c"}, request_id=1, sequences={"d": docs}))
+    assert message.sequences["d"] == [{"_id": i} for i in range(4)]
+
+
+@pytest.mark.parametrize("where", [0, 50, 99])
+@pytest.mark.parametrize(
+    "bad", [{"a": {"b": object()}}, {"k\x00": 1}, {"a": [{"n": 2**64}]}, {"s": "x" * 2000}]
+)
+def test_a_bad_dict_in_a_batch_raises_what_encoding_it_raises(
+    bad: dict[str, Any], where: int
+) -> None:
+    opts = CodecOptions(max_document_size=1000)
+    docs: list[dict[str, Any]] = [{"_id": i} for i in range(100)]
+    docs[where] = bad
+    with pytest.raises(Exception) as expected:
+        encode(bad, opts)
+    with pytest.raises(type(expected.value)) as got:
+        encode_op_msg({"insert": "c"}, request_id=1, sequences={"d": docs}, codec_options=opts)
+    assert str(got.value) == str(expected.value)
+    assert getattr(got.value, "path", None) == getattr(expected.value, "path", None)
