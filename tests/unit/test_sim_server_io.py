@@ -242,13 +242,19 @@ def test_unix_socket_serves_the_same_member(tmp_path: Path) -> None:
     assert not Path(path).exists()
 
 
-def test_tls_round_trip_and_a_plaintext_client_does_not_hurt_others() -> None:
+def tls_contexts() -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A server context with a certificate for 127.0.0.1 and a client context trusting it."""
     trustme = pytest.importorskip("trustme")
     ca = trustme.CA()
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("127.0.0.1").configure_cert(server_context)
     client_context = ssl.create_default_context()
     ca.configure_trust(client_context)
+    return server_context, client_context
+
+
+def test_tls_round_trip_and_a_plaintext_client_does_not_hurt_others() -> None:
+    server_context, client_context = tls_contexts()
 
     cluster = FakeCluster()
     listeners = bind_tcp_listeners("127.0.0.1", [0])
@@ -266,12 +272,7 @@ def test_tls_round_trip_and_a_plaintext_client_does_not_hurt_others() -> None:
 
 
 def test_allow_plain_serves_tls_and_plaintext_clients_on_one_port() -> None:
-    trustme = pytest.importorskip("trustme")
-    ca = trustme.CA()
-    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1").configure_cert(server_context)
-    client_context = ssl.create_default_context()
-    ca.configure_trust(client_context)
+    server_context, client_context = tls_contexts()
 
     cluster = FakeCluster()
     listeners = bind_tcp_listeners("127.0.0.1", [0])
