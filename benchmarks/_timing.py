@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -71,3 +72,17 @@ class PureClient:
     def close(self) -> None:
         self.stdin.close()
         self.process.wait()
+
+
+def side_by_side_options(description: str) -> tuple[float, int, bool]:
+    """The command line of a benchmark that runs PyMongo's pure path in a worker process:
+    ``(trial_seconds, trials, is_pure_worker)``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="few iterations (under a minute)")
+    parser.add_argument("--trial-seconds", type=float, default=None)
+    parser.add_argument("--trials", type=int, default=None)
+    parser.add_argument("--pure-worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    trial_seconds = args.trial_seconds or (0.02 if args.quick else 0.1)
+    trials = args.trials or (5 if args.quick else 11)
+    return trial_seconds, trials, args.pure_worker

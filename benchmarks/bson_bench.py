@@ -28,7 +28,6 @@ values converted to our types.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import statistics
@@ -36,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from _timing import PureClient, Timer
+from _timing import PureClient, Timer, side_by_side_options
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_SETS = ["flat_bson", "deep_bson", "full_bson", "small_doc", "tweet", "large_doc"]
@@ -172,15 +171,8 @@ def verdict(ratio: float, target: float) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="few iterations (under a minute)")
-    parser.add_argument("--trial-seconds", type=float, default=None)
-    parser.add_argument("--trials", type=int, default=None)
-    parser.add_argument("--pure-worker", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    trial_seconds = args.trial_seconds or (0.02 if args.quick else 0.1)
-    trials = args.trials or (5 if args.quick else 11)
-    if args.pure_worker:
+    trial_seconds, trials, is_pure_worker = side_by_side_options(__doc__.split("\n\n")[0])
+    if is_pure_worker:
         pure_worker(trial_seconds)
         return
 

@@ -36,14 +36,13 @@ C extensions (``bson._cbson`` and ``pymongo._cmessage``).
 
 from __future__ import annotations
 
-import argparse
 import os
 import struct
 import sys
 from pathlib import Path
 from typing import Any
 
-from _timing import PureClient, Timer
+from _timing import PureClient, Timer, side_by_side_options
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = ["find", "insert100", "insert100-raw", "reply100", "reply100-frame"]
@@ -198,15 +197,8 @@ def pure_worker(trial_seconds: float) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="few iterations (under a minute)")
-    parser.add_argument("--trial-seconds", type=float, default=None)
-    parser.add_argument("--trials", type=int, default=None)
-    parser.add_argument("--pure-worker", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    trial_seconds = args.trial_seconds or (0.02 if args.quick else 0.1)
-    trials = args.trials or (5 if args.quick else 11)
-    if args.pure_worker:
+    trial_seconds, trials, is_pure_worker = side_by_side_options(__doc__.split("\n\n")[0])
+    if is_pure_worker:
         pure_worker(trial_seconds)
         return
 
