@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mongo_sansio._numbers import whole_number
+
 __all__ = [
     "MongoError",
     "LocalProtocolError",
@@ -197,12 +199,7 @@ class InvalidOperation(LocalProtocolError):
 
 def server_error_from_reply(reply: Mapping[str, Any]) -> ServerError:
     """The typed :class:`ServerError` for an ``ok: 0`` reply (which subclass follows the code)."""
-    raw_code = reply.get("code")
-    code: int | None = None
-    if isinstance(raw_code, int) and not isinstance(raw_code, bool):
-        code = int(raw_code)
-    elif isinstance(raw_code, float) and raw_code.is_integer():  # NaN and infinities are not
-        code = int(raw_code)
+    code = whole_number(reply.get("code"))
     code_name = reply.get("codeName")
     errmsg = reply.get("errmsg")
     labels = reply.get("errorLabels")

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio._numbers import whole_number
 from mongo_sansio.errors import InvalidOperation, RemoteProtocolError
 
 __all__ = [
@@ -29,13 +30,12 @@ __all__ = [
 def reply_count(reply: Mapping[str, Any], field: str, default: int = 0) -> int:
     """The integer ``reply[field]`` (``default`` when absent); a non-integer is a protocol error."""
     value = reply.get(field, default)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+    number = whole_number(value)
+    if number is None or number < 0:
         raise RemoteProtocolError(
             f"write reply: {field!r} must be a non-negative integer, got {value!r}"
         )
-    return value
+    return number
 
 
 def _unacknowledged(what: str) -> InvalidOperation:

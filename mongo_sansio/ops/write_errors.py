@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio._numbers import whole_number
 from mongo_sansio.errors import (
     DUPLICATE_KEY_CODES,
     BulkWriteError,
@@ -51,11 +52,10 @@ def _code(document: Mapping[str, Any], what: str) -> int | None:
     code = document.get("code")
     if code is None:
         return None
-    if isinstance(code, float) and code.is_integer():
-        code = int(code)
-    if not isinstance(code, int) or isinstance(code, bool):
+    number = whole_number(code)
+    if number is None:
         raise RemoteProtocolError(f"write reply: {what}.code must be an integer, got {code!r}")
-    return code
+    return number
 
 
 def _text(document: Mapping[str, Any], field: str, default: str) -> str:

@@ -37,6 +37,7 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio._numbers import whole_number
 from mongo_sansio.bson import DatetimeMS, ObjectId
 from mongo_sansio.errors import ConfigurationError, RemoteProtocolError
 
@@ -448,11 +449,10 @@ def read_int(reply: Mapping[str, Any], key: str) -> int | None:
     value = reply.get(key)
     if value is None:
         return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise InvalidHelloReply(f"{key} must be an integer, got {shown(value)}")
+    number = whole_number(value)
+    if number is None:
+        raise InvalidHelloReply(f"{key} must be an integer, got {shown(value)}")
+    return number
 
 
 def read_str(reply: Mapping[str, Any], key: str) -> str | None:

@@ -37,6 +37,7 @@ from typing import Any, Final
 
 import attrs
 
+from mongo_sansio._numbers import whole_number
 from mongo_sansio.bson import ObjectId
 from mongo_sansio.errors import LocalProtocolError
 from mongo_sansio.sdam.actions import (
@@ -204,14 +205,6 @@ def is_state_change_error(code: int | None, message: str) -> bool:
     return is_recovering(code, message) or is_not_writable_primary(code, message)
 
 
-def _code(value: object) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
-
-
 def error_code_and_message(reply: Mapping[str, Any] | None) -> tuple[int | None, str]:
     """The (code, message) SDAM checks: the top-level error of an ``ok: 0`` reply (``errmsg``,
     or the legacy ``$err`` / ``err``), else the ``writeConcernError``; ``(None, "")`` if none."""
@@ -225,11 +218,11 @@ def error_code_and_message(reply: Mapping[str, Any] | None) -> tuple[int | None,
                 break
         else:
             message = ""
-        return _code(reply.get("code")), message
+        return whole_number(reply.get("code")), message
     wce = reply.get("writeConcernError")
     if isinstance(wce, Mapping):
         message = wce.get("errmsg")
-        return _code(wce.get("code")), message if isinstance(message, str) else ""
+        return whole_number(wce.get("code")), message if isinstance(message, str) else ""
     return None, ""
 
 

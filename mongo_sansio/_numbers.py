@@ -1,0 +1,20 @@
+"""Reading integers out of server replies.
+
+Servers send counts, codes and sizes as int32, int64 or, from some paths (and from drivers
+that wrote them), as integral doubles.  :func:`whole_number` is the one place that reads such a
+field: every check of a reply that wants an integer goes through it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["whole_number"]
+
+
+def whole_number(value: object) -> int | None:
+    """``value`` as an ``int`` when it is an integer (not a bool) or an integral double;
+    None for anything else (NaN and the infinities included)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
