@@ -42,6 +42,7 @@ __all__ = [
     "InvalidOperation",
     "server_error_from_reply",
     "check_reply",
+    "command_succeeded",
 ]
 
 
@@ -231,11 +232,16 @@ def _error_class(code: int | None, errmsg: str) -> type[ServerError]:
     return ServerError
 
 
+def command_succeeded(reply: Mapping[str, Any]) -> bool:
+    """Whether a reply document's ``ok`` says success: ``true``, or a number equal to 1."""
+    ok = reply.get("ok")
+    return ok is True or (isinstance(ok, int | float) and not isinstance(ok, bool) and ok == 1)
+
+
 def check_reply(reply: Mapping[str, Any]) -> Mapping[str, Any]:
     """Return ``reply`` when its ``ok`` is true; raise the typed ServerError otherwise."""
     if not isinstance(reply, Mapping):
         raise RemoteProtocolError(f"a command reply must be a document, got {type(reply).__name__}")
-    ok = reply.get("ok")
-    if isinstance(ok, int | float) and not isinstance(ok, bool) and ok == 1 or ok is True:
+    if command_succeeded(reply):
         return reply
     raise server_error_from_reply(reply)

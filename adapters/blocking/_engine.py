@@ -53,6 +53,7 @@ from mongo_sansio.errors import (
     MongoError,
     NetworkError,
     RemoteProtocolError,
+    command_succeeded,
     server_error_from_reply,
 )
 from mongo_sansio.flow import (
@@ -273,7 +274,7 @@ class Engine:
             for listener in self._listeners:
                 listener.failed(event)
             raise
-        if not _is_ok(reply):
+        if not command_succeeded(reply):
             # A command answered with ok: 0 failed, as far as monitoring is concerned.
             failed = CommandFailedEvent(
                 command_name=name,
@@ -442,11 +443,6 @@ class Engine:
             self.core.close()
             to_close = self.core.take_to_close()
         _close_all(to_close)
-
-
-def _is_ok(reply: Mapping[str, Any]) -> bool:
-    ok = reply.get("ok")
-    return ok is True or (isinstance(ok, int | float) and not isinstance(ok, bool) and ok == 1)
 
 
 def _close_all(connections: list[PooledConnection]) -> None:

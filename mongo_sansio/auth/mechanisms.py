@@ -36,10 +36,16 @@ import base64
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Final
 
+from mongo_sansio._numbers import whole_number
 from mongo_sansio.auth.saslprep import SASLprepError
 from mongo_sansio.auth.scram import SCRAM_MECHANISMS, ScramCache, ScramClient, ScramMechanism
 from mongo_sansio.bson import Binary
-from mongo_sansio.errors import AuthenticationError, ConfigurationError, InvalidOperation
+from mongo_sansio.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    InvalidOperation,
+    command_succeeded,
+)
 from mongo_sansio.flow import ConnectionCommand
 from mongo_sansio.uri.credential import Credential
 
@@ -262,11 +268,9 @@ def _check_ok(reply: Any, mechanism: str) -> None:
     """Raise AuthenticationError (with the server's code) unless ``reply`` has a true ``ok``."""
     if not isinstance(reply, Mapping):
         raise _malformed(mechanism)
-    ok = reply.get("ok")
-    if ok is True or (isinstance(ok, int | float) and not isinstance(ok, bool) and ok == 1):
+    if command_succeeded(reply):
         return
-    code = reply.get("code")
-    code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    code = whole_number(reply.get("code"))
     code_name = reply.get("codeName")
     errmsg = reply.get("errmsg")
     message = f"{mechanism} authentication failed"

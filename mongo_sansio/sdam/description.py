@@ -39,7 +39,7 @@ import attrs
 
 from mongo_sansio._numbers import whole_number
 from mongo_sansio.bson import DatetimeMS, ObjectId
-from mongo_sansio.errors import ConfigurationError, RemoteProtocolError
+from mongo_sansio.errors import ConfigurationError, RemoteProtocolError, command_succeeded
 
 __all__ = [
     "Address",
@@ -288,7 +288,7 @@ class ServerDescription:
         """
         if not isinstance(reply, Mapping):
             raise InvalidHelloReply(f"a hello reply must be a document, got {type(reply).__name__}")
-        if not _is_ok(reply.get("ok")):
+        if not command_succeeded(reply):
             return cls.unknown(address, _failed_hello_message(reply), last_update_time=now)
         server_type = hello_server_type(reply)
         last_write = reply.get("lastWrite")
@@ -381,14 +381,6 @@ class ServerDescription:
 
 
 # -- hello reply parsing ------------------------------------------------------------------------
-
-
-def _is_ok(value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int | float):
-        return value == 1
-    return False
 
 
 def _failed_hello_message(reply: Mapping[str, Any]) -> str:

@@ -41,7 +41,7 @@ from typing import Any
 import attrs
 
 from mongo_sansio.bson import ObjectId
-from mongo_sansio.errors import LocalProtocolError
+from mongo_sansio.errors import LocalProtocolError, command_succeeded
 from mongo_sansio.sdam.actions import (
     ClearPool,
     MarkUnknown,
@@ -180,8 +180,7 @@ class Topology:
         _check_time(now, "now")
         if not isinstance(reply, Mapping):
             raise LocalProtocolError("reply must be a decoded document (a mapping)")
-        ok = reply.get("ok")
-        if not (isinstance(ok, int | float) and ok == 1):
+        if not command_succeeded(reply):
             return self.heartbeat_failed(
                 address, dict(reply), duration=duration, now=now, awaited=awaited
             )
@@ -277,10 +276,7 @@ class Topology:
         _check_time(now, "now")
         if not isinstance(reply, Mapping):
             raise LocalProtocolError("reply must be a decoded document (a mapping)")
-        ok = reply.get("ok")
-        if self._description.type is TopologyType.LOAD_BALANCED or not (
-            isinstance(ok, int | float) and ok == 1
-        ):
+        if self._description.type is TopologyType.LOAD_BALANCED or not command_succeeded(reply):
             return []
         if address not in self._description.servers:
             return []
