@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mongo_sansio.auth import Authenticator, ScramCache
-from mongo_sansio.bson import ObjectId, decode
+from mongo_sansio.bson import ObjectId
 from mongo_sansio.client import (
     CheckConnection,
     CheckReply,
@@ -41,20 +41,17 @@ from mongo_sansio.client import (
     ClientSettings,
     CommandFailedEvent,
     CommandListener,
-    CommandStartedEvent,
     CommandSucceededEvent,
     OpenConnection,
     Opened,
 )
-from mongo_sansio.client.events import redacted
+from mongo_sansio.client.events import CommandMonitor
 from mongo_sansio.connection import CLOSED, NEED_DATA, Connection, Reply, establish
 from mongo_sansio.errors import (
     LocalProtocolError,
     MongoError,
     NetworkError,
     RemoteProtocolError,
-    command_succeeded,
-    server_error_from_reply,
 )
 from mongo_sansio.flow import (
     ConnectionCommand,
@@ -94,13 +91,6 @@ class PooledConnection:
 
     def __repr__(self) -> str:
         return f"<connection to {self.stream.where}>"
-
-
-def _document(item: Any) -> Any:
-    """A document of an OP_MSG sequence as a listener sees it (the flows may pre-encode)."""
-    if isinstance(item, bytes | bytearray | memoryview):
-        return decode(bytes(item))
-    return item
 
 
 class Engine:
@@ -248,81 +238,34 @@ class Engine:
     ) -> Mapping[str, Any]:
         if not self._listeners:
             return self._exchange(connection, db, body, sequences=sequences, timeout=timeout)
-        name = next(iter(body), "")
-        hidden = redacted(name, body)
         started = time.monotonic()
+
+        def monitor() -> CommandMonitor:  # the request id is the connection's latest
+            return CommandMonitor(
+                db, body, sequences, connection.machine.last_request_id, connection.address
+            )
+
+        def publish_started() -> None:
+            event = monitor().started()
+            for listener in self._listeners:
+                listener.started(event)
+
         try:
             reply = self._exchange(
-                connection,
-                db,
-                body,
-                sequences=sequences,
-                timeout=timeout,
-                on_sent=lambda: self._publish_started(
-                    connection, db, name, body, sequences, hidden
-                ),
+                connection, db, body, sequences=sequences, timeout=timeout, on_sent=publish_started
             )
         except MongoError as exc:
-            event = CommandFailedEvent(
-                command_name=name,
-                database_name=db,
-                failure=exc,
-                duration=time.monotonic() - started,
-                request_id=connection.machine.last_request_id,
-                connection_id=connection.address,
-            )
-            for listener in self._listeners:
-                listener.failed(event)
+            self._publish_finished(monitor().failed(exc, time.monotonic() - started))
             raise
-        if not command_succeeded(reply):
-            # A command answered with ok: 0 failed, as far as monitoring is concerned.
-            failed = CommandFailedEvent(
-                command_name=name,
-                database_name=db,
-                failure=server_error_from_reply(reply),
-                duration=time.monotonic() - started,
-                request_id=connection.machine.last_request_id,
-                connection_id=connection.address,
-            )
-            for listener in self._listeners:
-                listener.failed(failed)
-            return reply
-        succeeded = CommandSucceededEvent(
-            command_name=name,
-            database_name=db,
-            reply={} if hidden else reply,
-            duration=time.monotonic() - started,
-            request_id=connection.machine.last_request_id,
-            connection_id=connection.address,
-        )
-        for listener in self._listeners:
-            listener.succeeded(succeeded)
+        self._publish_finished(monitor().finished(reply, time.monotonic() - started))
         return reply
 
-    def _publish_started(
-        self,
-        connection: PooledConnection,
-        db: str,
-        name: str,
-        body: Mapping[str, Any],
-        sequences: Mapping[str, Sequence[Any]] | None,
-        hidden: bool,
-    ) -> None:
-        # Command monitoring shows the command as one document: the OP_MSG document
-        # sequences (an insert's documents, ...) appear as arrays in it.
-        command: dict[str, Any] = {}
-        if not hidden:
-            shown = {key: [_document(d) for d in docs] for key, docs in (sequences or {}).items()}
-            command = {**body, **shown, "$db": db}
-        event = CommandStartedEvent(
-            command_name=name,
-            database_name=db,
-            command=command,
-            request_id=connection.machine.last_request_id,
-            connection_id=connection.address,
-        )
+    def _publish_finished(self, event: CommandSucceededEvent | CommandFailedEvent) -> None:
         for listener in self._listeners:
-            listener.started(event)
+            if isinstance(event, CommandSucceededEvent):
+                listener.succeeded(event)
+            else:
+                listener.failed(event)
 
     def _exchange(
         self,

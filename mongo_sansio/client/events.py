@@ -5,7 +5,9 @@ Adapters publish one :class:`CommandStartedEvent` per command an operation flow 
 :class:`CommandSucceededEvent` or a :class:`CommandFailedEvent`.  ``connection_id`` is the
 server's address as flows see it; durations are seconds.  The commands and replies of
 security-sensitive commands are replaced by empty documents (command-logging-and-monitoring.md,
-"Security"): :func:`redacted` decides.
+"Security"): :func:`redacted` decides.  :class:`CommandMonitor` builds the events, so every
+adapter shows the same thing: OP_MSG document sequences as arrays in the command, and a reply
+with ``ok: 0`` as a failure.
 
 Inputs: the command, its reply or failure, the server, the durations the adapter measured.
 Outputs: frozen event records.
@@ -13,10 +15,13 @@ Outputs: frozen event records.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import attrs
+
+from mongo_sansio.bson import decode
+from mongo_sansio.errors import command_succeeded, server_error_from_reply
 
 __all__ = [
     "CommandStartedEvent",
@@ -25,6 +30,7 @@ __all__ = [
     "CommandListener",
     "SENSITIVE_COMMANDS",
     "redacted",
+    "CommandMonitor",
 ]
 
 SENSITIVE_COMMANDS: Final = frozenset(
@@ -88,3 +94,72 @@ class CommandListener(Protocol):
     def succeeded(self, event: CommandSucceededEvent) -> None: ...
 
     def failed(self, event: CommandFailedEvent) -> None: ...
+
+
+def _shown(item: Any) -> Any:
+    """A document of an OP_MSG sequence as a listener sees it (flows may pass it encoded)."""
+    if isinstance(item, bytes | bytearray | memoryview):
+        return decode(bytes(item))
+    return item
+
+
+@attrs.frozen
+class CommandMonitor:
+    """The events of one command: built from what was sent, then from how it ended.
+
+    ``CommandMonitor(db, body, sequences, request_id, connection_id)``; :meth:`started` once
+    the bytes are sent, then :meth:`finished` with the reply (``ok: 0`` gives a
+    CommandFailedEvent carrying the typed ServerError) or :meth:`failed` with the error.
+    """
+
+    db: str
+    body: Mapping[str, Any]
+    sequences: Mapping[str, Sequence[Any]] | None
+    request_id: int | None
+    connection_id: tuple[str, int]
+
+    @property
+    def name(self) -> str:
+        return next(iter(self.body), "")
+
+    @property
+    def hidden(self) -> bool:
+        return redacted(self.name, self.body)
+
+    def started(self) -> CommandStartedEvent:
+        command: dict[str, Any] = {}
+        if not self.hidden:
+            shown = {key: [_shown(d) for d in docs] for key, docs in (self.sequences or {}).items()}
+            command = {**self.body, **shown, "$db": self.db}
+        return CommandStartedEvent(
+            command_name=self.name,
+            database_name=self.db,
+            command=command,
+            request_id=self.request_id,
+            connection_id=self.connection_id,
+        )
+
+    def finished(
+        self, reply: Mapping[str, Any], duration: float
+    ) -> CommandSucceededEvent | CommandFailedEvent:
+        if not command_succeeded(reply):
+            # A command answered with ok: 0 failed, as far as monitoring is concerned.
+            return self.failed(server_error_from_reply(reply), duration)
+        return CommandSucceededEvent(
+            command_name=self.name,
+            database_name=self.db,
+            reply={} if self.hidden else reply,
+            duration=duration,
+            request_id=self.request_id,
+            connection_id=self.connection_id,
+        )
+
+    def failed(self, failure: BaseException, duration: float) -> CommandFailedEvent:
+        return CommandFailedEvent(
+            command_name=self.name,
+            database_name=self.db,
+            failure=failure,
+            duration=duration,
+            request_id=self.request_id,
+            connection_id=self.connection_id,
+        )

@@ -542,3 +542,29 @@ def test_the_reply_wait_allows_for_a_getmore_s_own_await_time() -> None:
     assert core.command_timeout(None, {"getMore": 1, "maxTimeMS": True}) == 2.0
     unlimited = make_core("mongodb://a:27017/")
     assert unlimited.command_timeout(None, {"getMore": 1, "maxTimeMS": 1500}) is None
+
+
+def test_command_monitor_builds_the_events_every_adapter_publishes() -> None:
+    from mongo_sansio.bson import encode
+    from mongo_sansio.client.events import (
+        CommandFailedEvent,
+        CommandMonitor,
+        CommandSucceededEvent,
+    )
+    from mongo_sansio.errors import DuplicateKeyError
+
+    insert = CommandMonitor(
+        "db", {"insert": "c"}, {"documents": [encode({"_id": 1}), {"_id": 2}]}, 7, ("a", 27017)
+    )
+    started = insert.started()
+    assert started.command == {"insert": "c", "documents": [{"_id": 1}, {"_id": 2}], "$db": "db"}
+    assert (started.command_name, started.request_id) == ("insert", 7)
+    ok = insert.finished({"ok": 1, "n": 2}, 0.5)
+    assert isinstance(ok, CommandSucceededEvent) and ok.reply == {"ok": 1, "n": 2}
+    refused = insert.finished({"ok": 0, "code": 11000, "errmsg": "dup"}, 0.5)
+    assert isinstance(refused, CommandFailedEvent)
+    assert isinstance(refused.failure, DuplicateKeyError)
+    secret = CommandMonitor("admin", {"saslStart": 1, "payload": b"x"}, None, 8, ("a", 27017))
+    assert secret.started().command == {}
+    success = secret.finished({"ok": 1, "payload": b"y"}, 0.1)
+    assert isinstance(success, CommandSucceededEvent) and success.reply == {}
