@@ -313,7 +313,7 @@ def value_end(data: bytes, t: int, pos: int) -> int:
 #
 # A node is a list:
 #   [next node, hot tuple, type byte, kids dict or None, child root or None, constant value,
-#    position in its document, walk tuple]
+#    position in its document, walk tuple, shape slot]
 # The decoder unpacks the hot tuple (header bytes, unpack_from of "<{len(header)}s" + the
 # value's fixed part, key, len(header) + fixed part, value kind) and a walk that does not
 # decode unpacks the walk tuple (header, unpack_from, key, size, len(header), skip mode, type).
@@ -325,7 +325,9 @@ def value_end(data: bytes, t: int, pos: int) -> int:
 # to step over a value: 0 fixed size, 1 string or code (n >= 1 more bytes), 2 document or
 # array (n bytes from the value's start), 3 binary (1 + n more bytes), 4 ask value_end.
 # Only the first LEARN_DEPTH elements of a document are learned, so that a huge document
-# (or one keyed by ids) cannot flood the trie.
+# (or one keyed by ids) cannot flood the trie.  The shape slot belongs to RawDocument's lazy
+# walk (see _walkers.py): a root keeps its compiled walkers there, another node a mark that a
+# whole document ended on it.
 V_OTHER = 13
 
 # type byte -> (struct format of the fixed part of the value, its size, value kind, constant)
@@ -368,7 +370,7 @@ def new_node(hdr: bytes, t: int, key: str, ordinal: int) -> list[Any]:
     size += hlen
     hot = (hdr, unpack, key, size, vkind)
     walk = (hdr, unpack, key, size, hlen, _SKIP.get(vkind, 0), t)
-    return [MISS, hot, t, None, None, const, ordinal, walk]
+    return [MISS, hot, t, None, None, const, ordinal, walk, None]
 
 
 def _never(data: bytes, pos: int) -> tuple[None, None]:
@@ -377,12 +379,13 @@ def _never(data: bytes, pos: int) -> tuple[None, None]:
 
 # The prediction of a node that has none yet: its header never equals a real one.
 MISS: list[Any] = [
-    None, (b"", _never, "", 0, V_OTHER), 0, None, None, None, 0, (b"", _never, "", 0, 0, 4, 0)
+    None, (b"", _never, "", 0, V_OTHER), 0, None, None, None, 0, (b"", _never, "", 0, 0, 4, 0),
+    None,
 ]
 
 
 def new_root() -> list[Any]:
-    return [MISS, MISS[1], 0, None, None, None, 0, MISS[7]]
+    return [MISS, MISS[1], 0, None, None, None, 0, MISS[7], None]
 
 
 # [root of the top-level documents' trie, nodes learned since it was made]

@@ -7,7 +7,9 @@ up front.
 
 Output: a :class:`collections.abc.Mapping`.  Looking a key up walks the elements forward
 from where the previous walk stopped, only as far as that key, recording every key it passes
-in an index; so the first keys are cheap and keys seen before cost a dict lookup.  Values
+in an index; so the first keys are cheap and keys seen before cost a dict lookup.  A document
+whose shape has been met before is indexed whole by that shape's compiled walker
+(:mod:`._walkers`) on its first lookup, which costs less than walking to its third key.  Values
 are decoded on each access: embedded documents come back as :class:`RawDocument` and arrays
 as :class:`RawArray` over the same buffer (nothing is copied), everything else as
 :func:`~mongo_sansio.bson.decode` would give it.  :meth:`RawDocument.to_dict` decodes the whole
@@ -38,6 +40,7 @@ from mongo_sansio.bson._decode_parts import (
     new_node,
     value_end,
 )
+from mongo_sansio.bson._walkers import remember_shape
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.errors import InvalidBSON
 
@@ -98,18 +101,23 @@ class RawDocument(Mapping[str, Any]):
     ``RawDocument(data, codec_options=None)``; see the module documentation.
     """
 
-    __slots__ = ("_data", "_start", "_end", "_opts", "_index", "_scan", "_node", "_whole")
+    __slots__ = (
+        "_data", "_start", "_end", "_opts", "_index", "_scan", "_node", "_whole", "_positions"
+    )
 
     _data: bytes
     _start: int
     _end: int
     _opts: CodecOptions
-    _index: dict[str, int]  # key -> where its element starts
+    _index: dict[str, int]  # key -> where its element starts (or its number, see below)
     _scan: int  # where the walk goes on, or -1 once it has reached the end
     _node: Any  # the walk's place in the decoder's shape trie, or None
     # ``_data`` when the document spans all of it, else None: a batch of whole documents is
     # then written out by one C-level pass over this slot (wire/encode.py, _encode_all).
     _whole: bytes | None
+    # None, or when a shape walker indexed the document: where each element starts, in
+    # order, and then ``_index`` is the shape's shared key table (key -> element number).
+    _positions: tuple[int, ...] | None
 
     def __init__(
         self, data: bytes | bytearray | memoryview, codec_options: CodecOptions | None = None
@@ -133,6 +141,7 @@ class RawDocument(Mapping[str, Any]):
         self._scan = 4
         self._node = TRIE[0]
         self._whole = data
+        self._positions = None
 
     @classmethod
     def _view(
@@ -150,6 +159,7 @@ class RawDocument(Mapping[str, Any]):
         self._scan = start + 4
         self._node = node
         self._whole = data if start == 0 and end == len(data) else None
+        self._positions = None
         return self
 
     @property
@@ -176,9 +186,26 @@ class RawDocument(Mapping[str, Any]):
         if pos < 0:
             return -1
         data = self._data
-        setdefault = self._index.setdefault
         stop = self._end - 1
         node = self._node
+        if node is not None and pos == self._start + 4:
+            walkers = node[8]  # (a root's): walkers of the shapes met before, see _walkers
+            if walkers:
+                for pair in walkers:
+                    positions = pair[0](data, pos, stop)
+                    if positions is not None:
+                        if pair is not walkers[0]:  # a new list: other threads may be reading
+                            node[8] = [pair, *(other for other in walkers if other is not pair)]
+                        keys = self._index = pair[1]  # shared: never written to
+                        self._positions = positions
+                        self._scan = -1
+                        self._node = None
+                        number = keys.get(target)
+                        return -1 if number is None else positions[number]
+            root = node
+        else:
+            root = None
+        setdefault = self._index.setdefault
         learn = LEARN_BUDGET
         found = -1
         end = pos
@@ -230,7 +257,10 @@ class RawDocument(Mapping[str, Any]):
             else:
                 if pos != stop:
                     raise InvalidBSON("an element runs past the end of its document", stop)
+            if pos == stop:  # the whole document is indexed
                 pos = -1
+                if node is not None and root is TRIE[0] and node[6] == len(self._index):
+                    remember_shape(root, node)
         except InvalidBSON:
             raise
         except (IndexError, struct.error) as exc:
@@ -252,6 +282,8 @@ class RawDocument(Mapping[str, Any]):
             epos = self._walk(key)
             if epos < 0:
                 raise KeyError(key)
+        elif self._positions is not None:
+            epos = self._positions[epos]
         data = self._data
         t = data[epos]
         # the value follows the header: type byte, the key's UTF-8, NUL
@@ -282,6 +314,7 @@ class RawDocument(Mapping[str, Any]):
             view._scan = vpos + 4
             view._node = None
             view._whole = None
+            view._positions = None
             return view
         return _value(data, t, vpos, stop, self._opts)
 

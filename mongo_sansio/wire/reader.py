@@ -134,7 +134,7 @@ _new_object = object.__new__
 # The inlined RawDocument._view below assigns these slots; should RawDocument change them,
 # the reader calls _view instead.
 _INLINE_VIEW = RawDocument.__slots__ == (
-    "_data", "_start", "_end", "_opts", "_index", "_scan", "_node", "_whole"
+    "_data", "_start", "_end", "_opts", "_index", "_scan", "_node", "_whole", "_positions"
 )  # fmt: skip
 _COMPACT_AT = 1 << 16  # drop a consumed prefix this large once it is half the buffer
 
@@ -350,6 +350,7 @@ class MessageReader:
                 body._scan = 25
                 body._node = TRIE[0]
                 body._whole = None
+                body._positions = None
             else:
                 body = RawDocument._view(data, 21, length, self._opts, TRIE[0])
             return new_record(  # type: ignore[no-any-return]

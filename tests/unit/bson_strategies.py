@@ -1,5 +1,5 @@
 """Hypothesis strategies for BSON values of every type (shared by the property, differential
-and fuzz tests)."""
+and fuzz tests), and ``plain`` for the tests of the lazy views."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from mongo_sansio.bson import (
     Timestamp,
     Undefined,
 )
+from mongo_sansio.bson.raw import RawArray, RawDocument
 
 # BSON strings are UTF-8: no lone surrogates.  Keys and regexes are C strings: no NUL either.
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20)
@@ -96,3 +97,12 @@ def documents(scalars: st.SearchStrategy[Any], max_leaves: int = 30) -> st.Searc
 
 
 every_type_documents = documents(all_scalars)
+
+
+def plain(value: Any) -> Any:
+    """A value read through views, with the views decoded."""
+    if isinstance(value, RawDocument):
+        return value.to_dict()
+    if isinstance(value, RawArray):
+        return value.to_list()
+    return value

@@ -13,6 +13,7 @@ from collections import OrderedDict
 from typing import Any
 
 import pytest
+from bson_strategies import plain
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -284,15 +285,6 @@ values = st.recursive(
     lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(keys, children, max_size=4)),
     max_leaves=15,
 )
-
-
-def plain(value: Any) -> Any:
-    """A value read through views, with the views decoded."""
-    if isinstance(value, RawDocument):
-        return value.to_dict()
-    if isinstance(value, RawArray):
-        return value.to_list()
-    return value
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,0 +1,268 @@
+"""Shape walkers (mongo_sansio.bson._walkers): RawDocument's compiled indexers for known shapes.
+
+Every result of a walker-indexed view is compared with a view that walks element by element
+without the shape trie (``careful``), on valid documents of a known shape and on corrupted
+copies of them.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from bson_strategies import plain
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mongo_sansio.bson import _walkers
+from mongo_sansio.bson._decode import decode
+from mongo_sansio.bson._decode_parts import TRIE, new_root
+from mongo_sansio.bson._encode import encode
+from mongo_sansio.bson.errors import InvalidBSON
+from mongo_sansio.bson.raw import RawDocument
+from mongo_sansio.bson.types import Int64, Regex
+
+
+@pytest.fixture(autouse=True)
+def fresh_trie() -> Iterator[None]:
+    """Each test starts from an empty shape trie (and puts the shared one back after)."""
+    saved = TRIE[:]
+    TRIE[0], TRIE[1] = new_root(), 0
+    yield
+    TRIE[:] = saved
+
+
+def tweet(text: str, name: str, tags: list[int], tweet_id: int = 22824602300) -> bytes:
+    return encode({
+        "text": text,
+        "in_reply_to": Int64(7),
+        "geo": None,
+        "truncated": False,
+        "entities": {"tags": tags},
+        "user": {"name": name, "followers": 218},
+        "avatar": b"\x01\x02" * len(name),
+        "id": Int64(tweet_id),
+    })
+
+
+def careful(data: bytes) -> RawDocument:
+    """A view that walks element by element: no trie, so no walker."""
+    RawDocument(data)  # the constructor's own checks
+    return RawDocument._view(data, 0, len(data), RawDocument(data).codec_options, None)
+
+
+def outcome(call: Any) -> Any:
+    """A call's value (as BSON bytes, so a NaN equals its copy) or the kind of its error."""
+    try:
+        return ("value", encode({"v": plain(call())}))
+    except InvalidBSON:
+        return ("invalid", None)
+    except KeyError:
+        return ("missing", None)
+
+
+def walkers() -> list[Any]:
+    return TRIE[0][8] or []
+
+
+def learn(data: bytes) -> None:
+    """Walk two documents of ``data``'s shape to the end: the second compiles its walker."""
+    for _ in range(2):
+        list(RawDocument(data))
+
+
+def test_the_second_whole_walk_of_a_shape_compiles_a_walker() -> None:
+    list(RawDocument(tweet("a", "b", [1])))
+    assert walkers() == []  # one document of a shape may be all there is: nothing compiled
+    list(RawDocument(tweet("a", "b", [1])))
+    assert len(walkers()) == 1
+
+
+def test_a_walker_indexes_documents_of_its_shape_with_other_lengths() -> None:
+    learn(tweet("hello", "Jo", [1, 2]))
+    data = tweet("a much longer text, with ünïcödé", "Someone Else", list(range(40)), 5)
+    raw = RawDocument(data)
+    assert raw["id"] == 5
+    assert raw._positions is not None  # the walker did it, in one go
+    full = decode(data)
+    assert list(raw) == list(full) and len(raw) == len(full)
+    for key in reversed(list(full)):
+        assert plain(raw[key]) == full[key]
+        assert key in raw
+    assert "nope" not in raw and raw.get("nope") is None
+    with pytest.raises(KeyError):
+        raw["nope"]
+    assert raw == full
+
+
+def test_lookups_leave_the_shared_key_table_alone() -> None:
+    learn(tweet("x", "y", []))
+    table = dict(walkers()[0][1])
+    raw = RawDocument(tweet("xx", "yy", [3]))
+    assert "missing" not in raw and raw.get("other", 1) == 1
+    assert list(raw) == list(table) and walkers()[0][1] == table
+
+
+def test_a_walker_stops_where_the_shape_differs() -> None:
+    learn(tweet("x", "y", []))
+    other = encode({"text": "x", "in_reply_to": 7, "geo": None})  # int32, not int64
+    raw = RawDocument(other)
+    assert raw["geo"] is None and raw._positions is None
+    assert raw["in_reply_to"] == 7
+    longer = encode({**decode(tweet("x", "y", [])), "extra": 1})
+    raw = RawDocument(longer)
+    assert raw["extra"] == 1 and raw._positions is None
+
+
+def test_the_most_recently_fitting_walker_is_tried_first() -> None:
+    first, second = tweet("x", "y", []), encode({"a": 1, "b": "two"})
+    learn(first)
+    learn(second)
+    assert len(walkers()) == 2
+    RawDocument(second)["b"]
+    assert walkers()[0][1] == {"a": 0, "b": 1}
+
+
+def test_at_most_four_walkers_and_a_new_shape_takes_the_last_place_rarely(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shapes = [encode({f"k{i}": i, "s": "x"}) for i in range(6)]
+    for data in shapes[:5]:
+        learn(data)
+    assert len(walkers()) == _walkers.MAX_WALKERS
+    monkeypatch.setattr(_walkers, "_countdown", [2])
+    list(RawDocument(shapes[5]))  # first sight: only marked
+    list(RawDocument(shapes[5]))  # the countdown says not yet
+    assert all("k5" not in table for _, table in walkers())
+    list(RawDocument(shapes[5]))
+    assert len(walkers()) == _walkers.MAX_WALKERS
+    assert "k5" in walkers()[-1][1]
+    raw = RawDocument(shapes[5])
+    assert raw["s"] == "x" and raw._index is walkers()[0][1]  # and it moved to the front
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"a": 1, "r": Regex("x", "i"), "b": 2},  # regex: its length is not a prefix
+        {},
+    ],
+    ids=["regex", "empty"],
+)
+def test_shapes_a_walker_does_not_handle(document: dict[str, Any]) -> None:
+    for _ in range(3):
+        raw = RawDocument(encode(document))
+        assert list(raw) == list(document)
+    assert walkers() == []
+
+
+def test_repeated_keys_get_no_walker_and_the_first_one_wins() -> None:
+    body = b"\x10a\x00" + struct.pack("<i", 1) + b"\x10a\x00" + struct.pack("<i", 2)
+    data = struct.pack("<i", len(body) + 5) + body + b"\x00"
+    for _ in range(3):
+        raw = RawDocument(data)
+        assert list(raw) == ["a"] and raw["a"] == 1
+    assert walkers() == []
+
+
+def test_walker_code_holds_no_document_text() -> None:
+    key = "it's \"odd\"\n\\ ); __import__('os') #"
+    learn(encode({key: "v", "n": 1}))
+    walker, table = walkers()[0]
+    assert list(table) == [key, "n"]
+    assert RawDocument(encode({key: "w", "n": 2}))[key] == "w"
+    code = walker.__code__
+    for constant in code.co_consts:
+        assert constant is None or isinstance(constant, int | bytes | tuple)
+        assert not isinstance(constant, str)
+    assert not {"os", "__import__"} & set(code.co_names)
+
+
+def test_a_walker_for_a_document_that_ends_with_fixed_values_and_one_with_a_string() -> None:
+    for document in ({"s": "x", "a": 1, "b": 2.5}, {"a": 1, "s": "x"}, {"d": {"e": [1]}}):
+        learn(encode(document))
+        other = {k: (v * 3 if isinstance(v, str) else v) for k, v in document.items()}
+        raw = RawDocument(encode(other))
+        assert plain(raw[list(other)[-1]]) == plain(other[list(other)[-1]])
+        assert raw._positions is not None and raw.to_dict() == other
+
+
+# --- every outcome equals the careful walk's, on valid and corrupted documents -------------
+
+texts = st.text(max_size=12)
+keys = texts.filter(lambda k: "\x00" not in k)
+values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**31), 2**31 - 1),
+    st.floats(allow_nan=False),
+    texts,
+    st.binary(max_size=8),
+    st.lists(st.integers(0, 9), max_size=3),
+    st.dictionaries(keys, st.integers(0, 9), max_size=2),
+)
+
+
+def same_shape(document: dict[str, Any], draw: Any) -> dict[str, Any]:
+    """The same keys and types with other values of variable size."""
+    out: dict[str, Any] = {}
+    for key, value in document.items():
+        if isinstance(value, str):
+            value = draw(texts)
+        elif isinstance(value, bytes):
+            value = draw(st.binary(max_size=8))
+        elif isinstance(value, list):
+            value = draw(st.lists(st.integers(0, 9), max_size=3))
+        elif isinstance(value, dict):
+            value = draw(st.dictionaries(keys, st.integers(0, 9), max_size=2))
+        out[key] = value
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(keys, values, min_size=1, max_size=7), st.data())
+def test_walker_views_agree_with_careful_views(document: dict[str, Any], data: st.DataObject) -> None:
+    TRIE[0] = new_root()  # (the fixture runs once for all examples)
+    learn(encode(document))
+    buffer = bytearray(encode(same_shape(document, data.draw)))
+    for _ in range(data.draw(st.integers(0, 3))):
+        position = data.draw(st.integers(4, len(buffer) - 2))
+        buffer[position] = data.draw(st.integers(0, 255))
+    blob = bytes(buffer)
+    try:
+        reference = careful(blob)
+    except InvalidBSON:
+        return
+    raw = RawDocument(blob)
+    keys = list(document)
+    order = data.draw(st.permutations(keys))
+    for key in order:
+        assert outcome(lambda key=key: raw[key]) == outcome(lambda key=key: reference[key])
+    assert outcome(lambda: list(raw)) == outcome(lambda: list(reference))
+    assert outcome(lambda: len(raw)) == outcome(lambda: len(reference))
+
+
+def with_body(body: bytes) -> bytes:
+    return struct.pack("<i", len(body) + 5) + body + b"\x00"
+
+
+@pytest.mark.parametrize(
+    ("learned", "corrupt"),
+    [  # a length below its type's minimum, with the document's size made to fit it exactly
+        ({"a": 1, "s": "x"}, b"\x02s\x00" + struct.pack("<i", 0)),
+        ({"a": 1, "d": {}}, b"\x03d\x00" + struct.pack("<i", 4)),
+        ({"a": 1, "b": b""}, b"\x05b\x00" + struct.pack("<i", -1)),
+    ],
+    ids=["string", "document", "binary"],
+)
+def test_lengths_below_the_minimum_are_refused_as_by_the_careful_walk(
+    learned: dict[str, Any], corrupt: bytes
+) -> None:
+    learn(encode(learned))
+    blob = with_body(b"\x10a\x00" + struct.pack("<i", 1) + corrupt)
+    raw, reference = RawDocument(blob), careful(blob)
+    assert outcome(lambda: raw["a"]) == outcome(lambda: reference["a"]) == ("value", encode({"v": 1}))
+    assert outcome(lambda: list(raw)) == outcome(lambda: list(reference)) == ("invalid", None)
+    assert raw._positions is None
