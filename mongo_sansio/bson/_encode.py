@@ -42,7 +42,9 @@ against growing a bytearray; deep_bson (many tiny containers) +5%.  The commones
 inline, in order of frequency; the rest go through a type-keyed table.  Per element type a
 cache (a plain dict: a miss raises KeyError and the loop learns the key) maps a key to the
 element's header -- type byte, key, NUL -- so a cached element costs one subscript.
-Containers of common scalars ("leaves") are written by an inner loop without a stack frame.  Containers over ``_BIG_CONTAINER`` entries skip the caches (unique keys).  There
+Containers of common scalars ("leaves") are written by an inner loop without a stack frame.
+With the default codec options, a dict whose shape (keys and value types) was met before is
+encoded by that shape's compiled encoder instead (:mod:`._encode_shapes`).  Containers over ``_BIG_CONTAINER`` entries skip the caches (unique keys).  There
 is no recursion: an explicit stack of suspended iterators bounds depth by
 ``max_nesting_depth`` alone.
 """
@@ -56,6 +58,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
+from mongo_sansio.bson._encode_shapes import shaped
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.decimal128 import Decimal128
 from mongo_sansio.bson.errors import InvalidDocument, UnencodableType
@@ -479,6 +482,10 @@ def _make_encode() -> _Encode:
     def encode(document: Mapping[str, Any], codec_options: CodecOptions | None = None) -> bytes:
         """The BSON encoding of ``document`` (see the module docstring for the type mapping)."""
         if type(document) is dict and len(document) <= big_container:
+            if codec_options is None:
+                data = shaped(document)
+                if data is not None and len(data) <= _BSON_SIZE_LIMIT:
+                    return data
             items: Iterator[tuple[Any, Any]] = iter(document.items())
             big = False
         elif isinstance(document, Mapping):

@@ -1,0 +1,304 @@
+"""Shape encoders: straight-line encoders for the dict shapes :func:`encode` meets repeatedly.
+
+Input: a top-level ``dict`` encoded with the default codec options.  Output: its BSON bytes,
+or None, and then :func:`~mongo_sansio.bson._encode.encode` encodes it the general way.
+
+A *shape* is a dict's keys in order together with the exact type of each value.  The first
+document of a shape is only remembered; the second compiles an encoder for it.  The encoder
+is Python source generated from the shape and compiled once (the way attrs and namedtuple
+make their methods): it unpacks the values, packs every run of headers and fixed-size values
+with one precompiled struct call whose first field is the document's total length (summed
+from constants and the lengths of the variable parts), and joins the pieces once.  Embedded
+documents and arrays get encoders of their own shapes the same way (arrays are shaped by
+their length and types), or else are encoded by the general encoder; the nesting depth is
+counted along and checked against the default ``max_nesting_depth``.
+
+An encoder gives exactly the general encoder's bytes or None: any value it does not expect
+(an int whose size class differs from the compiled one, a string that is not UTF-8, an
+aware datetime, a length over int32, an embedded value that fails) makes it return None,
+and the general encoder then encodes the document, or raises with the key path.  The source
+holds only integers and the ``repr`` of bytes (the headers), never a key or value as text,
+so no document content can become code.  Shapes of more than MAX_KEYS keys and shapes with
+types not listed in ``_compile_element`` get no encoder; memory is bounded by MAX_SHAPES.
+"""
+
+from __future__ import annotations
+
+import datetime
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS
+from mongo_sansio.bson.decimal128 import Decimal128
+from mongo_sansio.bson.objectid import ObjectId
+from mongo_sansio.bson.types import Code, Int64, MaxKey, MinKey, Regex, Timestamp, Undefined
+
+__all__ = ["shaped"]
+
+ShapeEncoder = Callable[[dict[str, Any]], "bytes | None"]
+
+MAX_KEYS = 256  # containers with more entries are left to the general encoder
+MAX_SHAPES = 256  # per table; a full table is emptied
+_INT32 = range(-(2**31), 2**31)
+_MAX_DEPTH = DEFAULT_CODEC_OPTIONS.max_nesting_depth
+_UNSHAPED = object()  # an entry's encoder slot: this shape gets no encoder
+# [values' types tuple, encoder or None (not compiled yet) or _UNSHAPED], by keys tuple for
+# documents and by the types tuple for arrays (whose keys follow from their length)
+_DOCUMENTS: dict[tuple[Any, ...], list[Any]] = {}
+_ARRAYS: dict[tuple[Any, ...], list[Any]] = {}
+
+
+class _TooDeep(Exception):
+    """Nesting beyond max_nesting_depth: the general encoder reports it with the key path."""
+
+
+def _encoder(
+    table: dict[tuple[Any, ...], list[Any]],
+    key: tuple[Any, ...],
+    types: tuple[type, ...],
+    container: Any,
+    is_array: bool,
+) -> Any:
+    """The shape's encoder from ``table``, compiled at the shape's second sight; or None."""
+    entry = table.get(key)
+    if entry is None:
+        if len(table) >= MAX_SHAPES:
+            table.clear()  # a fresh start beats tracking recency
+        table[key] = [types, None]
+        return None
+    if entry[0] != types:
+        entry[0], entry[1] = types, None  # the types changed: compile at their next sight
+        return None
+    encoder = entry[1]
+    if encoder is None:
+        encoder = entry[1] = _compile(container, is_array)
+    return None if encoder is _UNSHAPED else encoder
+
+
+def shaped(document: dict[str, Any]) -> bytes | None:
+    """``document``'s BSON bytes by its shape's encoder, or None (see the module docs)."""
+    if len(document) > MAX_KEYS:
+        return None
+    types = tuple(map(type, document.values()))
+    encoder = _encoder(_DOCUMENTS, tuple(document), types, document, False)
+    if encoder is None:
+        return None
+    result: bytes | None = encoder(document, 1)
+    return result
+
+
+def _options(depth: int) -> Any:
+    """Codec options for a container at ``depth`` encoded as if it were a top-level one."""
+    options = _NESTED_OPTIONS.get(depth)
+    if options is None:
+        options = _NESTED_OPTIONS[depth] = DEFAULT_CODEC_OPTIONS.with_options(
+            max_nesting_depth=_MAX_DEPTH - depth + 1
+        )
+    return options
+
+
+_NESTED_OPTIONS: dict[int, Any] = {}
+
+
+def _nested_document(value: dict[str, Any], depth: int) -> bytes:
+    """An embedded document at ``depth``: by its shape's encoder, else the general one."""
+    if depth > _MAX_DEPTH:
+        raise _TooDeep
+    if len(value) <= MAX_KEYS:
+        types = tuple(map(type, value.values()))
+        encoder = _encoder(_DOCUMENTS, tuple(value), types, value, False)
+        if encoder is not None:
+            result = encoder(value, depth)
+            if result is not None:
+                return result  # type: ignore[no-any-return]
+    return _general()(value, _options(depth))  # type: ignore[no-any-return]
+
+
+def _nested_array(value: list[Any], depth: int) -> bytes:
+    """An array at ``depth``, as :func:`_nested_document` does documents."""
+    if depth > _MAX_DEPTH:
+        raise _TooDeep
+    if len(value) <= MAX_KEYS:
+        types = tuple(map(type, value))
+        encoder = _encoder(_ARRAYS, types, types, value, True)
+        if encoder is not None:
+            result = encoder(value, depth)
+            if result is not None:
+                return result  # type: ignore[no-any-return]
+    as_document = {str(index): item for index, item in enumerate(value)}
+    return _general()(as_document, _options(depth))  # type: ignore[no-any-return]
+
+
+_GENERAL: list[Any] = []
+
+
+def _general() -> Any:
+    """The general encoder (imported on first use: _encode imports this module)."""
+    if not _GENERAL:
+        from mongo_sansio.bson._encode import encode
+
+        _GENERAL.append(encode)
+    return _GENERAL[0]
+
+
+class _Builder:
+    """Collects an encoder's statements and its output as runs of struct fields and pieces."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []  # statements before the output is built
+        self.fixed_size = 4  # bytes of the struct-packed parts, the length prefix included
+        self.lengths: list[str] = []  # expressions: the lengths of the variable pieces
+        self.output: list[str] = []  # expressions joined into the result
+        self.fmt = "<i"  # the open run: struct format and argument expressions
+        self.args = ["total"]
+        self.names: dict[str, Any] = {}
+
+    def field(self, fmt: str, expr: str | None, size: int) -> None:
+        self.fmt += fmt
+        if expr is not None:
+            self.args.append(expr)
+        self.fixed_size += size
+
+    def header(self, type_byte: int, key_cstring: bytes) -> None:
+        size = len(key_cstring) + 1
+        self.field(f"{size}s", repr(bytes([type_byte]) + key_cstring), size)
+
+    def piece(self, expr: str) -> None:
+        """A variable-size piece (bytes) after the open run; its length counts in the total."""
+        self.close_run()
+        self.output.append(expr)
+        self.lengths.append(f"len({expr})")
+
+    def close_run(self) -> None:
+        if self.fmt == "<":
+            return
+        name = f"p{len(self.names)}"
+        self.names[name] = struct.Struct(self.fmt).pack
+        self.output.append(f"{name}({', '.join(self.args)})")
+        self.fmt, self.args = "<", []
+
+    def string(self, type_byte: int, key_cstring: bytes, text: str) -> None:
+        """A string-like value: int32 length counting the NUL, UTF-8, NUL."""
+        self.header(type_byte, key_cstring)
+        self.lines.append(f"    {text}b = {text}.encode()")
+        self.field("i", f"len({text}b) + 1", 4)
+        self.piece(f"{text}b")
+        self.field("x", None, 1)
+
+
+def _compile_element(out: _Builder, n: int, key_cstring: bytes, value: Any) -> bool:
+    """Add element ``n`` (value in variable ``v{n}``) to ``out``; False for a type or value
+    the encoders do not handle."""
+    v = f"v{n}"
+    t = type(value)
+    if t is str:
+        out.string(0x02, key_cstring, v)
+    elif t is int:
+        if value in _INT32:  # int32; 'i' refuses larger values: then the general encoder
+            out.header(0x10, key_cstring)
+            out.field("i", v, 4)
+        else:  # int64: an int that fits int32 is written as int32 by the general encoder
+            out.lines.append(f"    if -2147483648 <= {v} <= 2147483647:\n        return None")
+            out.header(0x12, key_cstring)
+            out.field("q", v, 8)
+    elif t is bool:
+        out.header(0x08, key_cstring)
+        out.field("?", v, 1)
+    elif value is None or t is MinKey or t is MaxKey or t is Undefined:
+        type_byte = 0x0A if value is None else 0xFF if t is MinKey else 0x7F if t is MaxKey else 6
+        out.header(type_byte, key_cstring)
+    elif t is float:
+        out.header(0x01, key_cstring)
+        out.field("d", v, 8)
+    elif t is Int64:
+        out.header(0x12, key_cstring)
+        out.field("q", v, 8)
+    elif t is dict:
+        out.lines.append(f"    {v} = document(v{n}, depth + 1)")
+        out.header(0x03, key_cstring)
+        out.piece(v)
+    elif t is list:
+        out.lines.append(f"    {v} = array(v{n}, depth + 1)")
+        out.header(0x04, key_cstring)
+        out.piece(v)
+    elif t is bytes:
+        out.header(0x05, key_cstring)
+        out.field("ix", f"len({v})", 5)  # length, subtype 0
+        out.piece(v)
+    elif t is ObjectId:
+        out.header(0x07, key_cstring)
+        out.field("12s", f"{v}._id", 12)
+    elif t is datetime.datetime and value.tzinfo is None:
+        out.lines.append(f"    if {v}.tzinfo is not None:\n        return None")
+        out.lines.append(f"    {v} = {v} - epoch")
+        out.header(0x09, key_cstring)
+        ms = f"({v}.days * 86400 + {v}.seconds) * 1000 + {v}.microseconds // 1000"
+        out.field("q", ms, 8)
+    elif t is Timestamp:
+        out.header(0x11, key_cstring)
+        out.field("II", f"{v}.inc, {v}.time", 8)
+    elif t is Decimal128:
+        out.header(0x13, key_cstring)
+        out.field("16s", f"{v}.bid", 16)
+    elif t is Regex:
+        out.header(0x0B, key_cstring)
+        out.piece(f"regex({v})")
+    elif t is Code and value.scope is None:
+        out.lines.append(f"    if {v}.scope is not None:\n        return None")
+        out.string(0x0D, key_cstring, v)
+    elif t is Code and type(value.scope) is dict:
+        # code with scope: int32 total length, the code as a string, the scope document
+        out.lines.append(f"    if type({v}.scope) is not dict:\n        return None")
+        out.lines.append(f"    {v}b = {v}.encode()")
+        out.lines.append(f"    {v}s = document({v}.scope, depth + 1)")
+        out.header(0x0F, key_cstring)
+        out.field("ii", f"len({v}b) + len({v}s) + 9, len({v}b) + 1", 8)
+        out.piece(f"{v}b")
+        out.field("x", None, 1)
+        out.piece(f"{v}s")
+    else:
+        return False
+    return True
+
+
+def _compile(container: Any, is_array: bool) -> Any:
+    """The encoder for ``container``'s shape (int sizes as in it), or _UNSHAPED."""
+    from mongo_sansio.bson._encode import _regex
+
+    out = _Builder()
+    items = enumerate(container) if is_array else enumerate(container.items())
+    for n, item in items:
+        key, value = (str(n), item) if is_array else item
+        if type(key) is not str or "\x00" in key:
+            return _UNSHAPED
+        try:
+            key_cstring = key.encode() + b"\x00"
+        except UnicodeEncodeError:
+            return _UNSHAPED
+        if not _compile_element(out, n, key_cstring, value):
+            return _UNSHAPED
+    out.field("x", None, 1)  # the container's trailing NUL
+    out.close_run()
+    values = "".join(f"v{n}, " for n in range(len(container)))
+    total = " + ".join([str(out.fixed_size), *out.lengths])
+    source = "\n".join([
+        "def encoder(container, depth):",
+        "  try:",
+        f"    {values or '()'} = container" + ("" if is_array else ".values()"),
+        *out.lines,
+        f"    total = {total}",  # over int32: packing it fails, and so the general encoder
+        f"    return join(({', '.join(out.output)},))",
+        "  except Exception:  # the general encoder encodes it, or says what is wrong",
+        "    return None",
+    ])
+    names = {
+        **out.names,
+        "join": b"".join,
+        "document": _nested_document,
+        "array": _nested_array,
+        "regex": _regex,
+        "epoch": datetime.datetime(1970, 1, 1),
+    }
+    exec(compile(source, "<mongo_sansio shape encoder>", "exec"), names)  # noqa: S102
+    return names["encoder"]
