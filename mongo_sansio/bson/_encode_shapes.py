@@ -43,10 +43,11 @@ MAX_SHAPES = 256  # per table; a full table is emptied
 _INT32 = range(-(2**31), 2**31)
 _MAX_DEPTH = DEFAULT_CODEC_OPTIONS.max_nesting_depth
 _UNSHAPED = object()  # an entry's encoder slot: this shape gets no encoder
-# [values' types tuple, encoder or None (not compiled yet) or _UNSHAPED], by keys tuple for
-# documents and by the types tuple for arrays (whose keys follow from their length)
-_DOCUMENTS: dict[tuple[Any, ...], list[Any]] = {}
-_ARRAYS: dict[tuple[Any, ...], list[Any]] = {}
+# (values' types tuple, encoder or None (not compiled yet) or _UNSHAPED), by keys tuple for
+# documents and by the types tuple for arrays (whose keys follow from their length).  An
+# entry is a tuple, replaced whole: another thread never sees an encoder with other types.
+_DOCUMENTS: dict[tuple[Any, ...], tuple[tuple[type, ...], Any]] = {}
+_ARRAYS: dict[tuple[Any, ...], tuple[tuple[type, ...], Any]] = {}
 
 
 class _TooDeep(Exception):
@@ -54,7 +55,7 @@ class _TooDeep(Exception):
 
 
 def _encoder(
-    table: dict[tuple[Any, ...], list[Any]],
+    table: dict[tuple[Any, ...], tuple[tuple[type, ...], Any]],
     key: tuple[Any, ...],
     types: tuple[type, ...],
     container: Any,
@@ -62,17 +63,15 @@ def _encoder(
 ) -> Any:
     """The shape's encoder from ``table``, compiled at the shape's second sight; or None."""
     entry = table.get(key)
-    if entry is None:
-        if len(table) >= MAX_SHAPES:
+    if entry is None or entry[0] != types:  # new, or the types changed: compile next time
+        if entry is None and len(table) >= MAX_SHAPES:
             table.clear()  # a fresh start beats tracking recency
-        table[key] = [types, None]
-        return None
-    if entry[0] != types:
-        entry[0], entry[1] = types, None  # the types changed: compile at their next sight
+        table[key] = (types, None)
         return None
     encoder = entry[1]
     if encoder is None:
-        encoder = entry[1] = _compile(container, is_array)
+        encoder = _compile(container, is_array)
+        table[key] = (types, encoder)
     return None if encoder is _UNSHAPED else encoder
 
 
