@@ -104,13 +104,19 @@ def _nested_document(value: dict[str, Any], depth: int) -> bytes:
     """An embedded document at ``depth``: by its shape's encoder, else the general one."""
     if depth > _MAX_DEPTH:
         raise _TooDeep
-    if len(value) <= MAX_KEYS:
-        types = tuple(map(type, value.values()))
-        encoder = _encoder(_DOCUMENTS, tuple(value), types, value, False)
-        if encoder is not None:
-            result = encoder(value, depth)
-            if result is not None:
-                return result  # type: ignore[no-any-return]
+    keys = tuple(value)
+    types = tuple(map(type, value.values()))
+    entry = _DOCUMENTS.get(keys)
+    if entry is not None and entry[0] == types and entry[1] is not None:
+        encoder = entry[1]  # the hot path, without the call to _encoder
+    elif len(keys) <= MAX_KEYS:
+        encoder = _encoder(_DOCUMENTS, keys, types, value, False)
+    else:
+        encoder = None
+    if encoder is not None and encoder is not _UNSHAPED:
+        result = encoder(value, depth)
+        if result is not None:
+            return result  # type: ignore[no-any-return]
     return _general()(value, _options(depth))  # type: ignore[no-any-return]
 
 
@@ -118,13 +124,18 @@ def _nested_array(value: list[Any], depth: int) -> bytes:
     """An array at ``depth``, as :func:`_nested_document` does documents."""
     if depth > _MAX_DEPTH:
         raise _TooDeep
-    if len(value) <= MAX_KEYS:
-        types = tuple(map(type, value))
+    types = tuple(map(type, value))
+    entry = _ARRAYS.get(types)
+    if entry is not None and entry[1] is not None:
+        encoder = entry[1]
+    elif len(types) <= MAX_KEYS:
         encoder = _encoder(_ARRAYS, types, types, value, True)
-        if encoder is not None:
-            result = encoder(value, depth)
-            if result is not None:
-                return result  # type: ignore[no-any-return]
+    else:
+        encoder = None
+    if encoder is not None and encoder is not _UNSHAPED:
+        result = encoder(value, depth)
+        if result is not None:
+            return result  # type: ignore[no-any-return]
     as_document = {str(index): item for index, item in enumerate(value)}
     return _general()(as_document, _options(depth))  # type: ignore[no-any-return]
 
