@@ -32,6 +32,7 @@ from typing import Any, overload
 from mongo_sansio.bson._decode import KIND_ARRAY, as_bytes, document_end, read_document, read_value
 from mongo_sansio.bson._decode_parts import (
     I32,
+    I64,
     LEARN_BUDGET,
     LEARN_DEPTH,
     TRIE,
@@ -43,6 +44,7 @@ from mongo_sansio.bson._decode_parts import (
 from mongo_sansio.bson._walkers import remember_shape
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.errors import InvalidBSON
+from mongo_sansio.bson.types import Int64
 
 __all__ = ["RawDocument", "RawArray"]
 
@@ -316,6 +318,9 @@ class RawDocument(Mapping[str, Any]):
             view._whole = None
             view._positions = None
             return view
+        if t == 18 and vpos + 8 <= stop:  # int64: an Int64 when it would fit an int32
+            value = I64(data, vpos)[0]
+            return Int64(value) if -2147483648 <= value <= 2147483647 else value
         return _value(data, t, vpos, stop, self._opts)
 
     def get(self, key: str, default: Any = None) -> Any:
