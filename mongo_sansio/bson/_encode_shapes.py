@@ -42,12 +42,14 @@ MAX_KEYS = 256  # containers with more entries are left to the general encoder
 MAX_SHAPES = 256  # per table; a full table is emptied
 _INT32 = range(-(2**31), 2**31)
 _MAX_DEPTH = DEFAULT_CODEC_OPTIONS.max_nesting_depth
+MAX_COMPILES = 4  # per key while it stays in its table: types that keep changing stop it
 _UNSHAPED = object()  # an entry's encoder slot: this shape gets no encoder
-# (values' types tuple, encoder or None (not compiled yet) or _UNSHAPED), by keys tuple for
-# documents and by the types tuple for arrays (whose keys follow from their length).  An
-# entry is a tuple, replaced whole: another thread never sees an encoder with other types.
-_DOCUMENTS: dict[tuple[Any, ...], tuple[tuple[type, ...], Any]] = {}
-_ARRAYS: dict[tuple[Any, ...], tuple[tuple[type, ...], Any]] = {}
+# (values' types tuple, encoder or None (not compiled yet) or _UNSHAPED, compiles so far), by
+# keys tuple for documents and by the types tuple for arrays (whose keys follow from their
+# length).  An entry is a tuple, replaced whole: no thread sees an encoder with other types.
+_Entry = tuple[tuple[type, ...], Any, int]
+_DOCUMENTS: dict[tuple[Any, ...], _Entry] = {}
+_ARRAYS: dict[tuple[Any, ...], _Entry] = {}
 
 
 class _TooDeep(Exception):
@@ -55,7 +57,7 @@ class _TooDeep(Exception):
 
 
 def _encoder(
-    table: dict[tuple[Any, ...], tuple[tuple[type, ...], Any]],
+    table: dict[tuple[Any, ...], _Entry],
     key: tuple[Any, ...],
     types: tuple[type, ...],
     container: Any,
@@ -63,15 +65,19 @@ def _encoder(
 ) -> Any:
     """The shape's encoder from ``table``, compiled at the shape's second sight; or None."""
     entry = table.get(key)
-    if entry is None or entry[0] != types:  # new, or the types changed: compile next time
-        if entry is None and len(table) >= MAX_SHAPES:
+    if entry is None:
+        if len(table) >= MAX_SHAPES:
             table.clear()  # a fresh start beats tracking recency
-        table[key] = (types, None)
+        table[key] = (types, None, 0)
+        return None
+    compiles = entry[2]
+    if entry[0] != types:  # the types changed: compile at their next sight, up to a limit
+        table[key] = (types, None if compiles < MAX_COMPILES else _UNSHAPED, compiles)
         return None
     encoder = entry[1]
     if encoder is None:
         encoder = _compile(container, is_array)
-        table[key] = (types, encoder)
+        table[key] = (types, encoder, compiles + 1)
     return None if encoder is _UNSHAPED else encoder
 
 

@@ -168,3 +168,13 @@ def test_shape_encoders_agree_with_the_general_encoder(document: dict[str, Any],
     for key in data.draw(st.lists(st.sampled_from(list(document)), max_size=3)) if document else []:
         other[key] = data.draw(st.sampled_from(list(EVERY_TYPE.values()) + [2**31, -(2**31) - 1]))
     assert outcome(lambda: encode(other)) == outcome(lambda: general(other))
+
+
+def test_keys_whose_types_keep_changing_stop_compiling() -> None:
+    variants = [{"a": 1, "b": "x"}, {"a": 1.5, "b": "x"}]
+    for _ in range(shapes.MAX_COMPILES + 2):
+        for variant in variants:
+            warm(variant, 2)
+            assert encode(variant) == general(variant)
+    types, encoder, compiles = shapes._DOCUMENTS[("a", "b")]
+    assert compiles == shapes.MAX_COMPILES and encoder is shapes._UNSHAPED
