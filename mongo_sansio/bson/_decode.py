@@ -55,7 +55,9 @@ one struct call checks the prediction and reads the value.  The common types are
 inline in if/elif chains ordered by frequency.  Structure is checked with a few comparisons
 per element; slicing past the end (which Python answers with short data instead of an error)
 is caught by the exact end-of-container check: every element must end exactly where its
-container's trailing NUL sits.
+container's trailing NUL sits.  With the default codec options, a document whose shape
+was decoded before at the same trie root goes through that shape's compiled decoder
+(:mod:`._decode_shapes`), which gives the same value or None, and then this loop runs.
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ from mongo_sansio.bson._decode_parts import (
     read_string,
     too_deep,
 )
+from mongo_sansio.bson._walkers import remember_shape
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions, DatetimeConversion
 from mongo_sansio.bson.decimal128 import Decimal128
 from mongo_sansio.bson.errors import InvalidBSON
@@ -286,6 +289,15 @@ def _read(
     strict, errors, doc_class, lazy, convert, plain_dates, max_depth, _ = settings
     if depth > max_depth:
         raise too_deep(max_depth, start)
+    # shape decoders (_decode_shapes) serve the default options: a shape met before is
+    # decoded by one straight-line function; None from it means "decode the general way"
+    shaped = remember = opts is DEFAULT_CODEC_OPTIONS
+    top_root = node
+    if shaped and kind == KIND_TOP and node is not None and node[8]:
+        done = _by_shape(node[8], data, start, end, depth)
+        if done is not None:
+            return done
+        shaped = False  # no shape decoder took it: none below it will be tried either
     find = data.index
     learn = LEARN_BUDGET  # nodes this decode may still add to the trie
     stack: list[tuple[Any, Any, int, str, Any, bool, bool]] = []
@@ -344,8 +356,15 @@ def _read(
                                 cur[key] = doc_class._view(data, pos, pos + value, opts, None)
                                 pos += value
                                 continue
-                            stack.append((cur, kind, stop, key, node, arr, track))
                             sub = nxt[4]
+                            if vkind == 2 and shaped and sub is not None and sub[8]:
+                                done = _by_shape(sub[8], data, pos - 4, pos - 4 + value, depth + 1)
+                                if done is not None:
+                                    cur[key] = done
+                                    pos += value - 4
+                                    continue
+                                shaped = False  # the rest of this decode goes the general way
+                            stack.append((cur, kind, stop, key, node, arr, track))
                             if sub is None and learn:
                                 learn -= 1
                                 sub = nxt[4] = new_root()
@@ -562,6 +581,11 @@ def _read(
             # the current container is complete: its last element must end at its NUL
             if pos != stop or data[stop]:
                 raise bad_end(data, pos, stop)
+            if track and remember and kind < 2 and node[6] == len(cur) and node[6]:
+                # a whole document on the trie, keys distinct: its shape may get a decoder
+                root = stack[-1][4][4] if stack else top_root
+                if root is not None:
+                    remember_shape(root, node, root is TRIE[0])
             value = cur
             if kind == 1:  # KIND_DOC
                 if "$ref" in value:
@@ -596,6 +620,50 @@ def _read(
     finally:
         if learn != LEARN_BUDGET:
             count_nodes(LEARN_BUDGET - learn)
+
+
+class _Fallback(Exception):
+    """An embedded document's shape decoders all refused it: the whole attempt is given up.
+
+    Raised through every enclosing shape decoder (none catches it) up to :func:`_by_shape`,
+    so the general decoder then decodes the outermost document once.  Falling back level by
+    level instead would decode a deep document's inner levels again at every level above.
+    """
+
+
+def _by_shape(shapes: list[Any], data: bytes, start: int, end: int, depth: int) -> Any:
+    """The document at ``data[start:end]`` by the first shape decoder that takes it, or None
+    (the caller then decodes it the general way, with no shape decoders below it)."""
+    try:
+        for shape in shapes:
+            decoder = shape[2]
+            if decoder is not None:
+                value = decoder(data, start, end, depth)
+                if value is not None:
+                    return value
+    except (_Fallback, RecursionError):  # (the general decoder needs no call stack)
+        pass
+    return None
+
+
+def decode_nested(data: bytes, start: int, end: int, depth: int, node: Any) -> Any:
+    """An embedded document for a shape decoder (default options): by the shape decoders of
+    its element ``node``'s trie root, or the general way when that root has none yet.
+    Raises InvalidBSON, or _Fallback when the root's decoders refuse the document."""
+    if depth > DEFAULT_CODEC_OPTIONS.max_nesting_depth:
+        raise too_deep(DEFAULT_CODEC_OPTIONS.max_nesting_depth, start)
+    sub = node[4]
+    if sub is not None and sub[8]:
+        value = _by_shape(sub[8], data, start, end, depth)
+        if value is None:
+            raise _Fallback
+        return value
+    return _read(data, start, end, DEFAULT_CODEC_OPTIONS, _DEFAULT_SETTINGS, depth, KIND_DOC, sub)
+
+
+def decode_array(data: bytes, start: int, end: int, depth: int) -> Any:
+    """An array for a shape decoder (default options), the general way.  Raises InvalidBSON."""
+    return _read(data, start, end, DEFAULT_CODEC_OPTIONS, _DEFAULT_SETTINGS, depth, KIND_ARRAY, None)
 
 
 def read_value(

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mongo_sansio.bson._decode_parts import MISS
+from mongo_sansio.bson._decode_shapes import compile_decoder
 
 __all__ = ["Walker", "compile_walker", "remember_shape"]
 
@@ -122,10 +123,12 @@ _REPLACE_EVERY = 256  # with all places taken, a new shape evicts the last walke
 _countdown = [_REPLACE_EVERY]
 
 
-def remember_shape(root: list[Any], last: list[Any]) -> None:
-    """Note that a careful walk from ``root`` went through a whole document, ending on trie
-    node ``last`` with as many distinct keys as ``last``'s ordinal: on the second such walk,
-    compile the shape's walker into ``root``'s list of (walker, key table) pairs (slot 8)."""
+def remember_shape(root: list[Any], last: list[Any], walker: bool = True) -> None:
+    """Note that a careful walk or decode from ``root`` went through a whole document, ending
+    on trie node ``last`` with as many distinct keys as ``last``'s ordinal: on the second
+    such document, compile the shape into ``root``'s list of shapes (slot 8), each a tuple
+    (walker, key table, decoder).  ``walker``: RawDocument reads this root (the top-level
+    one), so a shape is kept only with a walker; elsewhere walker and key table are None."""
     if last is root:  # an empty document: nothing to walk
         return
     mark = last[8]
@@ -133,8 +136,8 @@ def remember_shape(root: list[Any], last: list[Any]) -> None:
         if mark is None:
             last[8] = SEEN
         return
-    walkers = root[8]
-    if walkers is not None and len(walkers) >= MAX_WALKERS:
+    shapes = root[8]
+    if shapes is not None and len(shapes) >= MAX_WALKERS:
         _countdown[0] -= 1
         if _countdown[0] > 0:
             return
@@ -148,14 +151,18 @@ def remember_shape(root: list[Any], last: list[Any]) -> None:
         nodes.append(node)
     if node is not last:  # another document changed the predictions meanwhile
         return
-    walker = compile_walker(nodes)
-    if walker is None:
+    from mongo_sansio.bson._decode import decode_array, decode_nested
+
+    pair = compile_walker(nodes) if walker else None
+    decoder = compile_decoder(nodes, decode_nested, decode_array)
+    if (walker and pair is None) or (pair is None and decoder is None):
         last[8] = UNWALKABLE
         return
+    shape = (None, None, decoder) if pair is None else (*pair, decoder)
     # a new list each time (never changed in place): other threads may be reading the old one
-    if walkers is None:
-        root[8] = [walker]
-    elif len(walkers) >= MAX_WALKERS:
-        root[8] = [*walkers[: MAX_WALKERS - 1], walker]
+    if shapes is None:
+        root[8] = [shape]
+    elif len(shapes) >= MAX_WALKERS:
+        root[8] = [*shapes[: MAX_WALKERS - 1], shape]
     else:
-        root[8] = [*walkers, walker]
+        root[8] = [*shapes, shape]

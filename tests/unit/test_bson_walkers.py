@@ -8,7 +8,6 @@ copies of them.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,14 +23,7 @@ from mongo_sansio.bson.errors import InvalidBSON
 from mongo_sansio.bson.raw import RawDocument
 from mongo_sansio.bson.types import Int64, Regex
 
-
-@pytest.fixture(autouse=True)
-def fresh_trie() -> Iterator[None]:
-    """Each test starts from an empty shape trie (and puts the shared one back after)."""
-    saved = TRIE[:]
-    TRIE[0], TRIE[1] = new_root(), 0
-    yield
-    TRIE[:] = saved
+pytestmark = pytest.mark.usefixtures("fresh_trie")
 
 
 def tweet(text: str, name: str, tags: list[int], tweet_id: int = 22824602300) -> bytes:
@@ -135,7 +127,7 @@ def test_at_most_four_walkers_and_a_new_shape_takes_the_last_place_rarely(
     monkeypatch.setattr(_walkers, "_countdown", [2])
     list(RawDocument(shapes[5]))  # first sight: only marked
     list(RawDocument(shapes[5]))  # the countdown says not yet
-    assert all("k5" not in table for _, table in walkers())
+    assert all("k5" not in table for _, table, _ in walkers())
     list(RawDocument(shapes[5]))
     assert len(walkers()) == _walkers.MAX_WALKERS
     assert "k5" in walkers()[-1][1]
@@ -170,7 +162,7 @@ def test_repeated_keys_get_no_walker_and_the_first_one_wins() -> None:
 def test_walker_code_holds_no_document_text() -> None:
     key = "it's \"odd\"\n\\ ); __import__('os') #"
     learn(encode({key: "v", "n": 1}))
-    walker, table = walkers()[0]
+    walker, table, _ = walkers()[0]
     assert list(table) == [key, "n"]
     assert RawDocument(encode({key: "w", "n": 2}))[key] == "w"
     code = walker.__code__
