@@ -446,12 +446,13 @@ def _read(
                             node[0] = nxt
                             node = nxt
                         else:
-                            key = data[pos + 1 : kend].decode()
-                            if (
-                                learn
-                                and node[6] < LEARN_DEPTH
-                                and (kind != 2 or key == str(node[6]))
-                            ):
+                            if kind == 2:  # array keys are compared, never decoded: their
+                                key = str(node[6])  # text is ignored, as untracked arrays do
+                                fits = data[pos + 1 : kend] == key.encode()
+                            else:
+                                key = data[pos + 1 : kend].decode()
+                                fits = True
+                            if learn and node[6] < LEARN_DEPTH and fits:
                                 learn -= 1
                                 nxt = new_node(hdr, t, key, node[6] + 1)
                                 if kind == 2:  # the documents of an array share one root
@@ -631,9 +632,14 @@ class _Fallback(Exception):
     """
 
 
-def _by_shape(shapes: list[Any], data: bytes, start: int, end: int, depth: int) -> Any:
+def _by_shape(buckets: dict[int, Any], data: bytes, start: int, end: int, depth: int) -> Any:
     """The document at ``data[start:end]`` by the first shape decoder that takes it, or None
     (the caller then decodes it the general way, with no shape decoders below it)."""
+    if end - start < 7:  # an empty document: no first element to choose a bucket by
+        return None
+    shapes = buckets.get(data[start + 4] << 8 | data[start + 5])
+    if shapes is None:
+        return None
     try:
         for shape in shapes:
             decoder = shape[2]

@@ -118,7 +118,8 @@ def compile_walker(nodes: Sequence[Any]) -> tuple[Walker, dict[str, int]] | None
 # A shape that cannot have a walker is marked so, and not tried again.
 SEEN = "seen"
 UNWALKABLE = "unwalkable"
-MAX_WALKERS = 4  # per root; tried in turn, the one that fits last moved to the front
+MAX_WALKERS = 4  # per bucket of a root; tried in turn, the one that fits moved to the front
+MAX_BUCKETS = 64  # per root
 _REPLACE_EVERY = 256  # with all places taken, a new shape evicts the last walker this rarely
 _countdown = [_REPLACE_EVERY]
 
@@ -126,9 +127,12 @@ _countdown = [_REPLACE_EVERY]
 def remember_shape(root: list[Any], last: list[Any], walker: bool = True) -> None:
     """Note that a careful walk or decode from ``root`` went through a whole document, ending
     on trie node ``last`` with as many distinct keys as ``last``'s ordinal: on the second
-    such document, compile the shape into ``root``'s list of shapes (slot 8), each a tuple
-    (walker, key table, decoder).  ``walker``: RawDocument reads this root (the top-level
-    one), so a shape is kept only with a walker; elsewhere walker and key table are None."""
+    such document, compile the shape into ``root``'s shapes, each a tuple (walker, key
+    table, decoder).  Slot 8 of the root holds them in buckets, a dict keyed by the first
+    element's type byte and first key byte (``type << 8 | byte``), so that with many shapes
+    a document tries only the few that begin alike.
+    ``walker``: RawDocument reads this root (the top-level one), so a shape is kept only with
+    a walker; elsewhere walker and key table are None."""
     if last is root:  # an empty document: nothing to walk
         return
     mark = last[8]
@@ -136,7 +140,10 @@ def remember_shape(root: list[Any], last: list[Any], walker: bool = True) -> Non
         if mark is None:
             last[8] = SEEN
         return
-    shapes = root[8]
+    buckets = root[8]
+    first_header = root[0][7][0]  # the first element's, by the predictions the walk just set
+    bucket = first_header[0] << 8 | first_header[1] if len(first_header) > 1 else -1
+    shapes = None if buckets is None else buckets.get(bucket)
     if shapes is not None and len(shapes) >= MAX_WALKERS:
         _countdown[0] -= 1
         if _countdown[0] > 0:
@@ -159,10 +166,13 @@ def remember_shape(root: list[Any], last: list[Any], walker: bool = True) -> Non
         last[8] = UNWALKABLE
         return
     shape = (None, None, decoder) if pair is None else (*pair, decoder)
-    # a new list each time (never changed in place): other threads may be reading the old one
+    # new containers each time (never changed in place): other threads may be reading
     if shapes is None:
-        root[8] = [shape]
+        shapes = [shape]
     elif len(shapes) >= MAX_WALKERS:
-        root[8] = [*shapes[: MAX_WALKERS - 1], shape]
+        shapes = [*shapes[: MAX_WALKERS - 1], shape]
     else:
-        root[8] = [*shapes, shape]
+        shapes = [*shapes, shape]
+    if buckets is None or len(buckets) >= MAX_BUCKETS:
+        buckets = {}  # a fresh start beats tracking recency
+    root[8] = {**buckets, bucket: shapes}

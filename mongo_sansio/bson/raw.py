@@ -97,6 +97,11 @@ def _walk_miss(data: bytes, pos: int, node: Any, learn: int) -> tuple[Any, int, 
     return None, t, key, kend + 1, learn
 
 
+def _to_front(buckets: dict[int, list[Any]], bucket: int, shapes: list[Any], shape: Any) -> None:
+    """Put ``shape`` first in its bucket, in a new list: other threads may read the old one."""
+    buckets[bucket] = [shape, *(other for other in shapes if other is not shape)]
+
+
 class RawDocument(Mapping[str, Any]):
     """A read-only mapping over the bytes of one BSON document, decoded lazily.
 
@@ -191,13 +196,14 @@ class RawDocument(Mapping[str, Any]):
         stop = self._end - 1
         node = self._node
         if node is not None and pos == self._start + 4:
-            walkers = node[8]  # (a root's): walkers of the shapes met before, see _walkers
+            buckets = node[8]  # (a root's): the shapes met before, see _walkers
+            walkers = buckets.get(data[pos] << 8 | data[pos + 1]) if buckets and pos < stop else None
             if walkers:
                 for pair in walkers:
                     positions = pair[0](data, pos, stop)
                     if positions is not None:
-                        if pair is not walkers[0]:  # a new list: other threads may be reading
-                            node[8] = [pair, *(other for other in walkers if other is not pair)]
+                        if pair is not walkers[0]:
+                            _to_front(buckets, data[pos] << 8 | data[pos + 1], walkers, pair)
                         keys = self._index = pair[1]  # shared: never written to
                         self._positions = positions
                         self._scan = -1

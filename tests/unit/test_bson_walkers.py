@@ -56,7 +56,8 @@ def outcome(call: Any) -> Any:
 
 
 def walkers() -> list[Any]:
-    return TRIE[0][8] or []
+    """The top-level root's shapes, bucket after bucket."""
+    return [shape for shapes in (TRIE[0][8] or {}).values() for shape in shapes]
 
 
 def learn(data: bytes) -> None:
@@ -109,12 +110,20 @@ def test_a_walker_stops_where_the_shape_differs() -> None:
 
 
 def test_the_most_recently_fitting_walker_is_tried_first() -> None:
-    first, second = tweet("x", "y", []), encode({"a": 1, "b": "two"})
+    # the same first element: one bucket, tried in turn
+    first, second = encode({"a": 1, "c": 2.5}), encode({"a": 1, "b": "two"})
     learn(first)
     learn(second)
-    assert len(walkers()) == 2
+    assert [table for _, table, _ in walkers()] == [{"a": 0, "c": 1}, {"a": 0, "b": 1}]
     RawDocument(second)["b"]
-    assert walkers()[0][1] == {"a": 0, "b": 1}
+    assert [table for _, table, _ in walkers()] == [{"a": 0, "b": 1}, {"a": 0, "c": 1}]
+
+
+def test_shapes_that_begin_differently_sit_in_different_buckets() -> None:
+    learn(tweet("x", "y", []))
+    learn(encode({"a": 1, "b": "two"}))
+    assert len(TRIE[0][8]) == 2 and len(walkers()) == 2
+    assert RawDocument(encode({"a": 2, "b": "three"}))["b"] == "three"
 
 
 def test_at_most_four_walkers_and_a_new_shape_takes_the_last_place_rarely(
