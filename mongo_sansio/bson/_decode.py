@@ -92,7 +92,7 @@ from mongo_sansio.bson._decode_parts import (
     read_string,
     too_deep,
 )
-from mongo_sansio.bson._walkers import remember_shape
+from mongo_sansio.bson._walkers import bucket_of, remember_shape
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions, DatetimeConversion
 from mongo_sansio.bson.decimal128 import Decimal128
 from mongo_sansio.bson.errors import InvalidBSON
@@ -637,7 +637,7 @@ def _by_shape(buckets: dict[int, Any], data: bytes, start: int, end: int, depth:
     (the caller then decodes it the general way, with no shape decoders below it)."""
     if end - start < 7:  # an empty document: no first element to choose a bucket by
         return None
-    shapes = buckets.get(data[start + 4] << 8 | data[start + 5])
+    shapes = buckets.get(bucket_of(data, start + 4))
     if shapes is None:
         return None
     try:

@@ -106,44 +106,31 @@ def _options(depth: int) -> Any:
 _NESTED_OPTIONS: dict[int, Any] = {}
 
 
-def _nested_document(value: dict[str, Any], depth: int) -> bytes:
-    """An embedded document at ``depth``: by its shape's encoder, else the general one."""
+def _nested(value: Any, depth: int, is_array: bool) -> bytes:
+    """An embedded document or array at ``depth``: by its shape's encoder, else the general
+    encoder (an array as the document of its index keys)."""
     if depth > _MAX_DEPTH:
         raise _TooDeep
-    keys = tuple(value)
-    types = tuple(map(type, value.values()))
-    entry = _DOCUMENTS.get(keys)
+    if is_array:
+        table, key = _ARRAYS, tuple(map(type, value))
+        types = key  # an array's shape is its types: its keys follow from its length
+    else:
+        table, key = _DOCUMENTS, tuple(value)
+        types = tuple(map(type, value.values()))
+    entry = table.get(key)
     if entry is not None and entry[0] == types and entry[1] is not None:
         encoder = entry[1]  # the hot path, without the call to _encoder
-    elif len(keys) <= MAX_KEYS:
-        encoder = _encoder(_DOCUMENTS, keys, types, value, False)
+    elif len(key) <= MAX_KEYS:
+        encoder = _encoder(table, key, types, value, is_array)
     else:
         encoder = None
     if encoder is not None and encoder is not _UNSHAPED:
         result = encoder(value, depth)
         if result is not None:
             return result  # type: ignore[no-any-return]
+    if is_array:
+        value = {str(index): item for index, item in enumerate(value)}
     return _general()(value, _options(depth))  # type: ignore[no-any-return]
-
-
-def _nested_array(value: list[Any], depth: int) -> bytes:
-    """An array at ``depth``, as :func:`_nested_document` does documents."""
-    if depth > _MAX_DEPTH:
-        raise _TooDeep
-    types = tuple(map(type, value))
-    entry = _ARRAYS.get(types)
-    if entry is not None and entry[1] is not None:
-        encoder = entry[1]
-    elif len(types) <= MAX_KEYS:
-        encoder = _encoder(_ARRAYS, types, types, value, True)
-    else:
-        encoder = None
-    if encoder is not None and encoder is not _UNSHAPED:
-        result = encoder(value, depth)
-        if result is not None:
-            return result  # type: ignore[no-any-return]
-    as_document = {str(index): item for index, item in enumerate(value)}
-    return _general()(as_document, _options(depth))  # type: ignore[no-any-return]
 
 
 _GENERAL: list[Any] = []
@@ -231,11 +218,11 @@ def _compile_element(out: _Builder, n: int, key_cstring: bytes, value: Any) -> b
         out.header(0x12, key_cstring)
         out.field("q", v, 8)
     elif t is dict:
-        out.lines.append(f"    {v} = document(v{n}, depth + 1)")
+        out.lines.append(f"    {v} = nested(v{n}, depth + 1, False)")
         out.header(0x03, key_cstring)
         out.piece(v)
     elif t is list:
-        out.lines.append(f"    {v} = array(v{n}, depth + 1)")
+        out.lines.append(f"    {v} = nested(v{n}, depth + 1, True)")
         out.header(0x04, key_cstring)
         out.piece(v)
     elif t is bytes:
@@ -267,7 +254,7 @@ def _compile_element(out: _Builder, n: int, key_cstring: bytes, value: Any) -> b
         # code with scope: int32 total length, the code as a string, the scope document
         out.lines.append(f"    if type({v}.scope) is not dict:\n        return None")
         out.lines.append(f"    {v}b = {v}.encode()")
-        out.lines.append(f"    {v}s = document({v}.scope, depth + 1)")
+        out.lines.append(f"    {v}s = nested({v}.scope, depth + 1, False)")
         out.header(0x0F, key_cstring)
         out.field("ii", f"len({v}b) + len({v}s) + 9, len({v}b) + 1", 8)
         out.piece(f"{v}b")
@@ -311,8 +298,7 @@ def _compile(container: Any, is_array: bool) -> Any:
     names = {
         **out.names,
         "join": b"".join,
-        "document": _nested_document,
-        "array": _nested_array,
+        "nested": _nested,
         "regex": _regex,
         "epoch": datetime.datetime(1970, 1, 1),
     }

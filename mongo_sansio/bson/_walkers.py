@@ -38,7 +38,7 @@ from typing import Any
 from mongo_sansio.bson._decode_parts import MISS
 from mongo_sansio.bson._decode_shapes import compile_decoder
 
-__all__ = ["Walker", "compile_walker", "remember_shape"]
+__all__ = ["Walker", "bucket_of", "compile_walker", "remember_shape"]
 
 Walker = Callable[[bytes, int, int], "tuple[int, ...] | None"]
 
@@ -124,12 +124,18 @@ _REPLACE_EVERY = 256  # with all places taken, a new shape evicts the last walke
 _countdown = [_REPLACE_EVERY]
 
 
+def bucket_of(data: bytes, pos: int) -> int:
+    """The bucket (see :func:`remember_shape`) of a document whose first element, or that
+    element's header, starts at ``pos``: its type byte and the first byte of its key."""
+    return data[pos] << 8 | data[pos + 1]
+
+
 def remember_shape(root: list[Any], last: list[Any], walker: bool = True) -> None:
     """Note that a careful walk or decode from ``root`` went through a whole document, ending
     on trie node ``last`` with as many distinct keys as ``last``'s ordinal: on the second
     such document, compile the shape into ``root``'s shapes, each a tuple (walker, key
     table, decoder).  Slot 8 of the root holds them in buckets, a dict keyed by the first
-    element's type byte and first key byte (``type << 8 | byte``), so that with many shapes
+    element's type byte and first key byte (:func:`bucket_of`), so that with many shapes
     a document tries only the few that begin alike.
     ``walker``: RawDocument reads this root (the top-level one), so a shape is kept only with
     a walker; elsewhere walker and key table are None."""
@@ -141,8 +147,7 @@ def remember_shape(root: list[Any], last: list[Any], walker: bool = True) -> Non
             last[8] = SEEN
         return
     buckets = root[8]
-    first_header = root[0][7][0]  # the first element's, by the predictions the walk just set
-    bucket = first_header[0] << 8 | first_header[1] if len(first_header) > 1 else -1
+    bucket = bucket_of(root[0][7][0], 0)  # the first header, as the walk just predicted it
     shapes = None if buckets is None else buckets.get(bucket)
     if shapes is not None and len(shapes) >= MAX_WALKERS:
         _countdown[0] -= 1
