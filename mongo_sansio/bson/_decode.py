@@ -55,9 +55,10 @@ one struct call checks the prediction and reads the value.  The common types are
 inline in if/elif chains ordered by frequency.  Structure is checked with a few comparisons
 per element; slicing past the end (which Python answers with short data instead of an error)
 is caught by the exact end-of-container check: every element must end exactly where its
-container's trailing NUL sits.  With the default codec options, a document whose shape
-was decoded before at the same trie root goes through that shape's compiled decoder
-(:mod:`._decode_shapes`), which gives the same value or None, and then this loop runs.
+container's trailing NUL sits.  With the default codec options, a document (or array)
+whose shape was decoded before at the same trie root goes through that shape's compiled
+decoder (:mod:`._decode_shapes`), which gives the same value or refuses, and then this loop
+runs (on the whole top-level document, or on just the array its decoder refused).
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ from mongo_sansio.bson._decode_parts import (
     read_string,
     too_deep,
 )
-from mongo_sansio.bson._walkers import bucket_of, remember_shape
+from mongo_sansio.bson._decode_shapes import ARRAY_BUCKET, Fallback, bucket_of
+from mongo_sansio.bson._walkers import remember_shape
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions, DatetimeConversion
 from mongo_sansio.bson.decimal128 import Decimal128
 from mongo_sansio.bson.errors import InvalidBSON
@@ -301,9 +303,9 @@ def _read(
     find = data.index
     learn = LEARN_BUDGET  # nodes this decode may still add to the trie
     stack: list[tuple[Any, Any, int, str, Any, bool, bool]] = []
-    arr = kind == KIND_ARRAY
+    track = node is not None  # predicting headers
+    arr = kind == KIND_ARRAY and not track  # (a tracked array is a dict until it is done)
     cur: Any = [] if arr else {}
-    track = node is not None  # predicting headers (documents only)
     stop = end - 1  # where this container's trailing NUL must be
     pos = start + 4
     key = ""
@@ -582,11 +584,11 @@ def _read(
             # the current container is complete: its last element must end at its NUL
             if pos != stop or data[stop]:
                 raise bad_end(data, pos, stop)
-            if track and remember and kind < 2 and node[6] == len(cur) and node[6]:
-                # a whole document on the trie, keys distinct: its shape may get a decoder
+            if track and remember and node[6] == len(cur) and node[6]:
+                # a whole container on the trie, keys distinct: its shape may get a decoder
                 root = stack[-1][4][4] if stack else top_root
                 if root is not None:
-                    remember_shape(root, node, root is TRIE[0])
+                    remember_shape(root, node, root is TRIE[0], kind == 2)
             value = cur
             if kind == 1:  # KIND_DOC
                 if "$ref" in value:
@@ -623,15 +625,6 @@ def _read(
             count_nodes(LEARN_BUDGET - learn)
 
 
-class _Fallback(Exception):
-    """An embedded document's shape decoders all refused it: the whole attempt is given up.
-
-    Raised through every enclosing shape decoder (none catches it) up to :func:`_by_shape`,
-    so the general decoder then decodes the outermost document once.  Falling back level by
-    level instead would decode a deep document's inner levels again at every level above.
-    """
-
-
 def _by_shape(buckets: dict[int, Any], data: bytes, start: int, end: int, depth: int) -> Any:
     """The document at ``data[start:end]`` by the first shape decoder that takes it, or None
     (the caller then decodes it the general way, with no shape decoders below it)."""
@@ -647,7 +640,7 @@ def _by_shape(buckets: dict[int, Any], data: bytes, start: int, end: int, depth:
                 value = decoder(data, start, end, depth)
                 if value is not None:
                     return value
-    except (_Fallback, RecursionError):  # (the general decoder needs no call stack)
+    except (Fallback, RecursionError):  # (the general decoder needs no call stack)
         pass
     return None
 
@@ -655,21 +648,38 @@ def _by_shape(buckets: dict[int, Any], data: bytes, start: int, end: int, depth:
 def decode_nested(data: bytes, start: int, end: int, depth: int, node: Any) -> Any:
     """An embedded document for a shape decoder (default options): by the shape decoders of
     its element ``node``'s trie root, or the general way when that root has none yet.
-    Raises InvalidBSON, or _Fallback when the root's decoders refuse the document."""
+    Raises InvalidBSON, or Fallback when the root's decoders refuse the document."""
     if depth > DEFAULT_CODEC_OPTIONS.max_nesting_depth:
         raise too_deep(DEFAULT_CODEC_OPTIONS.max_nesting_depth, start)
     sub = node[4]
     if sub is not None and sub[8]:
         value = _by_shape(sub[8], data, start, end, depth)
         if value is None:
-            raise _Fallback
+            raise Fallback
         return value
     return _read(data, start, end, DEFAULT_CODEC_OPTIONS, _DEFAULT_SETTINGS, depth, KIND_DOC, sub)
 
 
-def decode_array(data: bytes, start: int, end: int, depth: int) -> Any:
-    """An array for a shape decoder (default options), the general way.  Raises InvalidBSON."""
-    return _read(data, start, end, DEFAULT_CODEC_OPTIONS, _DEFAULT_SETTINGS, depth, KIND_ARRAY, None)
+def decode_array(data: bytes, start: int, end: int, depth: int, node: Any) -> Any:
+    """An array for a shape decoder (default options): by a shape decoder of its element
+    ``node``'s trie root, or else the general way, in place (arrays often vary in length
+    where the documents around them do not).  Raises Fallback when it cannot be decoded."""
+    if depth > DEFAULT_CODEC_OPTIONS.max_nesting_depth:
+        raise too_deep(DEFAULT_CODEC_OPTIONS.max_nesting_depth, start)
+    sub = node[4]
+    if sub is not None and sub[8] and end - start > 5:
+        shapes = sub[8].get(bucket_of(data, start + 4) | ARRAY_BUCKET)
+        if shapes is not None:
+            for shape in shapes:  # a None is a refusal before any element was decoded
+                value = shape[2](data, start, end, depth)
+                if value is not None:
+                    return value
+    try:
+        return _read(
+            data, start, end, DEFAULT_CODEC_OPTIONS, _DEFAULT_SETTINGS, depth, KIND_ARRAY, sub
+        )
+    except InvalidBSON:  # reported by the general decoder of the whole document
+        raise Fallback from None
 
 
 def read_value(

@@ -1,24 +1,36 @@
-"""Shape decoders: straight-line decoders for the document shapes :func:`decode` has met.
+"""Shape decoders: straight-line decoders for the document and array shapes decoding has met.
 
-Input: a shape, as for the walkers of :mod:`._walkers` (the trie nodes of one whole document's
-elements, in order).  Output: ``decoder(data, start, end, depth) -> dict | None`` which, for
-a document of exactly that shape at ``data[start:end]`` (its length prefix checked by the
-caller) at nesting ``depth``, returns the document decoded with the default codec options; for
-anything else, None, and the general decoder decodes the same bytes, raising what it raises.
+Input: a shape, as for the walkers of :mod:`._walkers` (the trie nodes of one whole
+container's elements, in order), and whether the container is an array.  Output:
+``decoder(data, start, end, depth) -> dict | list | None`` which, for a container of exactly
+that shape at ``data[start:end]`` (its length prefix checked by the caller) at nesting
+``depth``, returns it decoded with the default codec options; for anything else, None (or,
+see below, :class:`Fallback`), and the general decoder decodes the same bytes, raising what
+it raises.
 
 Why: the general loop spends a round of interpreted bytecode per element.  A decoder reads
 every header and fixed-size value up to the next length-prefixed value with one precompiled
-struct call, compares the headers at once, and builds the dict with one dict display.
-Embedded documents go through :func:`nested`, which tries the decoders of the element's own
-trie root and falls back on the general decoder; arrays always take the general decoder.
+struct call, compares the headers at once, and builds the dict (or list) with one display.
+Embedded documents and arrays go through the ``nested`` and ``array`` helpers, which try the
+decoders of the element's own trie root; empty ones are made on the spot.  The rare types
+(regex, DBPointer, symbol, code with scope) are read by the general ``value`` helper.
+
+Refusals: a document decoder returns None for anything it does not take.  An array decoder
+returns None only while it has decoded no container (a document, an array, or a rare value
+that may hold one), so that an array of another length is decoded the general way on its
+own, in place, at the cost of its own scalars at most; any later refusal raises
+:class:`Fallback`, which gives up the whole attempt at the outermost document, so no hostile
+nesting can make inner levels decode again at every level above.  Embedded containers are
+decoded by a direct call of the decoder their trie root last compiled for their first
+element (when there is one), and by the helpers when that one refuses.
 
 A decoder accepts only what the general decoder accepts, and gives the same values: the same
 length minimums, NUL terminators, boolean bytes, strict UTF-8, int64 values that fit an int32
-as Int64, datetimes per the default options, and the last element ending at the document's
-NUL.  Shapes with a repeated key, a ``$ref`` key (a DBRef when embedded) or a type listed
-nowhere below get no decoder.  The source holds integers, the ``repr`` of the header bytes
-and the ``repr`` of the keys (as the dict display's literals, which evaluate to exactly the
-key), so no document content can become code.
+as Int64, datetimes per the default options, and the last element ending at the container's
+NUL.  Shapes with a repeated key or a ``$ref`` key (a DBRef when embedded) get no decoder.
+The source holds integers, the ``repr`` of the header bytes and the ``repr`` of the keys (as
+the dict display's literals, which evaluate to exactly the key), so no document content can
+become code.
 """
 
 from __future__ import annotations
@@ -32,6 +44,7 @@ from mongo_sansio.bson._decode_parts import (
     EPOCH_NAIVE,
     MAXKEY,
     MINKEY,
+    MISS,
     OBJECTID,
     UNDEFINED,
     binary_value,
@@ -43,9 +56,40 @@ from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS
 from mongo_sansio.bson.decimal128 import Decimal128
 from mongo_sansio.bson.types import DATETIME_MAX_MS, DATETIME_MIN_MS, Int64
 
-__all__ = ["Decoder", "compile_decoder"]
+__all__ = ["ARRAY_BUCKET", "Decoder", "Fallback", "bucket_of", "compile_decoder"]
 
-Decoder = Callable[[bytes, int, int, int], "dict[str, Any] | None"]
+Decoder = Callable[[bytes, int, int, int], "dict[str, Any] | list[Any] | None"]
+
+# Added to an array shape's bucket number (see bucket_of): the documents and arrays of one
+# array share a trie root, and a document must never get an array's decoder.
+ARRAY_BUCKET = 1 << 16
+
+
+def bucket_of(data: bytes, pos: int) -> int:
+    """The bucket (see _walkers.remember_shape) of a container whose first element, or that
+    element's header, starts at ``pos``: its type byte and the first byte of its key."""
+    return data[pos] << 8 | data[pos + 1]
+
+
+def _child_decoder(node: Any, is_array: bool) -> Decoder | None:
+    """A decoder for the container of element ``node``: the first of the bucket its trie
+    root predicts (the last container decoded there began so), or None."""
+    sub = node[4]
+    if sub is None or not sub[8] or sub[0] is MISS:
+        return None
+    shapes = sub[8].get(bucket_of(sub[0][7][0], 0) | (ARRAY_BUCKET if is_array else 0))
+    return None if not shapes else shapes[0][2]
+_MAX_DEPTH = DEFAULT_CODEC_OPTIONS.max_nesting_depth
+
+
+class Fallback(Exception):
+    """A shape decoder refused a container after decoding part of it: the whole attempt is
+    given up, and the general decoder decodes the outermost document once.
+
+    Raised through every enclosing shape decoder (none catches it).  Falling back level by
+    level instead would decode a deep document's inner levels again at every level above.
+    """
+
 
 # type byte -> (struct format of the fixed part, its size, how the value is finished)
 _FIXED: dict[int, tuple[str, int, str]] = {
@@ -66,11 +110,14 @@ _FIXED: dict[int, tuple[str, int, str]] = {
 _VARIABLE = {0x02, 0x03, 0x04, 0x05, 0x0D}
 
 
-def compile_decoder(nodes: Sequence[Any], nested: Any, array: Any) -> Decoder | None:
+def compile_decoder(
+    nodes: Sequence[Any], nested: Any, array: Any, value: Any, is_array: bool = False
+) -> Decoder | None:
     """The decoder for the shape of trie ``nodes``, or None when the shape does not allow one.
 
-    ``nested(data, start, end, depth, node)`` decodes an embedded document (``node`` is its
-    element's trie node) and ``array(data, start, end, depth)`` an array.
+    ``nested(data, start, end, depth, node)`` decodes an embedded document and
+    ``array(data, start, end, depth, node)`` an array (``node`` is its element's trie node);
+    ``value(data, t, pos, stop, opts, depth)`` reads any value, returning it and its end.
     """
     keys = [node[7][2] for node in nodes]
     if not nodes or len(set(keys)) != len(keys) or "$ref" in keys:
@@ -81,8 +128,11 @@ def compile_decoder(nodes: Sequence[Any], nested: Any, array: Any) -> Decoder | 
         "delta": datetime.timedelta, "dtv": datetime_value, "opts": DEFAULT_CODEC_OPTIONS,
         "ts": make_timestamp, "binv": binary_value, "nested": nested, "array": array,
         "dec": Decimal128.from_bid, "minkey": MINKEY, "maxkey": MAXKEY, "undefined": UNDEFINED,
-        "code": make_code,
+        "code": make_code, "value": value, "fallback": Fallback,
     }
+    # how a refusal is made (see the module docs): an array's turns into a Fallback at its
+    # first container, and ``deep`` tells its error handler whether that was passed
+    refuse = "return None"
     body: list[str] = []
     values: list[str] = []
     fmt = "<"  # the open run: struct format, unpacked names, expected headers
@@ -94,11 +144,12 @@ def compile_decoder(nodes: Sequence[Any], nested: Any, array: Any) -> Decoder | 
     def read_run() -> None:
         """Emit the open run's struct call and its header check."""
         nonlocal fmt, fields, headers, run
-        names[f"u{run}"] = struct.Struct(fmt).unpack_from
+        unpack = struct.Struct(fmt)
+        names[f"u{run}"] = unpack.unpack_from
         targets = ", ".join(fields) + ","
         body.append(f"    {targets} = u{run}(data, q)")
         check = f"({', '.join(h for h in fields if h.startswith('h'))},) != {tuple(headers)!r}"
-        body.append(f"    if {check}:\n        return None")
+        body.append(f"    if {check}:\n        {refuse}")
         fmt = "<"
         fields, headers = [], []
         run += 1
@@ -118,8 +169,15 @@ def compile_decoder(nodes: Sequence[Any], nested: Any, array: Any) -> Decoder | 
                 offset += size
             values.append(finish.format(x=f"x{n}", lo=DATETIME_MIN_MS, hi=DATETIME_MAX_MS))
             continue
-        if t not in _VARIABLE:
-            return None
+        values.append(f"x{n}")
+        if t not in _VARIABLE:  # a rare type: read by the general helper
+            read_run()
+            if is_array and refuse == "return None":  # (it may be code with scope)
+                refuse = "raise fallback"
+                body.append("    deep = True")
+            body.append(f"    x{n}, q = value(data, {t}, q + {offset}, end - 1, opts, depth)")
+            offset = 0
+            continue
         fmt += "iB" if t == 0x05 else "i"
         fields.append(f"n{n}")
         if t == 0x05:
@@ -129,38 +187,60 @@ def compile_decoder(nodes: Sequence[Any], nested: Any, array: Any) -> Decoder | 
         body.append(f"    s = q + {start}")
         if t == 0x02 or t == 0x0D:
             body.append(f"    e = s + n{n} - 1")
-            body.append(f"    if n{n} < 1 or data[e]:\n        return None")
+            body.append(f"    if n{n} < 1 or data[e]:\n        {refuse}")
             text = "data[s:e].decode()"
             body.append(f"    x{n} = {text if t == 0x02 else f'code({text})'}")
             body.append("    q = e + 1")
         elif t == 0x05:
-            body.append(f"    if n{n} < 0:\n        return None")
+            body.append(f"    if n{n} < 0:\n        {refuse}")
             body.append(f"    q = s + n{n}")
             body.append(f"    x{n} = binv(data, s, q, b{n}, opts)")
         else:
-            body.append(f"    if n{n} < 5:\n        return None")
+            body.append(f"    if n{n} < 5:\n        {refuse}")
             body.append(f"    q = s + n{n}")
-            call = (
-                f"nested(data, s, q, depth + 1, node{n})"
-                if t == 0x03
-                else "array(data, s, q, depth + 1)"
-            )
+            if is_array and refuse == "return None":
+                refuse = "raise fallback"
+                body.append("    deep = True")
+            # an empty one is made on the spot (its NUL and the depth checked as the helpers
+            # would, though a trie root always sits at one depth, so a shape compiled there
+            # passed that check already); otherwise its trie root's decoders are tried
+            empty, helper = ("{}", "nested") if t == 0x03 else ("[]", "array")
             names[f"node{n}"] = node
-            body.append(f"    x{n} = {call}")
-        values.append(f"x{n}")
+            child = _child_decoder(node, t == 0x04)
+            if child is None:
+                body.append(
+                    f"    x{n} = {empty} if n{n} == 5 and depth < {_MAX_DEPTH} and not data[q - 1]"
+                    f" else {helper}(data, s, q, depth + 1, node{n})"
+                )
+            else:  # called directly, saving the helper's dispatch; the helper if it refuses
+                names[f"d{n}"] = child
+                body.append(
+                    f"    x{n} = {empty} if n{n} == 5 and not data[q - 1] and depth < {_MAX_DEPTH}"
+                    f" else d{n}(data, s, q, depth + 1) if depth < {_MAX_DEPTH} else None"
+                )
+                body.append(
+                    f"    if x{n} is None:\n        x{n} = {helper}(data, s, q, depth + 1, node{n})"
+                )
         offset = 0
     if fields:
         read_run()
         body.append(f"    q += {offset}")
+    if is_array:
+        result = "[" + ", ".join(values) + "]"
+    else:
+        result = "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(keys, values, strict=True)) + "}"
+    deep = is_array and refuse != "return None"
     source = "\n".join([
         "def decoder(data, start, end, depth):",
+        *(["  deep = False"] if deep else []),
         "  try:",
         "    q = start + 4",
         *body,
         "    if q != end - 1 or data[q]:",
-        "        return None",
-        "    return {" + ", ".join(f"{k!r}: {v}" for k, v in zip(keys, values, strict=True)) + "}",
+        f"        {refuse}",
+        f"    return {result}",
         "  except error:",
+        *(["    if deep:\n        raise fallback"] if deep else []),
         "    return None",
     ])
     exec(compile(source, "<mongo_sansio shape decoder>", "exec"), names)  # noqa: S102

@@ -36,9 +36,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mongo_sansio.bson._decode_parts import MISS
-from mongo_sansio.bson._decode_shapes import compile_decoder
+from mongo_sansio.bson._decode_shapes import ARRAY_BUCKET, bucket_of, compile_decoder
 
-__all__ = ["Walker", "bucket_of", "compile_walker", "remember_shape"]
+__all__ = ["Walker", "compile_walker", "remember_shape"]
 
 Walker = Callable[[bytes, int, int], "tuple[int, ...] | None"]
 
@@ -124,22 +124,24 @@ _REPLACE_EVERY = 256  # with all places taken, a new shape evicts the last walke
 _countdown = [_REPLACE_EVERY]
 
 
-def bucket_of(data: bytes, pos: int) -> int:
-    """The bucket (see :func:`remember_shape`) of a document whose first element, or that
-    element's header, starts at ``pos``: its type byte and the first byte of its key."""
-    return data[pos] << 8 | data[pos + 1]
+def _no_walker(data: bytes, pos: int, stop: int) -> None:
+    """The walker of a top-level shape that has a decoder but no walker: it takes nothing."""
+    return None
 
 
-def remember_shape(root: list[Any], last: list[Any], walker: bool = True) -> None:
-    """Note that a careful walk or decode from ``root`` went through a whole document, ending
-    on trie node ``last`` with as many distinct keys as ``last``'s ordinal: on the second
-    such document, compile the shape into ``root``'s shapes, each a tuple (walker, key
-    table, decoder).  Slot 8 of the root holds them in buckets, a dict keyed by the first
-    element's type byte and first key byte (:func:`bucket_of`), so that with many shapes
-    a document tries only the few that begin alike.
-    ``walker``: RawDocument reads this root (the top-level one), so a shape is kept only with
-    a walker; elsewhere walker and key table are None."""
-    if last is root:  # an empty document: nothing to walk
+def remember_shape(
+    root: list[Any], last: list[Any], walker: bool = True, array: bool = False
+) -> None:
+    """Note that a careful walk or decode from ``root`` went through a whole container,
+    ending on trie node ``last`` with as many distinct keys as ``last``'s ordinal: on the
+    second such container, compile the shape into ``root``'s shapes, each a tuple (walker,
+    key table, decoder, ``last``).  Slot 8 of the root holds them in buckets, a dict keyed by the first
+    element's type byte and first key byte (:func:`bucket_of`, plus ARRAY_BUCKET for an
+    ``array``), so that with many shapes a container tries only the few that begin alike.
+    ``walker``: RawDocument reads this root (the top-level one), so its shapes get walkers
+    (:func:`_no_walker` where the shape allows none); elsewhere walker and key table are
+    None."""
+    if last is root:  # an empty container: nothing to walk
         return
     mark = last[8]
     if mark is not SEEN:
@@ -148,7 +150,11 @@ def remember_shape(root: list[Any], last: list[Any], walker: bool = True) -> Non
         return
     buckets = root[8]
     bucket = bucket_of(root[0][7][0], 0)  # the first header, as the walk just predicted it
+    if array:
+        bucket |= ARRAY_BUCKET
     shapes = None if buckets is None else buckets.get(bucket)
+    if shapes is not None and any(shape[3] is last for shape in shapes):
+        return  # compiled before: its decoder refused this one for what lies inside
     if shapes is not None and len(shapes) >= MAX_WALKERS:
         _countdown[0] -= 1
         if _countdown[0] > 0:
@@ -163,14 +169,16 @@ def remember_shape(root: list[Any], last: list[Any], walker: bool = True) -> Non
         nodes.append(node)
     if node is not last:  # another document changed the predictions meanwhile
         return
-    from mongo_sansio.bson._decode import decode_array, decode_nested
+    from mongo_sansio.bson._decode import decode_array, decode_nested, read_value
 
-    pair = compile_walker(nodes) if walker else None
-    decoder = compile_decoder(nodes, decode_nested, decode_array)
-    if (walker and pair is None) or (pair is None and decoder is None):
+    pair = compile_walker(nodes) if walker and not array else None
+    decoder = compile_decoder(nodes, decode_nested, decode_array, read_value, array)
+    if decoder is None and (pair is None or array):
         last[8] = UNWALKABLE
         return
-    shape = (None, None, decoder) if pair is None else (*pair, decoder)
+    if walker and pair is None:
+        pair = (_no_walker, {})
+    shape = (None, None, decoder, last) if pair is None else (*pair, decoder, last)
     # new containers each time (never changed in place): other threads may be reading
     if shapes is None:
         shapes = [shape]

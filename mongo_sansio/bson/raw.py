@@ -197,7 +197,7 @@ class RawDocument(Mapping[str, Any]):
         node = self._node
         if node is not None and pos == self._start + 4:
             buckets = node[8]  # (a root's): the shapes met before, see _walkers
-            # (_walkers.bucket_of, inlined: this is the hot path of every first lookup)
+            # (_decode_shapes.bucket_of, inlined: this is the hot path of every first lookup)
             walkers = buckets.get(data[pos] << 8 | data[pos + 1]) if buckets and pos < stop else None
             if walkers:
                 for pair in walkers:

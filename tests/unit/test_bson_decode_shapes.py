@@ -191,3 +191,108 @@ def test_array_keys_are_not_decoded_whatever_the_trie_knows() -> None:
     for _ in range(3):
         decode(good)
     assert decode(bad) == decode(bad, GENERAL) == {"a": [1]}  # a warm one, and a decoder
+
+
+def general_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the calls of the general decoder from now on."""
+    from mongo_sansio.bson import _decode
+
+    calls: list[int] = []
+    general = _decode._read
+    monkeypatch.setattr(_decode, "_read", lambda *args: calls.append(1) or general(*args))
+    return calls
+
+
+def test_arrays_get_decoders_and_a_known_document_with_an_array_of_another_length_stays_on_its_decoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    document = {"n": 1, "mentions": [{"at": [3, 9], "who": "jo"}], "tags": ["a", "b"]}
+    data = encode(document)
+    for _ in range(3):
+        assert decode(data) == document
+    calls = general_reads(monkeypatch)  # (decode itself calls it once, then tries shapes)
+    assert decode(data) == document and len(calls) == 1  # arrays included: nothing general
+    longer = {**document, "tags": ["a", "b", "c"]}
+    assert decode(encode(longer)) == longer
+    assert len(calls) == 3  # and the longer array alone, the general way
+    assert decode(encode(longer), GENERAL) == longer
+
+
+@pytest.mark.parametrize("container", [[], {}], ids=["array", "document"])
+def test_empty_containers_at_the_depth_limit_are_refused_as_by_the_general_decoder(
+    container: Any,
+) -> None:
+    # (a trie root always sits at one depth, so a decoder compiled there has only ever seen
+    # depths the general decoder accepted: this pins the behaviour, not a reachable branch)
+    def nest(levels: int, leaf: bytes) -> bytes:
+        body = leaf
+        for _ in range(levels - 1):
+            body = b"\x03a\x00" + struct.pack("<i", len(body) + 5) + body + b"\x00"
+        return struct.pack("<i", len(body) + 5) + body + b"\x00"
+
+    leaf = (b"\x04" if isinstance(container, list) else b"\x03") + b"e\x00" + encode({})
+    limit = DEFAULT_CODEC_OPTIONS.max_nesting_depth
+    for levels in (limit - 1, limit, limit - 1, limit):
+        data = nest(levels, leaf)
+        for _ in range(3):
+            assert outcome(lambda d=data: decode(d)) == outcome(lambda d=data: decode(d, GENERAL))
+    assert outcome(lambda: decode(nest(limit - 1, leaf)))[0] == "value"
+    assert outcome(lambda: decode(nest(limit, leaf)))[0] == "invalid"
+
+
+def test_deep_arrays_that_fail_at_the_bottom_are_decoded_once_more_not_once_per_level(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def nest(levels: int, leaf: bytes) -> bytes:
+        body = b"\x080\x00" + leaf + b"\x101\x00" + struct.pack("<i", 5)
+        for _ in range(levels - 1):
+            body = b"\x040\x00" + struct.pack("<i", len(body) + 5) + body + b"\x00"
+            body += b"\x021\x00" + struct.pack("<i", 2) + b"x\x00"  # [inner, "x"]
+        return struct.pack("<i", len(body) + 5) + body + b"\x00"
+
+    good, bad = nest(12, b"\x01"), nest(12, b"\x07")  # a boolean byte of 7
+    for _ in range(3):
+        assert decode(good) == decode(good, GENERAL)
+    calls = general_reads(monkeypatch)
+    with pytest.raises(InvalidBSON, match="boolean byte 7"):
+        decode(bad)
+    assert len(calls) <= 2
+
+
+def test_an_array_refused_after_its_first_elements_gives_up_the_whole_attempt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    known = {"a": [{"k": 1}, 2], "z": 0}
+    odd = {"a": [{"k": 1}, "two"], "z": 0}  # the same first run, another second element
+    for _ in range(3):
+        assert decode(encode(known)) == known
+    calls = general_reads(monkeypatch)  # (decode itself calls it once, then tries shapes)
+    assert decode(encode(odd)) == odd
+    assert len(calls) == 1  # the general decode of the whole document is that call
+
+
+def test_a_shape_is_compiled_once_though_its_decoder_refuses_what_lies_inside() -> None:
+    for _ in range(3):
+        assert decode(encode({"a": {"x": 1}})) == {"a": {"x": 1}}
+    for _ in range(6):
+        assert decode(encode({"a": {"y": "s"}})) == {"a": {"y": "s"}}
+    assert len(decoders(TRIE[0])) == 1
+
+
+def test_rare_types_are_read_in_a_shape_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mongo_sansio.bson.types import Code, DBPointer, ObjectId, Regex, Symbol
+
+    document = {
+        "r": Regex("^a", "im"),
+        "c": Code("f()", {"x": 1}),
+        "p": DBPointer("db.c", ObjectId(b"0123456789ab")),
+        "s": Symbol("sym"),
+        "n": 1,
+    }
+    data = encode(document)
+    for _ in range(3):
+        assert decode(data) == document
+    calls = general_reads(monkeypatch)  # (decode itself calls it once, then tries shapes)
+    assert decode(data) == document
+    assert len(calls) == 2  # and the scope document, read by the general helper
+    assert decode(data, GENERAL) == document
