@@ -3,9 +3,10 @@
 Invariant: for any bytes, ``decode`` returns a document or raises InvalidBSON, nothing else;
 what it returns encodes, and decoding that encoding gives the same bytes back again (a fixed
 point after one round).  RawDocument over the same bytes agrees with ``decode`` or raises
-InvalidBSON.  The shape-compiled paths agree with the general ones: ``encode`` (a shape
-encoder once the document's shape recurs) with ``encode`` given explicit codec options, and
-key lookups in a RawDocument (a shape walker's once the shape recurs) with lookups in a view
+InvalidBSON.  The shape-compiled paths agree with the general ones: ``decode`` (a shape
+decoder once the shape recurs) with ``decode`` given options equal to the default,
+``encode`` (a shape encoder once the document's shape recurs) with ``encode`` given explicit
+codec options, and key lookups in a RawDocument (a shape walker's once the shape recurs) with lookups in a view
 that walks element by element.
 
 Run a campaign:  python fuzz/bson_decode.py CORPUS_DIR -max_total_time=3600  (docs/fuzzing.md)
@@ -16,8 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from mongo_sansio.bson import RawArray, RawDocument, decode, decode_all, encode
-from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS
+from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.errors import InvalidBSON
+
+# equal to the default options but not the same object: decoding never uses shape decoders
+GENERAL = CodecOptions()
 
 
 def _as_bytes(value: Any) -> bytes:
@@ -31,10 +35,17 @@ def _as_bytes(value: Any) -> bytes:
 
 def check_one(data: bytes) -> None:
     try:
-        value = decode(data)
+        for _ in range(3):  # the second decode compiles shape decoders, the third uses them
+            value = decode(data)
     except InvalidBSON:
         value = None
+    try:
+        general = decode(data, GENERAL)
+    except InvalidBSON:
+        general = None
+    assert (value is None) == (general is None), "a shape decoder and the general one disagree"
     if value is not None:
+        assert encode(value) == encode(general), "a shape decoder's value differs"
         once = encode(value)
         assert encode(decode(once)) == once, "decode(encode(x)) changed the document"
         assert encode(value) == encode(value, DEFAULT_CODEC_OPTIONS), "a shape encoder differs"

@@ -8,14 +8,19 @@ document of a shape is only remembered; the second compiles an encoder for it.  
 is Python source generated from the shape and compiled once (the way attrs and namedtuple
 make their methods): it unpacks the values, packs every run of headers and fixed-size values
 with one precompiled struct call whose first field is the document's total length (summed
-from constants and the lengths of the variable parts), and joins the pieces once.  Embedded
-documents and arrays get encoders of their own shapes the same way (arrays are shaped by
-their length and types), or else are encoded by the general encoder; the nesting depth is
-counted along and checked against the default ``max_nesting_depth``.
+from constants and the lengths of the variable parts; adjacent constants are one field),
+and joins the pieces once.  Embedded documents and arrays get encoders of their own shapes
+the same way (arrays are shaped by their length and types), or else are encoded by the
+general encoder; the nesting depth is counted along and checked against the default
+``max_nesting_depth``.  Encoders are found by keys alone (arrays by types) and check their
+values' types themselves, and each place in an encoder that holds a container remembers the
+encoder that served it last and calls it directly (a document's keys compared first), so
+the common case pays no table lookup; empty containers are written on the spot.
 
 An encoder gives exactly the general encoder's bytes or None: any value it does not expect
-(an int whose size class differs from the compiled one, a string that is not UTF-8, an
-aware datetime, a length over int32, an embedded value that fails) makes it return None,
+(a value of another type, an int whose size class differs from the compiled one, a string
+that is not UTF-8, an aware datetime, a length over int32, an embedded value that fails)
+makes it return None,
 and the general encoder then encodes the document, or raises with the key path.  The source
 holds only integers and the ``repr`` of bytes (the headers), never a key or value as text,
 so no document content can become code.  Shapes of more than MAX_KEYS keys and shapes with
@@ -52,8 +57,15 @@ _DOCUMENTS: dict[tuple[Any, ...], _Entry] = {}
 _ARRAYS: dict[tuple[Any, ...], _Entry] = {}
 
 
-class _TooDeep(Exception):
-    """Nesting beyond max_nesting_depth: the general encoder reports it with the key path."""
+class _GiveUp(Exception):
+    """The shape attempt is given up whole, and the general encoder encodes the top-level
+    document once (reporting any error with its key path).
+
+    Raised for nesting beyond max_nesting_depth, for an embedded container the general
+    encoder refuses, and by an encoder that fails after it encoded an embedded container:
+    passed through every enclosing encoder, so that nothing is encoded again at every level
+    above (which, for a failure at the bottom of a deep document, would take time exponential
+    in its depth)."""
 
 
 def _encoder(
@@ -85,11 +97,45 @@ def shaped(document: dict[str, Any]) -> bytes | None:
     """``document``'s BSON bytes by its shape's encoder, or None (see the module docs)."""
     if len(document) > MAX_KEYS:
         return None
-    types = tuple(map(type, document.values()))
-    encoder = _encoder(_DOCUMENTS, tuple(document), types, document, False)
-    if encoder is None:
+    try:
+        return _dispatch(_DOCUMENTS, tuple(document), document, 1, False, None)
+    except _GiveUp:
         return None
-    result: bytes | None = encoder(document, 1)
+
+
+def _dispatch(
+    table: dict[tuple[Any, ...], _Entry],
+    key: tuple[Any, ...],
+    container: Any,
+    depth: int,
+    is_array: bool,
+    site: list[Any] | None,
+) -> bytes | None:
+    """``container``'s bytes by the encoder of its shape in ``table``, or None.
+
+    The encoder checks the values' types itself, so the common case costs one lookup; the
+    types are worked out only when it refuses or is not compiled yet (to notice new types).
+    ``site``: the calling encoder's cache of the last encoder that served it (see
+    :func:`_compile`), set here when an encoder succeeds.
+    """
+    entry = table.get(key)
+    tried = None
+    if entry is not None:
+        encoder = entry[1]
+        if encoder is not None and encoder is not _UNSHAPED:
+            result: bytes | None = encoder(container, depth)
+            if result is not None:
+                if site is not None:
+                    site[0] = (encoder, None if is_array else key)  # one store: thread-safe
+                return result
+            tried = encoder
+    types = key if is_array else tuple(map(type, container.values()))
+    encoder = _encoder(table, key, types, container, is_array)
+    if encoder is None or encoder is _UNSHAPED or encoder is tried:
+        return None
+    result = encoder(container, depth)
+    if result is not None and site is not None:
+        site[0] = (encoder, None if is_array else key)
     return result
 
 
@@ -106,31 +152,23 @@ def _options(depth: int) -> Any:
 _NESTED_OPTIONS: dict[int, Any] = {}
 
 
-def _nested(value: Any, depth: int, is_array: bool) -> bytes:
+def _nested(value: Any, depth: int, is_array: bool, site: list[Any]) -> bytes:
     """An embedded document or array at ``depth``: by its shape's encoder, else the general
-    encoder (an array as the document of its index keys)."""
+    encoder (an array as the document of its index keys).  ``site`` as for _dispatch."""
     if depth > _MAX_DEPTH:
-        raise _TooDeep
-    if is_array:
-        table, key = _ARRAYS, tuple(map(type, value))
-        types = key  # an array's shape is its types: its keys follow from its length
-    else:
-        table, key = _DOCUMENTS, tuple(value)
-        types = tuple(map(type, value.values()))
-    entry = table.get(key)
-    if entry is not None and entry[0] == types and entry[1] is not None:
-        encoder = entry[1]  # the hot path, without the call to _encoder
-    elif len(key) <= MAX_KEYS:
-        encoder = _encoder(table, key, types, value, is_array)
-    else:
-        encoder = None
-    if encoder is not None and encoder is not _UNSHAPED:
-        result = encoder(value, depth)
+        raise _GiveUp
+    # an array's shape is its types (its keys follow from its length)
+    key = tuple(map(type, value)) if is_array else tuple(value)
+    if len(key) <= MAX_KEYS:
+        result = _dispatch(_ARRAYS if is_array else _DOCUMENTS, key, value, depth, is_array, site)
         if result is not None:
-            return result  # type: ignore[no-any-return]
+            return result
     if is_array:
         value = {str(index): item for index, item in enumerate(value)}
-    return _general()(value, _options(depth))  # type: ignore[no-any-return]
+    try:
+        return _general()(value, _options(depth))  # type: ignore[no-any-return]
+    except Exception:  # reported by the general encoder of the whole document
+        raise _GiveUp from None
 
 
 _GENERAL: list[Any] = []
@@ -146,26 +184,41 @@ def _general() -> Any:
 
 
 class _Builder:
-    """Collects an encoder's statements and its output as runs of struct fields and pieces."""
+    """Collects an encoder's statements and its output as runs of struct fields and pieces.
+
+    Constant bytes (headers, NULs) next to each other are packed as one field, and a run of
+    constants alone becomes a bytes literal."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []  # statements before the output is built
+        self.lines: list[str] = []  # statements before the output is built: first checks
+        self.deep_lines: list[str] = []  # and conversions, then the embedded containers
+        self.checks: list[str] = []  # conditions on the values' types, any true: refuse
         self.fixed_size = 4  # bytes of the struct-packed parts, the length prefix included
         self.lengths: list[str] = []  # expressions: the lengths of the variable pieces
         self.output: list[str] = []  # expressions joined into the result
         self.fmt = "<i"  # the open run: struct format and argument expressions
         self.args = ["total"]
+        self.constant_bytes = b""  # constants waiting to join the open run
         self.names: dict[str, Any] = {}
 
-    def field(self, fmt: str, expr: str | None, size: int) -> None:
+    def constant(self, data: bytes) -> None:
+        self.constant_bytes += data
+        self.fixed_size += len(data)
+
+    def _flush(self) -> None:
+        if self.constant_bytes:
+            self.fmt += f"{len(self.constant_bytes)}s"
+            self.args.append(repr(self.constant_bytes))
+            self.constant_bytes = b""
+
+    def field(self, fmt: str, expr: str, size: int) -> None:
+        self._flush()
         self.fmt += fmt
-        if expr is not None:
-            self.args.append(expr)
+        self.args.append(expr)
         self.fixed_size += size
 
     def header(self, type_byte: int, key_cstring: bytes) -> None:
-        size = len(key_cstring) + 1
-        self.field(f"{size}s", repr(bytes([type_byte]) + key_cstring), size)
+        self.constant(bytes([type_byte]) + key_cstring)
 
     def piece(self, expr: str) -> None:
         """A variable-size piece (bytes) after the open run; its length counts in the total."""
@@ -174,8 +227,12 @@ class _Builder:
         self.lengths.append(f"len({expr})")
 
     def close_run(self) -> None:
-        if self.fmt == "<":
+        if not self.args:  # constants only: a literal
+            if self.constant_bytes:
+                self.output.append(repr(self.constant_bytes))
+                self.constant_bytes = b""
             return
+        self._flush()
         name = f"p{len(self.names)}"
         self.names[name] = struct.Struct(self.fmt).pack
         self.output.append(f"{name}({', '.join(self.args)})")
@@ -187,7 +244,25 @@ class _Builder:
         self.lines.append(f"    {text}b = {text}.encode()")
         self.field("i", f"len({text}b) + 1", 4)
         self.piece(f"{text}b")
-        self.field("x", None, 1)
+        self.constant(b"\x00")
+
+    def container(self, n: int, is_array: bool) -> None:
+        """Statements that encode value ``n``, an embedded document or array, into ``b{n}``:
+        empty at once; else by the encoder that served this place last time (a document's
+        keys checked here, the types by the encoder), else by :func:`_nested`."""
+        v, site = f"v{n}", f"s{n}"
+        self.names[site] = [None]  # (encoder, keys or None for an array) or None
+        empty = b"\x05\x00\x00\x00\x00"
+        keys = "" if is_array else f" and tuple({v}) == c[1]"
+        self.deep_lines.append(f"""    c = {site}[0]
+    if not {v} and depth < {_MAX_DEPTH}:
+        b{n} = {empty!r}
+    elif c is not None and depth < {_MAX_DEPTH}{keys}:
+        b{n} = c[0]({v}, depth + 1)
+        if b{n} is None:
+            b{n} = nested({v}, depth + 1, {is_array}, {site})
+    else:
+        b{n} = nested({v}, depth + 1, {is_array}, {site})""")
 
 
 def _compile_element(out: _Builder, n: int, key_cstring: bytes, value: Any) -> bool:
@@ -195,6 +270,11 @@ def _compile_element(out: _Builder, n: int, key_cstring: bytes, value: Any) -> b
     the encoders do not handle."""
     v = f"v{n}"
     t = type(value)
+    if value is None:
+        out.checks.append(f"{v} is not None")
+    else:
+        out.names[f"T{n}"] = t
+        out.checks.append(f"type({v}) is not T{n}")
     if t is str:
         out.string(0x02, key_cstring, v)
     elif t is int:
@@ -217,17 +297,14 @@ def _compile_element(out: _Builder, n: int, key_cstring: bytes, value: Any) -> b
     elif t is Int64:
         out.header(0x12, key_cstring)
         out.field("q", v, 8)
-    elif t is dict:
-        out.lines.append(f"    {v} = nested(v{n}, depth + 1, False)")
-        out.header(0x03, key_cstring)
-        out.piece(v)
-    elif t is list:
-        out.lines.append(f"    {v} = nested(v{n}, depth + 1, True)")
-        out.header(0x04, key_cstring)
-        out.piece(v)
+    elif t is dict or t is list:
+        out.container(n, t is list)
+        out.header(0x03 if t is dict else 0x04, key_cstring)
+        out.piece(f"b{n}")
     elif t is bytes:
         out.header(0x05, key_cstring)
-        out.field("ix", f"len({v})", 5)  # length, subtype 0
+        out.field("i", f"len({v})", 4)
+        out.constant(b"\x00")  # subtype 0
         out.piece(v)
     elif t is ObjectId:
         out.header(0x07, key_cstring)
@@ -254,11 +331,12 @@ def _compile_element(out: _Builder, n: int, key_cstring: bytes, value: Any) -> b
         # code with scope: int32 total length, the code as a string, the scope document
         out.lines.append(f"    if type({v}.scope) is not dict:\n        return None")
         out.lines.append(f"    {v}b = {v}.encode()")
-        out.lines.append(f"    {v}s = nested({v}.scope, depth + 1, False)")
+        out.names[f"s{n}"] = [None]
+        out.deep_lines.append(f"    {v}s = nested({v}.scope, depth + 1, False, s{n})")
         out.header(0x0F, key_cstring)
         out.field("ii", f"len({v}b) + len({v}s) + 9, len({v}b) + 1", 8)
         out.piece(f"{v}b")
-        out.field("x", None, 1)
+        out.constant(b"\x00")
         out.piece(f"{v}s")
     else:
         return False
@@ -281,24 +359,32 @@ def _compile(container: Any, is_array: bool) -> Any:
             return _UNSHAPED
         if not _compile_element(out, n, key_cstring, value):
             return _UNSHAPED
-    out.field("x", None, 1)  # the container's trailing NUL
+    out.constant(b"\x00")  # the container's trailing NUL
     out.close_run()
     values = "".join(f"v{n}, " for n in range(len(container)))
     total = " + ".join([str(out.fixed_size), *out.lengths])
+    deep = bool(out.deep_lines)
     source = "\n".join([
         "def encoder(container, depth):",
+        *(["  deep = False"] if deep else []),
         "  try:",
         f"    {values or '()'} = container" + ("" if is_array else ".values()"),
+        *([f"    if {' or '.join(out.checks)}:", "        return None"] if out.checks else []),
         *out.lines,
+        *(["    deep = True", *out.deep_lines] if out.deep_lines else []),
         f"    total = {total}",  # over int32: packing it fails, and so the general encoder
         f"    return join(({', '.join(out.output)},))",
+        "  except giveup:",
+        "    raise",
         "  except Exception:  # the general encoder encodes it, or says what is wrong",
+        *(["    if deep:\n        raise giveup from None"] if deep else []),
         "    return None",
     ])
     names = {
         **out.names,
         "join": b"".join,
         "nested": _nested,
+        "giveup": _GiveUp,
         "regex": _regex,
         "epoch": datetime.datetime(1970, 1, 1),
     }

@@ -178,3 +178,76 @@ def test_keys_whose_types_keep_changing_stop_compiling() -> None:
             assert encode(variant) == general(variant)
     types, encoder, compiles = shapes._DOCUMENTS[("a", "b")]
     assert compiles == shapes.MAX_COMPILES and encoder is shapes._UNSHAPED
+
+
+def test_a_place_in_an_encoder_serves_whatever_container_comes_next() -> None:
+    # the encoder of {"p": dict} remembers the encoder that served "p" last; documents of
+    # other keys, other types and bad values at that place must still come out right
+    children: list[Any] = [
+        {"x": 1, "y": "s"},
+        {"x": 1, "y": "s"},
+        {"x": 1.5, "y": "s"},  # the same keys, another type
+        {"y": "s", "x": 1},  # the same keys, another order
+        {"x": 1},
+        {},
+        {"x": 2**63, "y": "s"},  # the same shape, a value out of range: the general error
+        {"x": 2**31, "y": "s"},  # int32 compiled, an int64 comes
+        {"x": 1, "y": "s"},
+    ]
+    for _ in range(2):
+        for child in children:
+            document = {"p": child, "n": 1}
+            for _ in range(3):
+                assert outcome(lambda d=document: encode(d)) == outcome(
+                    lambda d=document: general(d)
+                )
+
+
+def test_a_place_for_an_array_serves_arrays_of_other_lengths_and_types() -> None:
+    for items in ([1, 2], [1, 2], [1, 2, 3], [1], ["a", "b"], [], [1, 2], [2**40, 2], [1, 2]):
+        document = {"l": items}
+        for _ in range(3):
+            assert encode(document) == general(document)
+
+
+@pytest.mark.parametrize("empty", [{}, []], ids=["document", "array"])
+def test_empty_containers_past_the_depth_limit_are_refused_as_by_the_general_encoder(
+    empty: Any,
+) -> None:
+    def nest(levels: int) -> dict[str, Any]:
+        document: dict[str, Any] = {"a": empty}
+        for _ in range(levels - 1):
+            document = {"a": document}
+        return document
+
+    limit = DEFAULT_CODEC_OPTIONS.max_nesting_depth
+    warm(nest(3), 6)  # one shape, {"a": dict}, at every level: its encoder serves any depth
+    at_limit, past_it = nest(limit - 1), nest(limit)
+    assert encode(at_limit) == general(at_limit)
+    got = outcome(lambda: encode(past_it))
+    assert got == outcome(lambda: general(past_it)) and got[0] is InvalidDocument
+
+
+def test_a_deep_document_that_fails_at_the_bottom_is_given_up_once_not_retried_per_level(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+    nested = shapes._nested
+
+    def counted(*args: Any) -> bytes:
+        calls.append(1)
+        return nested(*args)
+
+    monkeypatch.setattr(shapes, "_nested", counted)  # before any encoder is compiled
+
+    def nest(levels: int, number: int) -> dict[str, Any]:
+        document: dict[str, Any] = {"x": 1}
+        for _ in range(levels - 1):
+            document = {"a": document, "n": number}
+        return document
+
+    warm(nest(3, 1), 6)  # "n" compiled as an int32, packed after "a" is encoded
+    calls.clear()
+    bad = nest(12, 2**31)  # an int64 at every level: each encoder fails after its child
+    assert outcome(lambda: encode(bad)) == outcome(lambda: general(bad))
+    assert len(calls) <= 2 * 12  # (retrying at every level took about 2**12 calls)
