@@ -144,8 +144,7 @@ def compile_decoder(
     def read_run() -> None:
         """Emit the open run's struct call and its header check."""
         nonlocal fmt, fields, headers, run
-        unpack = struct.Struct(fmt)
-        names[f"u{run}"] = unpack.unpack_from
+        names[f"u{run}"] = struct.Struct(fmt).unpack_from
         targets = ", ".join(fields) + ","
         body.append(f"    {targets} = u{run}(data, q)")
         check = f"({', '.join(h for h in fields if h.startswith('h'))},) != {tuple(headers)!r}"

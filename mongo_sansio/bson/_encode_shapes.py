@@ -20,8 +20,8 @@ the common case pays no table lookup; empty containers are written on the spot.
 An encoder gives exactly the general encoder's bytes or None: any value it does not expect
 (a value of another type, an int whose size class differs from the compiled one, a string
 that is not UTF-8, an aware datetime, a length over int32, an embedded value that fails)
-makes it return None,
-and the general encoder then encodes the document, or raises with the key path.  The source
+makes it return None (or give up, see :class:`_GiveUp`), and the general encoder then
+encodes the document, or raises with the key path.  The source
 holds only integers and the ``repr`` of bytes (the headers), never a key or value as text,
 so no document content can become code.  Shapes of more than MAX_KEYS keys and shapes with
 types not listed in ``_compile_element`` get no encoder; memory is bounded by MAX_SHAPES.
