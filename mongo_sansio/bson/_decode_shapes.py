@@ -131,8 +131,17 @@ def compile_decoder(
         "code": make_code, "value": value, "fallback": Fallback,
     }
     # how a refusal is made (see the module docs): an array's turns into a Fallback at its
-    # first container, and ``deep`` tells its error handler whether that was passed
-    refuse = "return None"
+    # first container; the generated ``deep`` tells its error handler whether that was passed
+    deep = False
+
+    def refuse() -> str:
+        return "raise fallback" if deep else "return None"
+
+    def enter_container() -> None:
+        nonlocal deep
+        if is_array and not deep:
+            deep = True
+            body.append("    deep = True")
     body: list[str] = []
     values: list[str] = []
     fmt = "<"  # the open run: struct format, unpacked names, expected headers
@@ -148,7 +157,7 @@ def compile_decoder(
         targets = ", ".join(fields) + ","
         body.append(f"    {targets} = u{run}(data, q)")
         check = f"({', '.join(h for h in fields if h.startswith('h'))},) != {tuple(headers)!r}"
-        body.append(f"    if {check}:\n        {refuse}")
+        body.append(f"    if {check}:\n        {refuse()}")
         fmt = "<"
         fields, headers = [], []
         run += 1
@@ -171,9 +180,7 @@ def compile_decoder(
         values.append(f"x{n}")
         if t not in _VARIABLE:  # a rare type: read by the general helper
             read_run()
-            if is_array and refuse == "return None":  # (it may be code with scope)
-                refuse = "raise fallback"
-                body.append("    deep = True")
+            enter_container()  # (it may be code with scope)
             body.append(f"    x{n}, q = value(data, {t}, q + {offset}, end - 1, opts, depth)")
             offset = 0
             continue
@@ -186,20 +193,18 @@ def compile_decoder(
         body.append(f"    s = q + {start}")
         if t == 0x02 or t == 0x0D:
             body.append(f"    e = s + n{n} - 1")
-            body.append(f"    if n{n} < 1 or data[e]:\n        {refuse}")
+            body.append(f"    if n{n} < 1 or data[e]:\n        {refuse()}")
             text = "data[s:e].decode()"
             body.append(f"    x{n} = {text if t == 0x02 else f'code({text})'}")
             body.append("    q = e + 1")
         elif t == 0x05:
-            body.append(f"    if n{n} < 0:\n        {refuse}")
+            body.append(f"    if n{n} < 0:\n        {refuse()}")
             body.append(f"    q = s + n{n}")
             body.append(f"    x{n} = binv(data, s, q, b{n}, opts)")
         else:
-            body.append(f"    if n{n} < 5:\n        {refuse}")
+            body.append(f"    if n{n} < 5:\n        {refuse()}")
             body.append(f"    q = s + n{n}")
-            if is_array and refuse == "return None":
-                refuse = "raise fallback"
-                body.append("    deep = True")
+            enter_container()
             # an empty one is made on the spot (its NUL and the depth checked as the helpers
             # would, though a trie root always sits at one depth, so a shape compiled there
             # passed that check already); otherwise its trie root's decoders are tried
@@ -228,7 +233,6 @@ def compile_decoder(
         result = "[" + ", ".join(values) + "]"
     else:
         result = "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(keys, values, strict=True)) + "}"
-    deep = is_array and refuse != "return None"
     source = "\n".join([
         "def decoder(data, start, end, depth):",
         *(["  deep = False"] if deep else []),
@@ -236,7 +240,7 @@ def compile_decoder(
         "    q = start + 4",
         *body,
         "    if q != end - 1 or data[q]:",
-        f"        {refuse}",
+        f"        {refuse()}",
         f"    return {result}",
         "  except error:",
         *(["    if deep:\n        raise fallback"] if deep else []),

@@ -119,23 +119,20 @@ def _dispatch(
     :func:`_compile`), set here when an encoder succeeds.
     """
     entry = table.get(key)
-    tried = None
-    if entry is not None:
-        encoder = entry[1]
-        if encoder is not None and encoder is not _UNSHAPED:
-            result: bytes | None = encoder(container, depth)
-            if result is not None:
-                if site is not None:
-                    site[0] = (encoder, None if is_array else key)  # one store: thread-safe
-                return result
-            tried = encoder
-    types = key if is_array else tuple(map(type, container.values()))
-    encoder = _encoder(table, key, types, container, is_array)
-    if encoder is None or encoder is _UNSHAPED or encoder is tried:
-        return None
-    result = encoder(container, depth)
-    if result is not None and site is not None:
-        site[0] = (encoder, None if is_array else key)
+    encoder = None if entry is None else entry[1]
+    result: bytes | None = None
+    if encoder is not None and encoder is not _UNSHAPED:
+        result = encoder(container, depth)
+    if result is None:
+        types = key if is_array else tuple(map(type, container.values()))
+        fresh = _encoder(table, key, types, container, is_array)
+        if fresh is None or fresh is _UNSHAPED or fresh is encoder:  # (that one refused it)
+            return None
+        encoder, result = fresh, fresh(container, depth)
+        if result is None:
+            return None
+    if site is not None:
+        site[0] = (encoder, None if is_array else key)  # one store: thread-safe
     return result
 
 
@@ -152,7 +149,7 @@ def _options(depth: int) -> Any:
 _NESTED_OPTIONS: dict[int, Any] = {}
 
 
-def _nested(value: Any, depth: int, is_array: bool, site: list[Any]) -> bytes:
+def _nested(value: Any, depth: int, is_array: bool, site: list[Any] | None) -> bytes:
     """An embedded document or array at ``depth``: by its shape's encoder, else the general
     encoder (an array as the document of its index keys).  ``site`` as for _dispatch."""
     if depth > _MAX_DEPTH:
@@ -331,8 +328,7 @@ def _compile_element(out: _Builder, n: int, key_cstring: bytes, value: Any) -> b
         # code with scope: int32 total length, the code as a string, the scope document
         out.lines.append(f"    if type({v}.scope) is not dict:\n        return None")
         out.lines.append(f"    {v}b = {v}.encode()")
-        out.names[f"s{n}"] = [None]
-        out.deep_lines.append(f"    {v}s = nested({v}.scope, depth + 1, False, s{n})")
+        out.deep_lines.append(f"    {v}s = nested({v}.scope, depth + 1, False, None)")
         out.header(0x0F, key_cstring)
         out.field("ii", f"len({v}b) + len({v}s) + 9, len({v}b) + 1", 8)
         out.piece(f"{v}b")

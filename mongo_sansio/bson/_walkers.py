@@ -171,9 +171,9 @@ def remember_shape(
         return
     from mongo_sansio.bson._decode import decode_array, decode_nested, read_value
 
-    pair = compile_walker(nodes) if walker and not array else None
+    pair = compile_walker(nodes) if walker else None  # (an array's root is never read so)
     decoder = compile_decoder(nodes, decode_nested, decode_array, read_value, array)
-    if decoder is None and (pair is None or array):
+    if decoder is None and pair is None:
         last[8] = UNWALKABLE
         return
     if walker and pair is None:
