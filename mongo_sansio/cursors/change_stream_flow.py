@@ -2,7 +2,7 @@
 
 Each flow is a generator over :mod:`mongo_sansio.flow` that drives a
 :class:`~mongo_sansio.cursors.change_stream.ChangeStream` machine: it asks the machine for a
-command, runs it with :func:`~mongo_sansio.ops.command.run_command`, and hands the machine the
+command, runs it with :func:`~mongo_sansio.command.run_command`, and hands the machine the
 reply or the error.  The machine decides (resume or raise, which resume point, which token); the
 flows only sequence the requests.
 
@@ -30,11 +30,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from mongo_sansio.command import run_command, run_command_quietly
 from mongo_sansio.cursors.change_stream import ChangeStream, ResumeDecision
 from mongo_sansio.cursors.errors import ChangeStreamClosed
 from mongo_sansio.errors import InvalidOperation, MongoError
 from mongo_sansio.flow import Flow, SelectServer
-from mongo_sansio.ops.command import run_command, run_command_quietly
 
 __all__ = [
     "change_stream_open",

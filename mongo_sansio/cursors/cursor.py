@@ -7,7 +7,7 @@ A server answers a cursor-producing command with ``{cursor: {id, ns, firstBatch}
 current batch, builds the ``getMore`` and ``killCursors`` commands, and reads the replies.  It
 knows nothing about connections: the flows at the bottom of this module (:func:`cursor_next`,
 :func:`cursor_try_next`, :func:`cursor_close`, :func:`open_cursor`) send its commands through
-:func:`~mongo_sansio.ops.command.run_command`.
+:func:`~mongo_sansio.command.run_command`.
 
 Inputs: the reply of the command that opened the cursor, the replies of getMore, and the caller's
 options (batchSize, limit, maxAwaitTimeMS, comment).
@@ -42,6 +42,7 @@ from typing import Any
 import attrs
 
 from mongo_sansio.bson import Int64
+from mongo_sansio.command import run_command, run_command_quietly
 from mongo_sansio.errors import (
     CursorNotFound,
     InvalidOperation,
@@ -50,7 +51,6 @@ from mongo_sansio.errors import (
     RemoteProtocolError,
 )
 from mongo_sansio.flow import Flow, ServerInfo
-from mongo_sansio.ops.command import run_command, run_command_quietly
 
 __all__ = [
     "Namespace",

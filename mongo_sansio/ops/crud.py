@@ -3,7 +3,7 @@
 Every flow here is a generator over :mod:`mongo_sansio.flow`.  It first yields
 :class:`~mongo_sansio.flow.SelectServer` (``for_writes=True`` for writes, the caller's read
 preference for reads) and receives a :class:`~mongo_sansio.flow.ServerInfo`; it then sends its
-commands through :func:`~mongo_sansio.ops.command.run_command`, which yields
+commands through :func:`~mongo_sansio.command.run_command`, which yields
 :class:`~mongo_sansio.flow.RunCommand` and raises the typed error of an ``ok: 0`` reply.
 
 Inputs: command bodies built by :mod:`mongo_sansio.ops.crud_commands` (the
@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from mongo_sansio.bson.codec_options import CodecOptions
+from mongo_sansio.command import run_command
 from mongo_sansio.cursors.cursor import (
     Cursor,
     cursor_close,
@@ -44,7 +45,6 @@ from mongo_sansio.cursors.cursor import (
 )
 from mongo_sansio.errors import LocalProtocolError, RemoteProtocolError, ServerError
 from mongo_sansio.flow import Flow, MarkServerUnknown, SelectServer, ServerInfo
-from mongo_sansio.ops.command import run_command
 from mongo_sansio.ops.crud_commands import read_preference_field
 from mongo_sansio.ops.results import (
     DeleteResult,
