@@ -32,8 +32,9 @@ from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
 from mongo_sansio.sdam.description import ServerType
 from mongo_sansio.sdam.topology import TopologyDescription
 from mongo_sansio.selection import ReadPreference
-from mongo_sansio.uri import ConnectionString, apply_seedlist, discovery_for, parse_uri
+from mongo_sansio.uri import ConnectionString, apply_seedlist, discovery_for
 
+from .._uri import emit_uri_warnings, parse_client_uri
 from ..environment import client_metadata
 from ._closing import ClosesOnExit
 from ._engine import Engine
@@ -89,7 +90,9 @@ class MongoClient(ClosesOnExit):
             host = f"mongodb://{host}" + (f":{port}" if port is not None else "")
         elif port is not None:
             raise ConfigurationError("port cannot be given with a connection string")
-        uri = _resolve(parse_uri(host, **options), dns_resolver)
+        parsed = parse_client_uri(host, options, stacklevel=2)
+        uri = _resolve(parsed, dns_resolver)
+        emit_uri_warnings(uri.warnings[len(parsed.warnings) :], stacklevel=2)
         self._settings = ClientSettings.from_connection_string(uri, server_api=server_api)
         self._engine = Engine(
             self._settings,

@@ -26,9 +26,11 @@ The rules, from the Connection String and URI Options specs:
 * a TXT record may carry only ``authSource``, ``replicaSet`` and ``loadBalanced``
   (Initial DNS Seedlist Discovery); anything else there is an error.
 
-Keyword options are code, not configuration: an invalid keyword value is an error, not a
-warning.  Rules that involve hosts, the scheme or credentials live in
-:mod:`mongo_sansio.uri.connection_string`.
+Keyword options are code, not configuration: an unknown name or an invalid keyword value is an
+error, not a warning (a boolean keyword takes ``True``/``False`` or ``"true"``/``"false"`` only,
+as PyMongo's keyword validation does).  Warnings are data here; the adapters emit them (as
+``UserWarning``, through ``adapters/_uri.py``).  Rules that involve hosts, the scheme or
+credentials live in :mod:`mongo_sansio.uri.connection_string`.
 """
 
 from __future__ import annotations
@@ -312,6 +314,8 @@ def keyword_options(options: Mapping[str, Any], *, warn: Warn | None = None) -> 
         if name is None:
             raise ConfigurationError(f"unknown option {key!r}")
         spec = OPTIONS[name]
+        if spec.convert is parse_bool and not isinstance(value, bool):
+            _check_keyword_bool(key, value)
         if isinstance(value, str):
             _convert(_Occurrence(key, name, value), collector)
         elif spec.repeatable:
@@ -320,6 +324,14 @@ def keyword_options(options: Mapping[str, Any], *, warn: Warn | None = None) -> 
         else:
             collector.add(key, name, Parsed(_typed_keyword_value(spec, key, value)))
     return collector.result()
+
+
+def _check_keyword_bool(key: str, value: Any) -> None:
+    """A boolean keyword option is ``True``/``False`` or the text ``true``/``false``: the
+    legacy spellings a URI may still use (``1``, ``yes``) and integers are errors in code."""
+    if isinstance(value, str) and value.translate(_ASCII_LOWER) in ("true", "false"):
+        return
+    raise ConfigurationError(f"option {key!r} must be True or False, not {value!r}")
 
 
 def _typed_keyword_value(spec: OptionSpec, key: str, value: Any) -> Any:

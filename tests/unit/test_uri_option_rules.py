@@ -229,6 +229,8 @@ def test_keyword_options_are_typed_or_strings() -> None:
         {"maxPoolSize": True},
         {"maxPoolSize": 1.5},
         {"retryWrites": "maybe"},
+        {"retryWrites": "yes"},  # legacy spellings are for URIs only (PyMongo: ValueError)
+        {"tls": 1},  # an integer is not a boolean keyword (PyMongo: TypeError)
         {"readPreferenceTags": ["dc:ny"]},
         {"compressors": [1]},
         {"username": 5},
