@@ -282,10 +282,16 @@ class BlockingStream:
             raise _network_error(exc, f"reading from {self.where} failed") from exc
 
     def close(self) -> None:
-        """Close the socket (idempotent; errors while closing are of no interest)."""
+        """Close the socket (idempotent; errors while closing are of no interest).  A read
+        blocked on it in another thread fails with NetworkError."""
         if self._closed:
             return
         self._closed = True
+        try:
+            # shutdown first: it wakes a thread blocked reading this socket, close alone may not
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         try:
             self._sock.close()
         except OSError:

@@ -19,10 +19,16 @@ one thread at a time.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from mongo_sansio.client import ClientSettings, CommandListener
+from mongo_sansio.client import (
+    ClientSettings,
+    CommandFailedEvent,
+    CommandListener,
+    CommandStartedEvent,
+    CommandSucceededEvent,
+)
 from mongo_sansio.connection import ServerApi
 from mongo_sansio.cursors import ChangeStreamTarget
 from mongo_sansio.errors import ConfigurationError
@@ -61,6 +67,24 @@ def _resolve(uri: ConnectionString, resolver: Resolver | None) -> ConnectionStri
     return apply_seedlist(uri, resolve_seedlist(discovery, resolver))
 
 
+def _command_publisher(listeners: Sequence[Any]) -> Callable[[object], None] | None:
+    """Deliver command events to ``listeners`` (temporary: the full publisher follows)."""
+    if not listeners:
+        return None
+    listeners = tuple(listeners)
+
+    def publish(event: object) -> None:
+        for listener in listeners:
+            if isinstance(event, CommandStartedEvent):
+                listener.started(event)
+            elif isinstance(event, CommandSucceededEvent):
+                listener.succeeded(event)
+            elif isinstance(event, CommandFailedEvent):
+                listener.failed(event)
+
+    return publish
+
+
 class MongoClient(ClosesOnExit):
     """A client for one deployment (see the module docstring).
 
@@ -97,7 +121,7 @@ class MongoClient(ClosesOnExit):
         self._engine = Engine(
             self._settings,
             metadata=client_metadata(self._settings.handshake.app_name),
-            listeners=event_listeners,
+            publish=_command_publisher(event_listeners),
         )
 
     # -- databases --------------------------------------------------------------------------------

@@ -1,30 +1,26 @@
 """The runtime-independent client: what the blocking, gevent, asyncio and trio clients share.
 
-* :mod:`.settings` -- :class:`ClientSettings` read from a connection string (topology, handshake,
-  credential, TLS, timeouts, read preference, write concern), :class:`TlsSettings`.
-* :mod:`.core` -- :class:`ClientCore`: the SDAM topology, server selection with inline scans
-  (a flow), the connections per server, the answers to ``MarkServerUnknown``.
-* :mod:`.requests` -- the client-internal requests its flows yield (:class:`OpenConnection`,
-  :class:`CheckConnection`) and their answers (:class:`Opened`, :class:`CheckReply`).
-* :mod:`.connections` -- :class:`ConnectionSets`, the idle/in-use bookkeeping per server.
-* :mod:`.events` -- command monitoring events adapters publish.
+* :mod:`.settings` -- :class:`ClientSettings` read from a connection string (topology, pool,
+  handshake, credential, TLS, timeouts, read preference, write concern), :class:`TlsSettings`.
+* :mod:`.runtime` -- the runtime seam: the primitives every flow is made of (open a stream,
+  send, receive, wait for a signal, the clock) and :class:`Signal`.
+* :mod:`.core` -- :class:`ClientCore`: the SDAM topology, a monitor and a CMAP pool per
+  server, server selection that waits for the topology, the upkeep of pools and cursors.
+* :mod:`.monitors` -- one server's monitor (heartbeat machine) and its background tasks.
+* :mod:`.link` -- one established connection and the flows that open it and exchange on it.
+* :mod:`.execute` -- :func:`drive`: running an operation flow on the core, with its deadline.
+* :mod:`.events` -- command monitoring events (the public classes are in
+  :mod:`mongo_sansio.monitoring`).
 """
 
-from mongo_sansio.client.connections import ConnectionRecord, ConnectionSets
-from mongo_sansio.client.core import COOLDOWN, ClientCore
+from mongo_sansio.client.core import ClientCore, KillCursor
 from mongo_sansio.client.events import (
     CommandFailedEvent,
     CommandListener,
     CommandStartedEvent,
     CommandSucceededEvent,
 )
-from mongo_sansio.client.requests import (
-    CheckConnection,
-    CheckReply,
-    ClientRequest,
-    OpenConnection,
-    Opened,
-)
+from mongo_sansio.client.execute import drive, operation_deadline
 from mongo_sansio.client.settings import (
     DRIVER_NAME,
     UNIX_PORT,
@@ -36,24 +32,19 @@ from mongo_sansio.client.settings import (
 )
 
 __all__ = [
-    "COOLDOWN",
     "DRIVER_NAME",
     "UNIX_PORT",
-    "CheckConnection",
-    "CheckReply",
     "ClientCore",
-    "ClientRequest",
     "ClientSettings",
     "CommandFailedEvent",
     "CommandListener",
     "CommandStartedEvent",
     "CommandSucceededEvent",
-    "ConnectionRecord",
-    "ConnectionSets",
-    "OpenConnection",
-    "Opened",
+    "KillCursor",
     "Seeds",
     "TlsSettings",
+    "drive",
     "is_unix_address",
+    "operation_deadline",
     "unix_stand_in",
 ]

@@ -1,61 +1,62 @@
-"""The runtime-independent client: topology, server selection with inline scans, connections.
+"""The runtime-independent client: topology, monitors, pools and the flows that use them.
 
 Theory of operation
 -------------------
-:class:`ClientCore` is what the blocking, gevent, asyncio and trio clients share.  It holds the
-SDAM :class:`~mongo_sansio.sdam.machine.Topology` machine, the connections per server
-(:class:`~mongo_sansio.client.connections.ConnectionSets`) and the request-id counter, and
-answers the questions an adapter meets while interpreting operation flows:
+:class:`ClientCore` is what the blocking, gevent, asyncio and trio clients share.  It owns
+every machine of the client and sequences their outputs:
 
-* ``SelectServer`` -- :meth:`ClientCore.select_server_flow` is a flow over the client-internal
-  requests (:mod:`mongo_sansio.client.requests`).  There are no background monitors: the
-  topology is brought up to date *inline*, as SDAM's single-threaded mode describes.  When the
-  topology is stale (never scanned, last scanned over heartbeatFrequencyMS ago, or marked stale
-  by an error or a failed selection) the flow scans: it checks every server not checked since
-  the scan began, the primary first, then a possible primary, then known servers before
-  unknown ones, oldest check first (ties broken by the injected random draw).  A check runs
-  hello on an idle connection when there is one, else opens (establishes) a new connection,
-  whose handshake reply updates the topology and which is then kept for operations (a failed
-  idle connection is retried once on a new one).  A server whose check failed with a network
-  error is not checked again for 5 s (cooldownMS).  Scans are at least
-  minHeartbeatFrequencyMS (0.5 s) apart.  Selection itself is
-  :func:`mongo_sansio.selection.select_server`; without a suitable server the flow marks the
-  topology stale, and tries again until serverSelectionTimeoutMS (or, in "try once" mode,
-  after one scan) before raising :class:`~mongo_sansio.selection.ServerSelectionTimeoutError`.
-  An authentication failure while connecting ends the selection with that error.
-* ``RunCommand`` -- :meth:`ClientCore.check_out` gives an idle connection or None (the adapter
-  then opens one and reports it with :meth:`ClientCore.connection_opened`);
-  :meth:`ClientCore.check_in` takes it back; :meth:`ClientCore.command_body` adds the
-  ``$readPreference`` a direct connection needs.
-* ``MarkServerUnknown`` -- :meth:`ClientCore.mark_server_unknown` feeds the error to SDAM as an
-  application error: the server becomes Unknown and, for network errors, its connections are
-  discarded (pool cleared); a state-change error also marks the topology stale.
+* the SDAM :class:`~mongo_sansio.sdam.machine.Topology`, fed by the monitors' reports, by the
+  handshakes of application connections and by the errors operations meet;
+* one :class:`~mongo_sansio.client.monitors.ServerMonitor` per server (background tasks that
+  check the server, streaming when it can, with a separate RTT task);
+* one CMAP :class:`~mongo_sansio.cmap.Pool` per server: the wait queue, maxPoolSize,
+  maxConnecting, minPoolSize, maxIdleTimeMS, generations, clears and pausing; connections are
+  opened by background tasks (:meth:`_open_task`) and handed to waiters by the pool;
+* the waiting: a server selection that finds nothing suitable asks every monitor for an
+  immediate check and waits on a :class:`~mongo_sansio.client.runtime.Signal` fired when the
+  topology description changes, up to its deadline (never polling);
+* the upkeep task (:meth:`upkeep_task`): pool deadlines (idle connections, minPoolSize
+  back-off) and the queue of cursors to kill that finalizers fill.
 
-Inputs: the calls above with ``now`` (monotonic seconds), the answers sent into the selection
-flow, and a random ``draw(n)`` given at construction.
-Outputs: the flows' requests and results (:class:`~mongo_sansio.flow.ServerInfo`), and the
-connections the adapter must close, pulled with :meth:`ClientCore.take_to_close` after any
-call.  SDAM events are not published by this first client.
+The operation flows (:mod:`mongo_sansio.client.execute`) use the core through
+:meth:`select_server`, :meth:`check_out` / :meth:`check_in` and :meth:`mark_server_unknown`.
 
-The core is not thread-safe: an adapter serving several threads or tasks holds one lock
-around every call (and every step of a flow), never across I/O.
+Inputs: calls from those flows and the tasks, each with ``now`` where time matters, and what
+the runtime gave at construction: ``draw(n)`` (a random int in ``range(n)``), ``nonce()``
+(bytes for authentication), ``spawn(task, name)`` (start a background flow),
+``close_stream(stream)`` (close a stream at once), ``publish(event)`` (deliver a monitoring
+event; None when nobody listens).
+Outputs: events through ``publish`` (SDAM, CMAP, command; in the specs' order), tasks through
+``spawn``, primitives from the flows (:mod:`mongo_sansio.client.runtime`).
+
+The core is not thread-safe: a runtime with threads holds one lock around every step of every
+flow and every call, never across a primitive.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Generator, Hashable, Mapping
-from typing import Any, Final, Generic, TypeVar
+from collections import deque
+from collections.abc import Callable, Generator, Mapping
+from typing import Any, Final
 
-from mongo_sansio.client.connections import ConnectionSets
-from mongo_sansio.client.requests import (
-    CheckConnection,
-    CheckReply,
-    ClientRequest,
-    OpenConnection,
-    Opened,
-)
+import attrs
+
+from mongo_sansio.auth import Authenticator, ScramCache
+from mongo_sansio.client.execute import upkeep_task
+from mongo_sansio.client.link import Link, LinkOptions, open_link
+from mongo_sansio.client.monitors import ServerMonitor
+from mongo_sansio.client.runtime import Signal, Task, Wait
 from mongo_sansio.client.settings import ClientSettings
+from mongo_sansio.cmap import Pool
+from mongo_sansio.cmap.actions import (
+    CloseConnection,
+    FailWaiter,
+    GiveConnection,
+    InterruptConnection,
+    OpenConnection,
+    PooledConnection,
+)
+from mongo_sansio.cmap.states import PoolState
 from mongo_sansio.connection import (
     DEFAULT_MAX_BSON_OBJECT_SIZE,
     DEFAULT_MAX_MESSAGE_SIZE_BYTES,
@@ -64,7 +65,6 @@ from mongo_sansio.connection import (
 )
 from mongo_sansio.errors import (
     AuthenticationError,
-    IncompatibleServerError,
     InvalidOperation,
     LocalProtocolError,
     MongoError,
@@ -72,18 +72,25 @@ from mongo_sansio.errors import (
     NetworkTimeout,
     ServerError,
 )
-from mongo_sansio.flow import MarkServerUnknown, Now, SelectServer, ServerInfo, Sleep
-from mongo_sansio.sdam.actions import ClearPool, RequestImmediateCheck
-from mongo_sansio.sdam.description import (
-    Address,
-    ServerDescription,
-    ServerType,
-    TopologyType,
+from mongo_sansio.flow import MarkServerUnknown, Now, SelectServer, ServerInfo
+from mongo_sansio.sdam.actions import (
+    CancelCheck,
+    ClearPool,
+    ReadyPool,
+    RequestImmediateCheck,
+    StartMonitor,
+    StopMonitor,
 )
+from mongo_sansio.sdam.description import Address, ServerType, TopologyType, format_address
 from mongo_sansio.sdam.errors import ApplicationError, ErrorKind, ErrorPhase
-from mongo_sansio.sdam.events import ServerClosedEvent, ServerOpeningEvent
+from mongo_sansio.sdam.events import (
+    ServerClosedEvent,
+    TopologyDescriptionChangedEvent,
+)
+from mongo_sansio.sdam.heartbeat import MonitorSettings, report_to_topology
+from mongo_sansio.sdam.heartbeat_actions import MonitorReport
 from mongo_sansio.sdam.machine import Output, Topology
-from mongo_sansio.sdam.topology import MIN_HEARTBEAT_FREQUENCY, TopologyDescription
+from mongo_sansio.sdam.topology import TopologyDescription
 from mongo_sansio.selection import (
     RandomDraw,
     SelectionCriteria,
@@ -93,51 +100,108 @@ from mongo_sansio.selection import (
 )
 from mongo_sansio.wire import RequestIds
 
-__all__ = ["ClientCore", "COOLDOWN"]
+__all__ = ["ClientCore", "KillCursor"]
 
-C = TypeVar("C", bound=Hashable)
-
-COOLDOWN: Final = 5.0
-"""cooldownMS (seconds): a server whose check failed with a network error is skipped this long."""
-
-# Servers that take a read without being told a read preference on a direct connection.
 _READ_WITHOUT_PREFERENCE: Final = frozenset(
     {ServerType.MONGOS, ServerType.LOAD_BALANCER, ServerType.STANDALONE}
 )
-_UNKNOWN_LIKE: Final = frozenset({ServerType.UNKNOWN, ServerType.RS_GHOST})
 
-SelectionFlow = Generator[ClientRequest, Any, ServerInfo]
-ScanFlow = Generator[ClientRequest, Any, None]
+Flow = Generator[Any, Any, Any]
 
 
-class ClientCore(Generic[C]):
-    """One client's shared state (see the module docstring).
+@attrs.frozen
+class KillCursor:
+    """A cursor the application dropped while the server still held it."""
 
-    ``topology_id`` names the topology in SDAM events (the adapter makes one, e.g. an
-    ObjectId).  ``draw(n)`` returns a uniformly random int in ``range(n)``.  ``C`` is the
-    adapter's connection handle type (hashable; compared by identity is fine).
-    """
+    address: tuple[str, int]
+    namespace: str
+    cursor_id: int
 
-    def __init__(self, settings: ClientSettings, *, topology_id: object, draw: RandomDraw):
+
+class _Waiter:
+    """One check-out in progress: its signal and, once decided, its link or error."""
+
+    __slots__ = ("signal", "link", "error")
+
+    def __init__(self) -> None:
+        self.signal = Signal("check-out")
+        self.link: Link | None = None
+        self.error: BaseException | None = None
+
+
+class _Server:
+    """What the core keeps per server: its pool, its monitor, its open links."""
+
+    def __init__(self, address: Address, pool: Pool) -> None:
+        self.address = address
+        self.pool = pool
+        self.monitor: ServerMonitor | None = None
+        self.links: dict[int, Link] = {}
+        self.waiters: dict[int, _Waiter] = {}
+        self.abandoned: set[int] = set()  # pending connections the pool closed meanwhile
+
+
+class ClientCore:
+    """One client's machines (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: ClientSettings,
+        *,
+        topology_id: object,
+        draw: RandomDraw,
+        nonce: Callable[[], bytes],
+        metadata: Mapping[str, Any],
+        spawn: Callable[[Task, str], None],
+        close_stream: Callable[[Any], None],
+        publish: Callable[[object], None] | None = None,
+        faas: bool = False,
+    ) -> None:
         self.settings = settings
         self._draw = draw
-        self._topology = Topology(settings.topology, topology_id=topology_id)
-        self._connections: ConnectionSets[C] = ConnectionSets(
-            max_idle_time=settings.max_idle_time, max_idle_per_server=settings.max_pool_size
-        )
+        self._nonce = nonce
+        self._spawn = spawn
+        self.publish = publish
+        self._faas = faas
         self._request_ids = RequestIds()
-        self._last_scan: float | None = None
-        self._stale = True
-        self._cooldown_until: dict[Address, float] = {}
+        self.link_options = LinkOptions(
+            handshake=settings.handshake,
+            metadata=dict(metadata),
+            request_ids=self._request_ids.next,
+            close_stream=close_stream,
+            server_api=settings.server_api,
+            zlib_compression_level=settings.handshake.zlib_compression_level,
+        )
+        self._scram_cache = ScramCache()
+        if settings.credential is not None:
+            # Refuse an unsupported mechanism now rather than at the first connection.
+            Authenticator(settings.credential, nonce=nonce())
+        self._topology = Topology(settings.topology, topology_id=topology_id)
+        self._servers: dict[Address, _Server] = {}
         self._described: dict[Address, ConnectionDescription] = {}
+        self._topology_waiters: list[Signal] = []
+        self._monitor_ids = 0
+        self._kill_queue: deque[KillCursor] = deque()
+        self.upkeep_signal: Signal | None = None
+        self.last_now = 0.0
         self._closed = False
-        self._apply(self._topology.open())
+        self._opened = False
+
+    # -- opening --------------------------------------------------------------------------------
+
+    def open(self, now: float) -> None:
+        """Start the topology: monitors, pools and the upkeep task (once; idempotent)."""
+        if self._opened:
+            return
+        self._opened = True
+        self.last_now = now
+        self._apply(self._topology.open(), now)
+        self._spawn(upkeep_task(self), "client upkeep")
 
     # -- read-only state ----------------------------------------------------------------------
 
     @property
     def description(self) -> TopologyDescription:
-        """The topology as last seen."""
         return self._topology.description
 
     @property
@@ -145,22 +209,33 @@ class ClientCore(Generic[C]):
         return self._closed
 
     @property
-    def connections(self) -> ConnectionSets[C]:
-        return self._connections
+    def topology_id(self) -> object:
+        return self._topology.topology_id
 
     def next_request_id(self) -> int:
-        """The next wire request id (one counter per client)."""
         return self._request_ids.next()
 
     def transport_address(self, address: Address) -> tuple[str, int]:
-        """The address flows and transports use for SDAM's ``address``."""
         return self.settings.seeds.to_transport(address)
 
     def sdam_address(self, address: tuple[str, int]) -> Address:
         return self.settings.seeds.to_sdam(address)
 
+    def pool(self, address: tuple[str, int]) -> Pool | None:
+        """The pool of the server at flow/transport ``address`` (None if not in the topology)."""
+        server = self._servers.get(self.sdam_address(address))
+        return None if server is None else server.pool
+
+    def in_use_counts(self) -> Mapping[Address, int]:
+        return {a: s.pool.in_use_connection_count for a, s in self._servers.items()}
+
+    def min_round_trip_time(self, address: tuple[str, int]) -> float:
+        server = self._servers.get(self.sdam_address(address))
+        if server is None or server.monitor is None:
+            return 0.0
+        return server.monitor.machine.round_trip_times.minimum or 0.0
+
     def server_info(self, address: Address) -> ServerInfo:
-        """The :class:`ServerInfo` flows get for the server at SDAM address ``address``."""
         server = self._topology.description.servers.get(address)
         if server is None:
             raise LocalProtocolError(f"{address!r} is not in the topology")
@@ -182,42 +257,46 @@ class ClientCore(Generic[C]):
 
     # -- server selection -----------------------------------------------------------------------
 
-    def select_server_flow(self, request: SelectServer) -> SelectionFlow:
-        """Answer ``request`` (see the module docstring); returns the server's ServerInfo."""
-        self._require_open()
+    def select_server(self, request: SelectServer, deadline: float | None = None) -> Flow:
+        """Wait for a server that suits ``request`` until serverSelectionTimeoutMS (or the
+        operation's earlier ``deadline``); returns its :class:`ServerInfo`."""
+        self.require_open()
         criteria = self._criteria(request)
         settings = self.settings.topology
         start = yield Now()
-        deadline = start + settings.server_selection_timeout
-        if self._last_scan is None or start - self._last_scan >= settings.heartbeat_frequency:
-            self._stale = True
-        scanned = False
+        self.last_now = start
+        limit = start + settings.server_selection_timeout
+        if deadline is not None and deadline < limit:
+            limit = deadline
         while True:
-            if self._stale and settings.initial_type is not TopologyType.LOAD_BALANCED:
-                if self._last_scan is not None:
-                    ready = self._last_scan + MIN_HEARTBEAT_FREQUENCY
-                    if not self.settings.server_selection_try_once and ready > deadline:
-                        self._selection_failed(criteria, settings.server_selection_timeout)
-                    now = yield Now()
-                    if now < ready:
-                        yield Sleep(ready - now)
-                yield from self._scan()
-                scanned = True
-            self._require_open()
+            self.require_open()
             server = select_server(
                 self._topology.description,
                 criteria,
                 heartbeat_frequency=settings.heartbeat_frequency,
                 local_threshold=settings.local_threshold,
                 draw=self._draw,
-                operation_counts=self._connections.in_use_counts(),
+                operation_counts=self.in_use_counts(),
             )
             if server is not None:
                 return self.server_info(server.address)
-            self._stale = True
             now = yield Now()
-            if (self.settings.server_selection_try_once and scanned) or now >= deadline:
-                self._selection_failed(criteria, settings.server_selection_timeout)
+            self.last_now = now
+            if now >= limit:
+                raise ServerSelectionTimeoutError(
+                    f"Server selection timed out after {now - start:.3g} s: no server suitable "
+                    f"for {criteria}; {describe_topology(self._topology.description)}"
+                )
+            for each in self._servers.values():
+                if each.monitor is not None:
+                    each.monitor.request_check(now)
+            signal = Signal("topology changed")
+            self._topology_waiters.append(signal)
+            try:
+                yield Wait(signal, limit)
+            finally:
+                if not signal.fired and signal in self._topology_waiters:
+                    self._topology_waiters.remove(signal)
 
     def _criteria(self, request: SelectServer) -> SelectionCriteria:
         deprioritized = frozenset(self.sdam_address(a) for a in request.deprioritized)
@@ -225,180 +304,202 @@ class ClientCore(Generic[C]):
             return SelectionCriteria.for_write(deprioritized=deprioritized)
         return SelectionCriteria.for_read(request.read_preference, deprioritized=deprioritized)
 
-    def _selection_failed(self, criteria: SelectionCriteria, timeout: float) -> None:
-        raise ServerSelectionTimeoutError(
-            f"Server selection timed out after {timeout:g} s: no server suitable for "
-            f"{criteria}; {describe_topology(self._topology.description)}"
-        )
+    # -- check-out and check-in -----------------------------------------------------------------
 
-    def _scan(self) -> ScanFlow:
-        """Check every server not checked since the scan began (the module docstring's order)."""
-        start = yield Now()
-        checked: set[Address] = set()
-        while True:
-            candidates = [
-                server
-                for server in self._topology.description.servers.values()
-                if server.address not in checked
-                and server.last_update_time < start
-                and self._cooldown_until.get(server.address, -math.inf) <= start
-            ]
-            if not candidates:
-                break
-            address = self._next_to_check(candidates)
-            checked.add(address)
-            yield from self._check(address)
-        self._last_scan = yield Now()
-        self._stale = False
+    def check_out(self, address: tuple[str, int], deadline: float | None = None) -> Flow:
+        """Wait for a connection to the server at ``address`` from its pool (the wait queue,
+        waitQueueTimeoutMS or the operation's ``deadline``); returns the :class:`Link`.
 
-    def _next_to_check(self, candidates: list[ServerDescription]) -> Address:
-        for wanted in (ServerType.RS_PRIMARY, ServerType.POSSIBLE_PRIMARY):
-            for server in candidates:
-                if server.type is wanted:
-                    return server.address
-        known = [
-            s for s in candidates if s.type not in _UNKNOWN_LIKE | {ServerType.POSSIBLE_PRIMARY}
-        ]
-        pool = known or candidates
-        oldest = min(server.last_update_time for server in pool)
-        ties = [server for server in pool if server.last_update_time == oldest]
-        return ties[self._draw(len(ties)) if len(ties) > 1 else 0].address
-
-    def _check(self, address: Address) -> ScanFlow:
-        """One server check: hello on an idle connection, or a new connection's handshake.
-
-        An idle connection that fails is not held against the server (the server or a
-        firewall may have dropped it while it sat unused): the check is retried once on a new
-        connection, as a monitor retries a known server's failed check once.
-        """
+        Closing this flow while it waits leaves the queue cleanly; a connection the pool
+        handed over meanwhile goes back."""
+        self.require_open()
+        server = self._servers.get(self.sdam_address(address))
+        if server is None:
+            raise _server_gone(address)
         now = yield Now()
-        connection = self._connections.check_out(address, now)
-        if connection is not None and (yield from self._check_idle(address, connection)):
-            return
+        self.last_now = now
+        timeout = None if deadline is None else max(0.0, deadline - now)
+        pool = server.pool
+        waiter = _Waiter()
+        waiter_id = pool.check_out(now, timeout=timeout)
+        server.waiters[waiter_id] = waiter
+        if timeout is None and pool.options.wait_queue_timeout_ms:
+            timeout = pool.options.wait_queue_timeout_ms / 1000
+        wait_until = None if timeout is None else now + timeout
         try:
-            opened = yield OpenConnection(self.transport_address(address))
-        except NetworkError as error:
-            yield from self._check_failed(address, error, cooldown=True)
+            self._drain_pool(server)
+            while waiter.link is None and waiter.error is None:
+                fired = yield Wait(waiter.signal, wait_until)
+                if not fired and waiter.link is None and waiter.error is None:
+                    now = yield Now()
+                    self.last_now = now
+                    pool.handle_timeout(now)
+                    self._drain_pool(server)
+                    if waiter.link is None and waiter.error is None:
+                        waiter.signal = Signal("check-out")
+        except BaseException:
+            server.waiters.pop(waiter_id, None)
+            if waiter.link is not None:
+                self.check_in(waiter.link)
+            elif waiter.error is None and pool.state is not PoolState.CLOSED:
+                pool.cancel(waiter_id, self.last_now)
+                self._drain_pool(server)
+            raise
+        if waiter.error is not None:
+            error = waiter.error
+            if isinstance(error, MongoError):
+                raise error
+            raise LocalProtocolError(f"check-out failed: {error!r}") from error
+        assert waiter.link is not None
+        return waiter.link
+
+    def check_in(self, link: Link) -> None:
+        """Give ``link`` back to its pool (a broken link is closed by the pool)."""
+        pooled = link.pooled
+        link.pooled = None
+        server = self._servers.get(self.sdam_address(link.address))
+        if pooled is None or server is None:
+            link.close()
             return
-        except AuthenticationError as error:
-            now = yield Now()
-            self._apply(
-                self._topology.application_error(
-                    ApplicationError(
-                        address=address,
-                        kind=ErrorKind.COMMAND,
-                        phase=ErrorPhase.AUTHENTICATING,
-                        message=str(error),
-                    ),
-                    now=now,
+        pool = server.pool
+        if pool.state is PoolState.CLOSED and server.address not in self._servers:
+            link.close()
+            return
+        error = NetworkTimeout("interrupted") if link.broken else None
+        try:
+            pool.check_in(pooled, self.last_now, error=error)
+        except LocalProtocolError:
+            link.close()  # the pool no longer knows it (closed meanwhile)
+        self._drain_pool(server)
+
+    def _drain_pool(self, server: _Server) -> None:
+        pool = server.pool
+        publish = self.publish
+        for output in pool.drain_outputs():
+            if isinstance(output, GiveConnection):
+                self._give(server, output.waiter, output.connection)
+            elif isinstance(output, FailWaiter):
+                waiter = server.waiters.pop(output.waiter, None)
+                if waiter is not None:
+                    waiter.error = output.error
+                    waiter.signal.fire()
+            elif isinstance(output, OpenConnection):
+                self._spawn(
+                    self._open_task(server, output.connection_id),
+                    f"open connection {output.connection_id} to {format_address(server.address)}",
                 )
-            )
-            raise
-        except IncompatibleServerError as error:
-            yield from self._check_failed(address, error, cooldown=False)
-            raise
-        except MongoError as error:  # an ok: 0 or malformed hello reply
-            yield from self._check_failed(address, error, cooldown=False)
-            return
-        if not isinstance(opened, Opened):
-            raise LocalProtocolError(
-                f"an OpenConnection must be answered with Opened, got {opened!r}"
-            )
-        now = yield Now()
-        self.connection_opened(self.transport_address(address), opened, now, idle=True)
+            elif isinstance(output, CloseConnection | InterruptConnection):
+                link = server.links.get(output.connection_id)
+                if link is None:
+                    server.abandoned.add(output.connection_id)
+                else:
+                    if isinstance(output, CloseConnection):
+                        del server.links[output.connection_id]
+                    link.close()
+            elif publish is not None:
+                publish(output)
 
-    def _check_idle(self, address: Address, connection: C) -> Generator[ClientRequest, Any, bool]:
-        """Hello on an idle connection; False when the exchange failed (the adapter closed
-        that connection) and the check must be made on a new one."""
-        record = self._connections.record(connection)
-        hello_ok = record is not None and record.description.hello_ok
-        try:
-            answer = yield CheckConnection(
-                connection, {"hello": 1} if hello_ok else {"isMaster": 1}
-            )
-        except MongoError:
-            return False
-        if not isinstance(answer, CheckReply):
-            raise LocalProtocolError(
-                f"a CheckConnection must be answered with a CheckReply, got {answer!r}"
-            )
+    def _give(self, server: _Server, waiter_id: int, pooled: PooledConnection) -> None:
+        link = server.links.get(pooled.connection_id)
+        waiter = server.waiters.pop(waiter_id, None)
+        if link is None or waiter is None:
+            server.pool.check_in(pooled, self.last_now)
+            return
+        link.pooled = pooled
+        waiter.link = link
+        waiter.signal.fire()
+
+    def _open_task(self, server: _Server, connection_id: int) -> Flow:
+        """Open and establish one pooled connection, then tell SDAM and the pool."""
         now = yield Now()
+        timeout = self.settings.connect_timeout
+        deadline = None if timeout is None else now + timeout
+        authenticator = None
+        if self.settings.credential is not None:
+            authenticator = Authenticator(
+                self.settings.credential, nonce=self._nonce(), cache=self._scram_cache
+            )
+        generation = server.pool.generation
+        try:
+            link = yield from open_link(
+                connection_id,
+                self.transport_address(server.address),
+                self.link_options,
+                deadline=deadline,
+                authenticator=authenticator,
+            )
+        except MongoError as error:
+            now = yield Now()
+            self.last_now = now
+            if not self._closed and server.address in self._servers:
+                self._handshake_failed(server.address, error, generation, now)
+            if server.pool.state is not PoolState.CLOSED:
+                server.pool.connection_failed(connection_id, now, error)
+                self._drain_pool(server)
+            return
+        now = yield Now()
+        self.last_now = now
+        if connection_id in server.abandoned or server.pool.state is PoolState.CLOSED:
+            server.abandoned.discard(connection_id)
+            link.close()
+            if server.pool.state is not PoolState.CLOSED:
+                server.pool.connection_failed(connection_id, now, InvalidOperation("abandoned"))
+                self._drain_pool(server)
+            return
+        description = link.description
+        assert description is not None
+        server.links[connection_id] = link
+        self._described[server.address] = description
         if not self._closed:
             self._apply(
-                self._topology.heartbeat_succeeded(
-                    address, answer.reply, duration=answer.round_trip_time, now=now
-                )
+                self._topology.handshake_succeeded(
+                    server.address,
+                    description.reply,
+                    round_trip_time=link.round_trip_time,
+                    now=now,
+                ),
+                now,
             )
-        self._release(connection, now)
-        return True
+        server.pool.connection_established(connection_id, now, service_id=description.service_id)
+        self._drain_pool(server)
 
-    def _check_failed(self, address: Address, error: MongoError, *, cooldown: bool) -> ScanFlow:
-        now = yield Now()
-        if self._closed:
-            return
-        self._apply(
-            self._topology.heartbeat_failed(
-                address,
-                error,
-                duration=0.0,
-                now=now,
-                timeout=isinstance(error, NetworkTimeout),
-            )
-        )
-        if cooldown:
-            self._cooldown_until[address] = now + COOLDOWN
-
-    # -- connections ----------------------------------------------------------------------------
-
-    def check_out(self, address: tuple[str, int], now: float) -> C | None:
-        """An idle connection to ``address`` (a flow/transport address), or None: open one and
-        report it with :meth:`connection_opened` (``idle=False``)."""
-        self._require_open()
-        return self._connections.check_out(self.sdam_address(address), now)
-
-    def connection_opened(
-        self, address: tuple[str, int], opened: Opened[C], now: float, *, idle: bool = False
+    def _handshake_failed(
+        self, address: Address, error: MongoError, generation: int, now: float
     ) -> None:
-        """A connection to ``address`` was established: keep it (checked out unless ``idle``)
-        and let its handshake reply update the topology."""
-        sdam_address = self.sdam_address(address)
-        self._connections.add(
-            sdam_address, opened.connection, opened.description, now=now, idle=idle
+        if isinstance(error, NetworkTimeout):
+            kind = ErrorKind.TIMEOUT
+        elif isinstance(error, ServerError | AuthenticationError):
+            kind = ErrorKind.COMMAND
+        else:
+            kind = ErrorKind.NETWORK
+        phase = (
+            ErrorPhase.AUTHENTICATING
+            if isinstance(error, AuthenticationError)
+            else ErrorPhase.CONNECTING
         )
-        if self._closed:
-            return
-        self._described[sdam_address] = opened.description
-        self._cooldown_until.pop(sdam_address, None)
+        reply = error.details if isinstance(error, ServerError) else None
         self._apply(
-            self._topology.handshake_succeeded(
-                sdam_address,
-                opened.description.reply,
-                round_trip_time=opened.round_trip_time,
+            self._topology.application_error(
+                ApplicationError(
+                    address=address,
+                    kind=kind,
+                    phase=phase,
+                    generation=generation,
+                    reply=reply or None,
+                    message=str(error),
+                ),
                 now=now,
-            )
+            ),
+            now,
         )
 
-    def check_in(self, connection: C, now: float) -> bool:
-        """Take back a checked-out connection; False means the adapter must close it."""
-        return self._connections.check_in(connection, now)
+    # -- errors operations met ------------------------------------------------------------------
 
-    def forget(self, connection: C) -> None:
-        """The adapter closed ``connection`` because its I/O failed."""
-        self._connections.forget(connection)
-
-    def take_to_close(self) -> list[C]:
-        """Connections the adapter must close now (pool clears, removed servers, close)."""
-        return self._connections.take_to_close()
-
-    def _release(self, connection: C, now: float) -> None:
-        if not self._connections.check_in(connection, now):
-            self._connections.discard(connection)
-
-    # -- errors and commands ------------------------------------------------------------------
-
-    def mark_server_unknown(self, request: MarkServerUnknown, now: float) -> None:
-        """A flow saw ``request.error`` on ``request.address``: tell SDAM (see the module
-        docstring)."""
+    def mark_server_unknown(
+        self, request: MarkServerUnknown, now: float, *, generation: int | None = None
+    ) -> None:
+        """An operation saw ``request.error`` on ``request.address``: tell SDAM."""
+        self.last_now = now
         if self._closed:
             return
         address = self.sdam_address(request.address)
@@ -419,18 +520,19 @@ class ClientCore(Generic[C]):
                 ApplicationError(
                     address=address,
                     kind=kind,
+                    generation=generation,
                     max_wire_version=server.max_wire_version if server.is_known else None,
                     reply=reply,
                     message=str(error),
                 ),
                 now=now,
-            )
+            ),
+            now,
         )
 
     def command_body(self, server: ServerInfo, body: Mapping[str, Any]) -> Mapping[str, Any]:
         """``body`` as sent to ``server``: a direct connection (topology Single) to a replica
-        set member gets ``$readPreference: primaryPreferred`` when the flow set none, so that a
-        secondary accepts the read (server-selection.md, "Topology type: Single")."""
+        set member gets ``$readPreference: primaryPreferred`` when the flow set none."""
         description = self._topology.description
         if description.type is not TopologyType.SINGLE or "$readPreference" in body:
             return body
@@ -439,54 +541,162 @@ class ClientCore(Generic[C]):
             return body
         return {**body, "$readPreference": {"mode": "primaryPreferred"}}
 
-    def command_timeout(
-        self, request_timeout: float | None, body: Mapping[str, Any]
-    ) -> float | None:
-        """How long the adapter may wait for this command's reply: the flow's own timeout when
-        it set one, else socketTimeoutMS extended by the command's ``maxTimeMS`` (an awaitData
-        getMore waits that long before answering, so a plain socket timeout would cut it
-        off); None waits for ever."""
-        if request_timeout is not None:
-            return request_timeout
-        timeout = self.settings.socket_timeout
-        max_time_ms = body.get("maxTimeMS")
-        if (
-            timeout is not None
-            and isinstance(max_time_ms, int | float)
-            and not isinstance(max_time_ms, bool)
-            and max_time_ms > 0
-        ):
-            return timeout + max_time_ms / 1000.0
-        return timeout
+    # -- cursors to kill, upkeep ----------------------------------------------------------------
+
+    def kill_cursor_later(self, cursor: KillCursor) -> None:
+        """Queue a dropped cursor for killCursors (safe from a finalizer: an append only)."""
+        self._kill_queue.append(cursor)
+
+    def take_cursors_to_kill(self) -> list[KillCursor]:
+        out: list[KillCursor] = []
+        while self._kill_queue:
+            out.append(self._kill_queue.popleft())
+        return out
+
+    def pool_timeouts(self, now: float) -> None:
+        """Let every pool act on its deadlines that passed (idle connections, back-off)."""
+        for server in list(self._servers.values()):
+            due = server.pool.next_deadline()
+            if due is not None and due <= now:
+                server.pool.handle_timeout(now)
+                self._drain_pool(server)
+
+    def next_pool_deadline(self) -> float | None:
+        deadlines = [
+            due for server in self._servers.values() if (due := server.pool.next_deadline())
+        ]
+        return min(deadlines) if deadlines else None
 
     # -- closing --------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Close the client: the topology closes and every idle connection is to be closed
-        (:meth:`take_to_close`); connections in use are refused when checked in."""
+    def close(self, now: float) -> None:
+        """Close the client: monitors stop, pools close (with events), the topology closes,
+        every connection closes and every waiter fails.  Idempotent."""
         if self._closed:
             return
+        self.last_now = now
         self._closed = True
-        self._apply(self._topology.close())
-        self._connections.close()
+        for server in self._servers.values():
+            if server.monitor is not None:
+                server.monitor.close(now)
+        if self._opened:
+            self._apply(self._topology.close(), now)
+        for server in list(self._servers.values()):
+            self._close_server(server, now)
+        self._servers.clear()
+        for signal in self._topology_waiters:
+            signal.fire()
+        self._topology_waiters.clear()
+        if self.upkeep_signal is not None:
+            self.upkeep_signal.fire()
 
-    def _require_open(self) -> None:
+    def require_open(self) -> None:
         if self._closed:
-            raise InvalidOperation("the client is closed")
+            raise InvalidOperation("Cannot use MongoClient after close")
+
+    def _close_server(self, server: _Server, now: float) -> None:
+        if server.monitor is not None:
+            server.monitor.close(now)
+        server.pool.close(now)
+        self._drain_pool(server)
+        for link in list(server.links.values()):
+            if link.pooled is None:
+                link.close()
+        server.links.clear()
 
     # -- SDAM outputs ---------------------------------------------------------------------------
 
-    def _apply(self, outputs: list[Output]) -> None:
-        """Carry out what SDAM asked for that concerns this core; the rest (monitors, events)
-        has no meaning without background monitoring."""
+    def monitor_report(self, report: MonitorReport) -> None:
+        """A monitor's report: forwarded to the topology, whose outputs are carried out."""
+        if self._closed:
+            return
+        now = getattr(report, "now", self.last_now)
+        self.last_now = max(self.last_now, now)
+        self._apply(report_to_topology(self._topology, report), now)
+
+    def _apply(self, outputs: list[Output], now: float) -> None:
+        publish = self.publish
         for output in outputs:
-            if isinstance(output, ServerOpeningEvent):
-                self._connections.track(output.address)
-            elif isinstance(output, ServerClosedEvent):
-                self._connections.remove(output.address)
-                self._cooldown_until.pop(output.address, None)
-                self._described.pop(output.address, None)
+            if isinstance(output, StartMonitor):
+                self._start_server(output.address, now)
+            elif isinstance(output, StopMonitor):
+                server = self._servers.get(output.address)
+                if server is not None and server.monitor is not None:
+                    server.monitor.close(now)
+            elif isinstance(output, ReadyPool):
+                server = self._servers.get(output.address)
+                if server is None and self._topology.description.type is TopologyType.LOAD_BALANCED:
+                    server = self._add_server(output.address)
+                if server is not None:
+                    server.pool.ready(now)
+                    self._drain_pool(server)
             elif isinstance(output, ClearPool):
-                self._connections.clear(output.address)
+                server = self._servers.get(output.address)
+                if server is not None:
+                    server.pool.clear(
+                        now,
+                        service_id=output.service_id,
+                        interrupt_in_use_connections=output.interrupt_in_use_connections,
+                    )
+                    self._drain_pool(server)
             elif isinstance(output, RequestImmediateCheck):
-                self._stale = True
+                server = self._servers.get(output.address)
+                if server is not None and server.monitor is not None:
+                    server.monitor.request_check(now)
+            elif isinstance(output, CancelCheck):
+                server = self._servers.get(output.address)
+                if server is not None and server.monitor is not None:
+                    server.monitor.cancel_check(now)
+            else:
+                if publish is not None:
+                    publish(output)
+                if isinstance(output, ServerClosedEvent):
+                    server = self._servers.pop(output.address, None)
+                    self._described.pop(output.address, None)
+                    if server is not None:
+                        self._close_server(server, now)
+                elif isinstance(output, TopologyDescriptionChangedEvent):
+                    waiters, self._topology_waiters = self._topology_waiters, []
+                    for signal in waiters:
+                        signal.fire()
+
+    def _add_server(self, address: Address) -> _Server:
+        settings = self.settings
+        options = attrs.evolve(
+            settings.pool,
+            load_balanced=self._topology.description.type is TopologyType.LOAD_BALANCED,
+        )
+        server = _Server(address, Pool(format_address(address), options))
+        self._servers[address] = server
+        self._drain_pool(server)  # PoolCreated
+        return server
+
+    def _start_server(self, address: Address, now: float) -> None:
+        server = self._servers.get(address) or self._add_server(address)
+        settings = self.settings
+        monitor_settings = MonitorSettings(
+            heartbeat_frequency=settings.topology.heartbeat_frequency,
+            connect_timeout=settings.connect_timeout or 0.0,
+            server_monitoring_mode=settings.server_monitoring_mode,
+            faas=self._faas,
+            server_api=settings.server_api is not None,
+        )
+        server.monitor = ServerMonitor(
+            address,
+            self.transport_address(address),
+            monitor_settings,
+            link_options=self.link_options,
+            next_link_id=self._next_monitor_link_id,
+            report=self.monitor_report,
+        )
+        for spawn in server.monitor.start(now):
+            self._spawn(spawn.flow, spawn.name)
+
+    def _next_monitor_link_id(self) -> int:
+        self._monitor_ids += 1
+        return self._monitor_ids
+
+
+def _server_gone(address: tuple[str, int]) -> MongoError:
+    return NetworkError(f"{address[0]}:{address[1]} is no longer part of the topology")
+

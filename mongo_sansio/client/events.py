@@ -9,6 +9,12 @@ security-sensitive commands are replaced by empty documents (command-logging-and
 adapter shows the same thing: OP_MSG document sequences as arrays in the command, and a reply
 with ``ok: 0`` as a failure.
 
+The identifiers the monitoring and logging specs add are optional fields, None when unknown:
+``operation_id`` (shared by the commands of one operation), ``driver_connection_id`` (the CMAP
+connection id), ``server_connection_id`` (the server's ``connectionId`` from the handshake) and
+``service_id`` (load-balanced mode).  ``redacted`` says the command was security-sensitive, so
+its command and reply were replaced by empty documents (and loggers redact a server failure).
+
 Inputs: the command, its reply or failure, the server, the durations the adapter measured.
 Outputs: frozen event records.
 """
@@ -20,7 +26,7 @@ from typing import Any, Final, Protocol
 
 import attrs
 
-from mongo_sansio.bson import decode
+from mongo_sansio.bson import ObjectId, decode
 from mongo_sansio.errors import command_succeeded, server_error_from_reply
 
 __all__ = [
@@ -64,6 +70,11 @@ class CommandStartedEvent:
     command: Mapping[str, Any]
     request_id: int | None
     connection_id: tuple[str, int]
+    operation_id: int | None = None
+    driver_connection_id: int | None = None
+    server_connection_id: int | None = None
+    service_id: ObjectId | None = None
+    redacted: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -74,6 +85,11 @@ class CommandSucceededEvent:
     duration: float
     request_id: int | None
     connection_id: tuple[str, int]
+    operation_id: int | None = None
+    driver_connection_id: int | None = None
+    server_connection_id: int | None = None
+    service_id: ObjectId | None = None
+    redacted: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -84,6 +100,11 @@ class CommandFailedEvent:
     duration: float
     request_id: int | None
     connection_id: tuple[str, int]
+    operation_id: int | None = None
+    driver_connection_id: int | None = None
+    server_connection_id: int | None = None
+    service_id: ObjectId | None = None
+    redacted: bool = False
 
 
 class CommandListener(Protocol):
@@ -107,7 +128,8 @@ def _shown(item: Any) -> Any:
 class CommandMonitor:
     """The events of one command: built from what was sent, then from how it ended.
 
-    ``CommandMonitor(db, body, sequences, request_id, connection_id)``; :meth:`started` once
+    ``CommandMonitor(db, body, sequences, request_id, connection_id)`` (plus the optional
+    keyword identifiers the events carry, see the module docstring); :meth:`started` once
     the bytes are sent, then :meth:`finished` with the reply (``ok: 0`` gives a
     CommandFailedEvent carrying the typed ServerError) or :meth:`failed` with the error.
     """
@@ -117,6 +139,21 @@ class CommandMonitor:
     sequences: Mapping[str, Sequence[Any]] | None
     request_id: int | None
     connection_id: tuple[str, int]
+    operation_id: int | None = attrs.field(default=None, kw_only=True)
+    driver_connection_id: int | None = attrs.field(default=None, kw_only=True)
+    server_connection_id: int | None = attrs.field(default=None, kw_only=True)
+    service_id: ObjectId | None = attrs.field(default=None, kw_only=True)
+
+    def _ids(self) -> dict[str, Any]:
+        return {
+            "request_id": self.request_id,
+            "connection_id": self.connection_id,
+            "operation_id": self.operation_id,
+            "driver_connection_id": self.driver_connection_id,
+            "server_connection_id": self.server_connection_id,
+            "service_id": self.service_id,
+            "redacted": self.hidden,
+        }
 
     @property
     def name(self) -> str:
@@ -135,8 +172,7 @@ class CommandMonitor:
             command_name=self.name,
             database_name=self.db,
             command=command,
-            request_id=self.request_id,
-            connection_id=self.connection_id,
+            **self._ids(),
         )
 
     def finished(
@@ -150,8 +186,7 @@ class CommandMonitor:
             database_name=self.db,
             reply={} if self.hidden else reply,
             duration=duration,
-            request_id=self.request_id,
-            connection_id=self.connection_id,
+            **self._ids(),
         )
 
     def failed(self, failure: BaseException, duration: float) -> CommandFailedEvent:
@@ -160,6 +195,5 @@ class CommandMonitor:
             database_name=self.db,
             failure=failure,
             duration=duration,
-            request_id=self.request_id,
-            connection_id=self.connection_id,
+            **self._ids(),
         )

@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio.cmap.options import PoolOptions
 from mongo_sansio.connection import HandshakeOptions, ServerApi, sasl_supported_mechs_user
 from mongo_sansio.errors import ConfigurationError
 from mongo_sansio.sdam.description import (
@@ -33,6 +34,7 @@ from mongo_sansio.sdam.description import (
     format_address,
     parse_address,
 )
+from mongo_sansio.sdam.heartbeat_states import ServerMonitoringMode
 from mongo_sansio.sdam.topology import TopologySettings
 from mongo_sansio.selection.read_preference import ReadPreference, check_max_staleness
 from mongo_sansio.uri import ConnectionString, Credential, Host
@@ -175,6 +177,10 @@ class ClientSettings:
     retry_writes: bool
     database: str | None
     server_api: ServerApi | None = None
+    pool: PoolOptions = attrs.field(factory=PoolOptions)
+    server_monitoring_mode: ServerMonitoringMode = ServerMonitoringMode.AUTO
+    timeout: float | None = None
+    """timeoutMS in seconds (client-side operations timeout); None: not set; 0: no limit."""
 
     @classmethod
     def from_connection_string(
@@ -216,6 +222,15 @@ class ClientSettings:
         )
         check_max_staleness(read_preference, topology.heartbeat_frequency)
         max_idle = uri.max_idle_time_ms
+        pool = PoolOptions(
+            max_pool_size=uri.max_pool_size,
+            min_pool_size=uri.min_pool_size,
+            max_idle_time_ms=max_idle or 0,
+            max_connecting=uri.max_connecting,
+            wait_queue_timeout_ms=uri.wait_queue_timeout_ms or 0,
+            load_balanced=uri.load_balanced,
+        )
+        timeout_ms = uri.timeout_ms
         return cls(
             seeds=seeds,
             topology=topology,
@@ -234,6 +249,9 @@ class ClientSettings:
             retry_writes=uri.retry_writes,
             database=uri.database,
             server_api=server_api,
+            pool=pool,
+            server_monitoring_mode=ServerMonitoringMode(uri.server_monitoring_mode),
+            timeout=None if timeout_ms is None else timeout_ms / 1000.0,
         )
 
 

@@ -1,0 +1,66 @@
+"""``timeout(seconds)``: a client-side operation timeout for a block of code, like
+``pymongo.timeout``.
+
+Every operation started inside ``with timeout(seconds):`` (``async with`` works too) must end
+before the block's deadline, across server selection, waiting for a connection and every byte
+of every command; an operation that runs out of time raises an error whose ``timeout`` is True.
+Blocks nest: an inner block never extends an outer one's deadline.  ``timeout(None)`` sets no
+deadline of its own (an enclosing one still holds).  The deadline is kept in a context
+variable, so it follows threads, greenlets, asyncio tasks and trio tasks separately.  Each
+runtime's client module exports this one function.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+import time
+from typing import Any
+
+from mongo_sansio.errors import ConfigurationError
+
+__all__ = ["timeout", "current_deadline"]
+
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "mongo_sansio_deadline", default=None
+)
+
+
+def current_deadline() -> float | None:
+    """The deadline (``time.monotonic`` seconds) of the innermost ``timeout`` block, or None."""
+    return _DEADLINE.get()
+
+
+class _Timeout:
+    def __init__(self, seconds: float | None) -> None:
+        if seconds is not None and (
+            not isinstance(seconds, int | float)
+            or isinstance(seconds, bool)
+            or not math.isfinite(seconds)
+            or seconds < 0
+        ):
+            raise ConfigurationError(f"timeout must be None or a number >= 0, not {seconds!r}")
+        self._seconds = seconds
+        self._tokens: list[contextvars.Token[float | None]] = []
+
+    def __enter__(self) -> None:
+        outer = _DEADLINE.get()
+        deadline = outer
+        if self._seconds is not None:
+            mine = time.monotonic() + self._seconds
+            deadline = mine if outer is None else min(outer, mine)
+        self._tokens.append(_DEADLINE.set(deadline))
+
+    def __exit__(self, *exc: Any) -> None:
+        _DEADLINE.reset(self._tokens.pop())
+
+    async def __aenter__(self) -> None:
+        self.__enter__()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.__exit__(*exc)
+
+
+def timeout(seconds: float | None) -> _Timeout:
+    """A block whose operations all end within ``seconds`` (see the module docstring)."""
+    return _Timeout(seconds)

@@ -1,0 +1,290 @@
+"""Running operation flows on the client core: the one place every operation passes through.
+
+Theory of operation
+-------------------
+Operation flows (CRUD, cursors, change streams, commands) speak :mod:`mongo_sansio.flow`'s
+vocabulary: select a server, run a command, mark a server unknown.  :func:`drive` wraps such a
+flow into a flow made only of the runtime seam's primitives (:mod:`mongo_sansio.client.runtime`)
+by answering those requests with the core's own flows:
+
+* ``SelectServer`` -- :meth:`ClientCore.select_server` (waits for the topology to change);
+* ``RunCommand`` -- :func:`run_command`: check a connection out of the server's pool, send the
+  command and read its reply, check the connection back in (always, whatever happens: a
+  failure while bytes were in flight closes it instead), publishing the command events;
+* ``MarkServerUnknown`` -- :meth:`ClientCore.mark_server_unknown`, with the pool generation of
+  the connection the error came from (so a stale error changes nothing).
+
+Timeouts (client-side operations timeout): :func:`drive` takes the operation's ``deadline``
+(absolute, from ``timeoutMS`` or a ``timeout()`` block; None for the legacy behaviour).  That
+one deadline bounds server selection, the wait for a connection, and every byte of the
+exchange; each command gets ``maxTimeMS`` from what remains minus the server's minimum round
+trip time (not getMore, whose server-side wait the cursor decides).  Without a deadline,
+serverSelectionTimeoutMS, waitQueueTimeoutMS and socketTimeoutMS (extended by a command's own
+``maxTimeMS``) bound each step as before.  An error caused by an expired deadline has
+``timeout`` True.
+
+:func:`upkeep_task` is the client's housekeeping task (pool deadlines, cursors dropped by the
+application, which get a best-effort ``killCursors``).
+
+Inputs: the operation flow and the answers to the primitives.  Output: the flow's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from mongo_sansio.client.events import CommandMonitor
+from mongo_sansio.client.link import exchange
+from mongo_sansio.client.runtime import Signal, Wait
+from mongo_sansio.errors import LocalProtocolError, MongoError, NetworkTimeout
+from mongo_sansio.flow import MarkServerUnknown, Now, RunCommand, SelectServer, Sleep
+
+if TYPE_CHECKING:
+    from mongo_sansio.client.core import ClientCore, KillCursor
+
+__all__ = [
+    "drive",
+    "run_command",
+    "upkeep_task",
+    "kill_cursors",
+    "operation_deadline",
+    "UPKEEP_INTERVAL",
+]
+
+Flow = Generator[Any, Any, Any]
+
+UPKEEP_INTERVAL: Final = 1.0
+"""Seconds between two runs of the upkeep task when nothing is due sooner (dropped cursors)."""
+
+# Commands that never get a maxTimeMS from the operation's deadline: a getMore's server-side
+# wait belongs to its cursor; killCursors and endSessions are clean-up that must not fail.
+_NO_MAX_TIME: Final = frozenset({"getMore", "killCursors", "endSessions", "hello", "isMaster"})
+
+
+class _Operation:
+    """What :func:`drive` remembers while one operation runs."""
+
+    __slots__ = ("deadline", "generations", "operation_id")
+
+    def __init__(self, deadline: float | None, operation_id: int | None) -> None:
+        self.deadline = deadline
+        self.generations: dict[tuple[str, int], int] = {}
+        self.operation_id = operation_id
+
+
+def drive(core: ClientCore, flow: Flow, *, deadline: float | None = None) -> Flow:
+    """Run the operation ``flow`` on ``core``; returns its result (see the module docstring).
+
+    Whatever stops this flow (an error, the runtime closing it), ``flow`` is closed too and
+    no connection stays checked out."""
+    operation = _Operation(deadline, None)
+    answer: Any = None
+    error: MongoError | None = None
+    try:
+        while True:
+            try:
+                request = flow.send(answer) if error is None else flow.throw(error)
+            except StopIteration as stop:
+                return stop.value
+            answer, error = None, None
+            try:
+                kind = type(request)
+                if kind is RunCommand:
+                    answer = yield from run_command(core, request, operation)
+                elif kind is SelectServer:
+                    answer = yield from core.select_server(request, operation.deadline)
+                elif kind is MarkServerUnknown:
+                    now = yield Now()
+                    generation = operation.generations.get(request.address)
+                    core.mark_server_unknown(request, now, generation=generation)
+                elif kind is Now or kind is Sleep:
+                    answer = yield request
+                else:
+                    raise LocalProtocolError(f"a flow yielded {request!r}, which is not a request")
+            except MongoError as exc:
+                error = exc
+    finally:
+        flow.close()
+
+
+def run_command(core: ClientCore, request: RunCommand, operation: _Operation) -> Flow:
+    """Check out, exchange, check in; returns the reply document (``ok: 0`` included)."""
+    server = request.server
+    deadline = operation.deadline
+    link = yield from core.check_out(server.address, deadline)
+    try:
+        pooled = link.pooled
+        if pooled is not None:
+            operation.generations[server.address] = pooled.generation
+        body = core.command_body(server, request.body)
+        now = yield Now()
+        exchange_deadline: float | None
+        if deadline is not None:
+            body, exchange_deadline = _with_deadline(core, server.address, body, deadline, now)
+        else:
+            timeout = command_timeout(core, request.timeout, body)
+            exchange_deadline = None if timeout is None else now + timeout
+        publish = core.publish
+        if publish is None:
+            reply = yield from exchange(
+                link, request.db, body, sequences=request.sequences, deadline=exchange_deadline
+            )
+            return reply.document
+        return (
+            yield from _monitored(
+                core, link, request.db, body, request.sequences, exchange_deadline, operation
+            )
+        )
+    finally:
+        core.check_in(link)
+
+
+def _monitored(
+    core: ClientCore,
+    link: Any,
+    db: str,
+    body: Mapping[str, Any],
+    sequences: Mapping[str, Sequence[Any]] | None,
+    deadline: float | None,
+    operation: _Operation,
+) -> Flow:
+    publish = core.publish
+    assert publish is not None
+    started = yield Now()
+    monitor: CommandMonitor | None = None
+
+    def make_monitor() -> CommandMonitor:
+        return CommandMonitor(
+            db,
+            body,
+            sequences,
+            link.machine.last_request_id,
+            link.address,
+            operation_id=operation.operation_id or link.machine.last_request_id,
+            driver_connection_id=link.id,
+            server_connection_id=link.server_connection_id,
+            service_id=link.description.service_id if link.description is not None else None,
+        )
+
+    def on_sent() -> None:
+        nonlocal monitor
+        monitor = make_monitor()
+        publish(monitor.started())
+
+    try:
+        reply = yield from exchange(
+            link, db, body, sequences=sequences, deadline=deadline, before_send=on_sent
+        )
+    except MongoError as exc:
+        if monitor is not None:
+            now = yield Now()
+            publish(monitor.failed(exc, now - started))
+        raise
+    now = yield Now()
+    if monitor is None:
+        monitor = make_monitor()
+    publish(monitor.finished(reply.document, now - started))
+    return reply.document
+
+
+def _with_deadline(
+    core: ClientCore,
+    address: tuple[str, int],
+    body: Mapping[str, Any],
+    deadline: float,
+    now: float,
+) -> tuple[Mapping[str, Any], float]:
+    remaining = deadline - now
+    name = next(iter(body), "")
+    if name in _NO_MAX_TIME:
+        if remaining <= 0:
+            raise NetworkTimeout("the operation's timeout expired before the command was sent")
+        return body, deadline
+    max_time = remaining - core.min_round_trip_time(address)
+    if max_time <= 0:
+        raise NetworkTimeout(
+            "the operation's timeout expired before the command was sent "
+            f"({remaining * 1000:.0f} ms left, less than the server's round trip)"
+        )
+    return {**body, "maxTimeMS": max(1, int(max_time * 1000))}, deadline
+
+
+def command_timeout(
+    core: ClientCore, request_timeout: float | None, body: Mapping[str, Any]
+) -> float | None:
+    """How long a reply may take without an operation deadline: the flow's own timeout when it
+    set one, else socketTimeoutMS extended by the command's ``maxTimeMS`` (an awaitData
+    getMore waits that long before answering); None waits for ever."""
+    if request_timeout is not None:
+        return request_timeout
+    timeout = core.settings.socket_timeout
+    max_time_ms = body.get("maxTimeMS")
+    if (
+        timeout is not None
+        and isinstance(max_time_ms, int | float)
+        and not isinstance(max_time_ms, bool)
+        and max_time_ms > 0
+    ):
+        return timeout + max_time_ms / 1000.0
+    return timeout
+
+
+# -- housekeeping ---------------------------------------------------------------------------------
+
+
+def kill_cursors(core: ClientCore, cursors: list[KillCursor]) -> Flow:
+    """Best-effort killCursors for dropped cursors, grouped by server and namespace."""
+    from mongo_sansio.command import run_command_quietly
+    from mongo_sansio.flow import ServerInfo
+
+    groups: dict[tuple[tuple[str, int], str], list[int]] = {}
+    for cursor in cursors:
+        groups.setdefault((cursor.address, cursor.namespace), []).append(cursor.cursor_id)
+    for (address, namespace), ids in groups.items():
+        if core.closed:
+            return
+        sdam = core.sdam_address(address)
+        if sdam not in core.description.servers:
+            continue
+        db, _, collection = namespace.partition(".")
+        server: ServerInfo = core.server_info(sdam)
+        body = {"killCursors": collection, "cursors": ids}
+        try:
+            yield from drive(core, run_command_quietly(server, db, body))
+        except MongoError:
+            pass
+
+
+def upkeep_task(core: ClientCore) -> Flow:
+    """Pool deadlines (idle connections, minPoolSize back-off) and dropped cursors."""
+    while not core.closed:
+        now = yield Now()
+        core.last_now = now
+        core.pool_timeouts(now)
+        cursors = core.take_cursors_to_kill()
+        if cursors:
+            yield from kill_cursors(core, cursors)
+            continue
+        deadline = now + UPKEEP_INTERVAL
+        due = core.next_pool_deadline()
+        if due is not None and due < deadline:
+            deadline = due
+        signal = Signal("upkeep")
+        core.upkeep_signal = signal
+        yield Wait(signal, deadline)
+        core.upkeep_signal = None
+
+
+def operation_deadline(
+    now: float, *, context: float | None, own: float | None, client: float | None
+) -> float | None:
+    """The deadline of one operation (client-side operations timeout): a ``timeout()`` block's
+    ``context`` deadline wins; else the operation's or collection's ``own`` timeoutMS, else the
+    client's (seconds; 0 means no limit).  None: no timeoutMS anywhere (legacy timeouts)."""
+    if context is not None:
+        return context
+    seconds = own if own is not None else client
+    if seconds is None or seconds == 0:
+        return None
+    return now + seconds

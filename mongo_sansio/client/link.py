@@ -1,0 +1,232 @@
+"""One established connection (a :class:`Link`) and the flows that use it.
+
+Theory of operation
+-------------------
+A :class:`Link` pairs the runtime's opaque stream handle with the
+:class:`~mongo_sansio.connection.Connection` machine that frames its bytes.  Three flows, over
+the runtime seam's primitives only (:mod:`mongo_sansio.client.runtime`), are all the I/O the
+client does:
+
+* :func:`open_link` -- open a stream, then drive :func:`~mongo_sansio.connection.establish`
+  (hello, then authentication when an authenticator is given), each command through
+  :func:`exchange`; everything before ``deadline``.
+* :func:`exchange` -- send one command and read until its reply is framed.
+* :func:`read_more` -- read the next reply of an exhaust stream (``moreToCome``).
+
+A failure of any kind while bytes are in flight -- a network error, bad bytes, a deadline, the
+flow being closed by its caller (a cancelled task, a killed greenlet) -- leaves the link
+*broken*: its stream is out of step and must never carry another command.  The link is closed
+at once through the ``close_stream`` callable the runtime gave the client (closing a stream is
+synchronous on every runtime), so nothing leaks whoever abandons the flow.
+
+Inputs: replies' bytes and failures thrown in by the runtime.  Outputs: primitives, and the
+reply (:class:`~mongo_sansio.connection.Reply`) or the link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from mongo_sansio.client.runtime import OpenStream, Receive, SendAll
+from mongo_sansio.connection import (
+    CLOSED,
+    NEED_DATA,
+    Connection,
+    ConnectionDescription,
+    HandshakeOptions,
+    Reply,
+    ServerApi,
+    establish,
+)
+from mongo_sansio.connection.establish import AuthenticatorLike
+from mongo_sansio.errors import LocalProtocolError, NetworkError
+from mongo_sansio.flow import Now
+
+__all__ = ["Link", "LinkOptions", "open_link", "exchange", "read_more"]
+
+LinkFlow = Generator[Any, Any, Any]
+
+
+@attrs.frozen(kw_only=True)
+class LinkOptions:
+    """What every link of a client shares: its handshake options and metadata, how to number
+    requests, and how to close a stream."""
+
+    handshake: HandshakeOptions
+    metadata: Mapping[str, Any]
+    request_ids: Callable[[], int]
+    close_stream: Callable[[Any], None]
+    server_api: ServerApi | None = None
+    zlib_compression_level: int = -1
+
+
+class Link:
+    """A stream and its connection machine; compared and hashed by identity."""
+
+    __slots__ = (
+        "id",
+        "address",
+        "stream",
+        "machine",
+        "description",
+        "broken",
+        "pooled",
+        "round_trip_time",
+        "_close_stream",
+    )
+
+    def __init__(
+        self,
+        link_id: int,
+        address: tuple[str, int],
+        stream: object,
+        machine: Connection,
+        close_stream: Callable[[Any], None],
+    ) -> None:
+        self.id = link_id
+        self.address = address
+        self.stream = stream
+        self.machine = machine
+        self.description: ConnectionDescription | None = None
+        self.broken = False
+        self.pooled: Any = None  # the CMAP pool's handle while checked out
+        self.round_trip_time = 0.0
+        self._close_stream = close_stream
+
+    @property
+    def closed(self) -> bool:
+        return self.broken
+
+    @property
+    def server_connection_id(self) -> int | None:
+        return None if self.description is None else self.description.server_connection_id
+
+    def close(self) -> None:
+        """Close the stream (idempotent); the link is broken from now on."""
+        if self.broken and self.stream is None:
+            return
+        self.broken = True
+        self.machine.close()
+        stream, self.stream = self.stream, None
+        if stream is not None:
+            try:
+                self._close_stream(stream)
+            except Exception:  # noqa: BLE001 - a failing close has nothing left to tell
+                pass
+
+    def __repr__(self) -> str:
+        return f"<link {self.id} to {self.address[0]}:{self.address[1]}>"
+
+
+def open_link(
+    link_id: int,
+    address: tuple[str, int],
+    options: LinkOptions,
+    *,
+    deadline: float | None,
+    authenticator: AuthenticatorLike | None = None,
+) -> LinkFlow:
+    """Open and establish a link to ``address`` before ``deadline``; returns the link (its
+    ``description`` set, ``round_trip_time`` the first hello's)."""
+    stream = yield OpenStream(address, deadline)
+    machine = Connection(
+        address,
+        request_ids=options.request_ids,
+        server_api=options.server_api,
+        zlib_compression_level=options.zlib_compression_level,
+    )
+    link = Link(link_id, address, stream, machine, options.close_stream)
+    flow = establish(
+        address=address,
+        options=options.handshake,
+        metadata=options.metadata,
+        authenticator=authenticator,
+    )
+    first_round_trip: float | None = None
+    answer: Any = None
+    try:
+        while True:
+            try:
+                command = flow.send(answer)
+            except StopIteration as stop:
+                description: ConnectionDescription = stop.value
+                break
+            started = yield Now()
+            reply = yield from exchange(
+                link, command.db, command.body, op_query=command.op_query, deadline=deadline
+            )
+            answer = reply.document
+            if first_round_trip is None:
+                first_round_trip = (yield Now()) - started
+        machine.set_description(description)
+    except BaseException:
+        flow.close()
+        link.close()
+        raise
+    link.description = description
+    link.round_trip_time = first_round_trip or 0.0
+    return link
+
+
+def exchange(
+    link: Link,
+    db: str,
+    body: Mapping[str, Any],
+    *,
+    sequences: Mapping[str, Sequence[Any]] | None = None,
+    op_query: bool = False,
+    exhaust_allowed: bool = False,
+    deadline: float | None,
+    before_send: Callable[[], None] | None = None,
+) -> LinkFlow:
+    """Send ``body`` on ``link`` and return the :class:`Reply`.  An encoding error (a document
+    too large, a bad value) leaves the link as it was; anything after the first byte was
+    written breaks it.  ``before_send`` runs once the bytes are ready (command monitoring's
+    started event)."""
+    if link.broken:
+        raise NetworkError(f"connection {link.id} to {link.address[0]}:{link.address[1]} is closed")
+    buffers = link.machine.send_command(
+        db, body, sequences=sequences, op_query=op_query, exhaust_allowed=exhaust_allowed
+    )
+    if before_send is not None:
+        before_send()
+    try:
+        yield SendAll(link.stream, buffers, deadline)
+        return (yield from _read_reply(link, deadline))
+    except BaseException:
+        link.close()
+        raise
+
+
+def read_more(link: Link, *, deadline: float | None) -> LinkFlow:
+    """The next reply of an exhaust stream (the last one had ``more_to_come``)."""
+    if link.broken:
+        raise NetworkError(f"connection {link.id} is closed")
+    try:
+        return (yield from _read_reply(link, deadline))
+    except BaseException:
+        link.close()
+        raise
+
+
+def _read_reply(link: Link, deadline: float | None) -> LinkFlow:
+    machine = link.machine
+    while True:
+        reply = machine.next_reply()
+        if reply is NEED_DATA:
+            data = yield Receive(link.stream, deadline)
+            if data:
+                machine.receive_data(data)
+            else:
+                machine.receive_eof()
+            continue
+        if isinstance(reply, Reply):
+            return reply
+        if reply is CLOSED:
+            raise NetworkError(
+                f"{link.address[0]}:{link.address[1]} closed the connection"
+            )
+        raise LocalProtocolError(f"unexpected connection output {reply!r}")
