@@ -33,7 +33,7 @@ import enum
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final, NamedTuple
 
 import attrs
 
@@ -56,6 +56,10 @@ __all__ = [
     "DATA_BEARING_TYPES",
     "WRITABLE_TYPES",
     "READABLE_TYPES",
+    "SERVER_TYPE",
+    "TOPOLOGY_TYPE",
+    "server_type_code",
+    "topology_type_code",
 ]
 
 Address = tuple[str, int]
@@ -146,6 +150,50 @@ class TopologyType(enum.Enum):
     REPLICA_SET_WITH_PRIMARY = "ReplicaSetWithPrimary"
     SHARDED = "Sharded"
     LOAD_BALANCED = "LoadBalanced"
+
+
+class _ServerTypeCodes(NamedTuple):
+    Unknown: int
+    Mongos: int
+    RSPrimary: int
+    RSSecondary: int
+    RSArbiter: int
+    RSOther: int
+    RSGhost: int
+    Standalone: int
+    LoadBalancer: int
+
+
+class _TopologyTypeCodes(NamedTuple):
+    Single: int
+    ReplicaSetNoPrimary: int
+    ReplicaSetWithPrimary: int
+    Sharded: int
+    Unknown: int
+    LoadBalanced: int
+
+
+SERVER_TYPE: Final = _ServerTypeCodes(*range(9))
+"""PyMongo's integer server type codes (``pymongo.server_type.SERVER_TYPE``), for listeners
+ported from PyMongo that compare ``description.server_type`` with them."""
+
+TOPOLOGY_TYPE: Final = _TopologyTypeCodes(*range(6))
+"""PyMongo's integer topology type codes (``pymongo.topology_description.TOPOLOGY_TYPE``)."""
+
+
+def server_type_code(server_type: ServerType) -> int:
+    """PyMongo's code for a server type.  PossiblePrimary, which PyMongo never reports (it is
+    for single-threaded clients), is Unknown there."""
+    if server_type is ServerType.POSSIBLE_PRIMARY:
+        return SERVER_TYPE.Unknown
+    code: int = getattr(SERVER_TYPE, server_type.value)
+    return code
+
+
+def topology_type_code(topology_type: TopologyType) -> int:
+    """PyMongo's code for a topology type."""
+    code: int = getattr(TOPOLOGY_TYPE, topology_type.value)
+    return code
 
 
 DATA_BEARING_TYPES = frozenset(
@@ -378,6 +426,40 @@ class ServerDescription:
     def all_hosts(self) -> frozenset[Address]:
         """This server's opinion of the replica set: hosts, passives and arbiters together."""
         return self.hosts | self.passives | self.arbiters
+
+    # -- PyMongo's names, for monitoring listeners (pymongo.server_description) ------------
+
+    @property
+    def server_type(self) -> int:
+        """PyMongo's integer code for the type (:data:`SERVER_TYPE`)."""
+        return server_type_code(self.type)
+
+    @property
+    def server_type_name(self) -> str:
+        """PyMongo's name for the type: "RSPrimary", "Standalone", "Unknown", ..."""
+        return SERVER_TYPE._fields[self.server_type]
+
+    @property
+    def replica_set_name(self) -> str | None:
+        return self.set_name
+
+    @property
+    def is_server_type_known(self) -> bool:
+        """PyMongo's test: the type is not Unknown (nor PossiblePrimary)."""
+        return self.server_type != SERVER_TYPE.Unknown
+
+    @property
+    def mongos(self) -> bool:
+        return self.type is ServerType.MONGOS
+
+    @property
+    def retryable_writes_supported(self) -> bool:
+        """As PyMongo answers it: a mongos, a primary or a load balancer."""
+        return self.type in (ServerType.MONGOS, ServerType.RS_PRIMARY, ServerType.LOAD_BALANCER)
+
+    @property
+    def retryable_reads_supported(self) -> bool:
+        return self.max_wire_version >= 6
 
 
 # -- hello reply parsing ------------------------------------------------------------------------

@@ -4,7 +4,10 @@ Frozen, slotted, keyword-only records.  The core builds them and returns them in
 adapter publishes them to listeners.  Field names follow the spec in snake_case
 (``topologyId`` -> ``topology_id``).  Durations are seconds (floats).  The heartbeat events'
 ``connection_id`` is the monitored server's address, which the spec allows for drivers whose
-monitors do not expose connection objects.
+monitors do not expose connection objects.  The heartbeat events also carry what the
+logging spec's heartbeat messages need, None when the emitter does not know it: the
+``topology_id``, the monitoring connection's ``driver_connection_id`` and its
+``server_connection_id`` (the server's ``connectionId`` from the handshake).
 """
 
 from __future__ import annotations
@@ -87,6 +90,9 @@ class ServerHeartbeatStartedEvent:
 
     connection_id: Address
     awaited: bool = False
+    topology_id: object = None
+    driver_connection_id: int | None = None
+    server_connection_id: int | None = None
 
 
 @attrs.frozen(kw_only=True, unsafe_hash=False)
@@ -97,6 +103,9 @@ class ServerHeartbeatSucceededEvent:
     duration: float
     reply: Mapping[str, Any]
     awaited: bool = False
+    topology_id: object = None
+    driver_connection_id: int | None = None
+    server_connection_id: int | None = None
 
 
 @attrs.frozen(kw_only=True, unsafe_hash=False)
@@ -108,6 +117,9 @@ class ServerHeartbeatFailedEvent:
     duration: float
     failure: object
     awaited: bool = False
+    topology_id: object = None
+    driver_connection_id: int | None = None
+    server_connection_id: int | None = None
 
 
 SdamEvent = (

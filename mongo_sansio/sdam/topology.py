@@ -37,6 +37,7 @@ from mongo_sansio.sdam.description import (
     compare_topology_versions,
     format_address,
     parse_address,
+    topology_type_code,
 )
 
 __all__ = [
@@ -228,6 +229,39 @@ class TopologyDescription:
         """``hasReadableServer`` for the default read preference (primary); server selection
         answers the question for other read preferences."""
         return self.has_writable_server()
+
+    # -- PyMongo's names, for monitoring listeners (pymongo.topology_description) ----------
+
+    @property
+    def topology_type(self) -> int:
+        """PyMongo's integer code for the type (``TOPOLOGY_TYPE`` in
+        :mod:`mongo_sansio.sdam.description`)."""
+        return topology_type_code(self.type)
+
+    @property
+    def topology_type_name(self) -> str:
+        """PyMongo's name for the type: "ReplicaSetWithPrimary", "Single", "Unknown", ..."""
+        return self.type.value
+
+    def server_descriptions(self) -> dict[Address, ServerDescription]:
+        """A new dict of address -> ServerDescription, as PyMongo's method returns."""
+        return dict(self.servers)
+
+    def has_server(self, address: Address) -> bool:
+        return address in self.servers
+
+    @property
+    def replica_set_name(self) -> str | None:
+        return self.set_name
+
+    @property
+    def has_known_servers(self) -> bool:
+        return bool(self.known_servers)
+
+    @property
+    def readable_servers(self) -> tuple[ServerDescription, ...]:
+        """Known servers that may receive reads (data-bearing)."""
+        return tuple(sd for sd in self.servers.values() if sd.is_readable)
 
 
 @attrs.frozen(kw_only=True)
