@@ -6,9 +6,10 @@ Subcommands:
   ``mongodump``-style concatenation, or ``-`` for standard input) as one line of Extended JSON.
 * ``bson load FILE [-o OUT]`` -- read Extended JSON (one document per line, or one JSON array
   or document) and write the documents as concatenated BSON.
-* ``sim [--members N] [--replset NAME] [--host H] [--port P] [--auth USER:PASSWORD ...]
-  [--seed S]`` -- serve a simulated replica set on loopback; the first line of standard output
-  is its connection URI (with the first user's credentials when ``--auth`` is given). It serves
+* ``sim [--members N] [--replset NAME] [--standalone] [--host H] [--port P]
+  [--auth USER:PASSWORD ...] [--seed S]`` -- serve a simulated replica set (or, with
+  ``--standalone``, one standalone server) on loopback; the first line of standard output is
+  its connection URI (with the first user's credentials when ``--auth`` is given). It serves
   until SIGINT or SIGTERM and then exits 0.
 * ``watch [URI] [db.coll]`` -- print a change stream's events as relaxed Extended JSON with
   their resume tokens; without a URI it starts the simulator and a small demo workload
@@ -124,7 +125,7 @@ def _sim(args: argparse.Namespace) -> int:
         users = dict(args.auth) if args.auth else None
         rs = SimulatedReplicaSet(
             members=args.members, replset=args.replset, auth=users, seed=args.seed,
-            host=args.host, port=args.port,
+            host=args.host, port=args.port, standalone=args.standalone,
         )
         with rs:
             print(rs.uri_with_credentials(), flush=True)
@@ -154,8 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     load.set_defaults(run=_bson_load)
 
     sim = commands.add_parser("sim", help="serve a simulated replica set on loopback")
-    sim.add_argument("--members", type=int, default=3, help="how many members (default 3)")
+    sim.add_argument("--members", type=int, default=None, help="how many members (default 3)")
     sim.add_argument("--replset", default="rs0", help="the replica set name (default rs0)")
+    sim.add_argument(
+        "--standalone", action="store_true",
+        help="serve one standalone server (hello without setName; no replicaSet in the URI)",
+    )
     sim.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     sim.add_argument(
         "--port", type=int, default=0,
@@ -174,7 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "standalone", False) and args.members not in (None, 1):
+        parser.error("--standalone serves one server: --members must be 1 or left out")
     try:
         status: int = args.run(args)
     except OSError as exc:

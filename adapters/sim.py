@@ -93,11 +93,15 @@ class SimulatedReplicaSet:
     ``unix_socket_dir``, when given, also serves each member on ``<dir>/mongodb-<port>.sock``
     (as mongod does). ``clock`` is the monotonic clock the machine sees (a :class:`ManualClock`
     lets a test move time); ``wall_clock`` gives the wall time at start.
+    ``standalone=True`` serves one server that is not a replica set (``members`` defaults to 1
+    and must be 1): its hello has no ``setName``/``hosts``, change streams are refused (40573),
+    stepdowns and elections raise, and :attr:`uri` is ``mongodb://host:port/`` without
+    ``replicaSet``.
     """
 
     def __init__(
         self,
-        members: int = 3,
+        members: int | None = None,
         replset: str = "rs0",
         auth: Mapping[str, str] | None = None,
         tls: ssl.SSLContext | None = None,
@@ -111,9 +115,14 @@ class SimulatedReplicaSet:
         max_wire_version: int = 21,
         advertised_host: str | None = None,
         tls_allow_plain: bool = False,
+        standalone: bool = False,
     ) -> None:
+        if members is None:
+            members = 1 if standalone else 3
         if members < 1:
             raise ValueError("a replica set needs at least one member")
+        if standalone and members != 1:
+            raise ValueError("a standalone server is one member: leave members out or pass 1")
         if tls_allow_plain and tls is None:
             raise ValueError("tls_allow_plain needs a tls context")
         self.replset = replset
@@ -128,6 +137,7 @@ class SimulatedReplicaSet:
         self._max_wire_version = max_wire_version
         self._advertised_host = advertised_host
         self._tls_allow_plain = tls_allow_plain
+        self.standalone = standalone
         self._server: LoopbackServer | None = None
         self._cluster: ReplicaSet | None = None
         self.members: list[str] = []
@@ -165,6 +175,7 @@ class SimulatedReplicaSet:
                 max_wire_version=self._max_wire_version,
                 authenticator=authenticator,
                 now=now,
+                standalone=self.standalone,
             )
             self._server = LoopbackServer(
                 self._cluster,
@@ -206,7 +217,8 @@ class SimulatedReplicaSet:
 
     @property
     def uri(self) -> str:
-        """``mongodb://`` with every member and ``replicaSet=`` (and ``tls=true`` with TLS).
+        """``mongodb://`` with every member and ``replicaSet=`` (and ``tls=true`` with TLS);
+        a standalone server's is ``mongodb://host:port/`` (no replicaSet option).
         Credentials are not included: see :meth:`uri_with_credentials`."""
         return self._uri("")
 
@@ -221,10 +233,11 @@ class SimulatedReplicaSet:
     def _uri(self, userinfo: str) -> str:
         if not self.members:
             raise RuntimeError("the simulated replica set is not started")
-        options = [f"replicaSet={quote(self.replset, safe='')}"]
+        options = [] if self.standalone else [f"replicaSet={quote(self.replset, safe='')}"]
         if self.tls is not None:
             options.append("tls=true")
-        return f"mongodb://{userinfo}{','.join(self.members)}/?{'&'.join(options)}"
+        query = f"?{'&'.join(options)}" if options else ""
+        return f"mongodb://{userinfo}{','.join(self.members)}/{query}"
 
     @property
     def cluster(self) -> ReplicaSet:

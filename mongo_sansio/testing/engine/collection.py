@@ -5,7 +5,9 @@ passes one that makes ObjectIds from its own seeded source) and ``$currentDate``
 ``now`` it is given.  Reads return copies, so callers may keep or change what they get.  Unique
 indexes (the _id index included) are enforced on insert and update with mongod's E11000 error
 (code 11000, ``keyPattern`` and ``keyValue`` beside the message); other index kinds are kept as
-metadata only, since the engine scans rather than using indexes to answer queries.
+metadata only, since the engine scans rather than using indexes to answer queries.  Every
+document stored is first held to mongod's limits (16 MiB, 180 levels: :mod:`.limits`), with the
+error of its path (insert, update/replace, upsert); a refused write changes nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import attrs
 from mongo_sansio.bson import Regex
 from mongo_sansio.testing.engine.aggregate import sort_documents
 from mongo_sansio.testing.engine.errors import CommandError, bad_value, failed_to_parse
+from mongo_sansio.testing.engine.limits import check_storable
 from mongo_sansio.testing.engine.order import (
     MISSING,
     copy_value,
@@ -172,6 +175,7 @@ class Collection:
     def insert_one(self, document: Mapping[str, Any]) -> Any:
         """Store a copy of ``document`` (an _id is made when absent); returns the _id."""
         new = self._prepare_new(document)
+        check_storable(new, "insert")
         self._store(None, new, "insert")
         return new["_id"]
 
@@ -339,6 +343,7 @@ class Collection:
         for key, document in rows:
             candidate = copy_value(document)
             if parsed.apply(candidate, now=now, filter=filter):
+                check_storable(candidate, "update")
                 self._store(key, candidate, _kind(parsed))
                 modified += 1
         return UpdateOutcome(len(rows), modified)
@@ -361,6 +366,7 @@ class Collection:
         if "_id" in document:
             document = {"_id": document["_id"], **{k: v for k, v in document.items() if k != "_id"}}
         new = self._prepare_new(document)
+        check_storable(new, "upsert")
         self._store(None, new, "insert")
         return new["_id"]
 
@@ -424,6 +430,7 @@ class Collection:
         key, document = rows[0]
         candidate = copy_value(document)
         if parsed.apply(candidate, now=now, filter=query):
+            check_storable(candidate, "update")
             self._store(key, candidate, _kind(parsed))
         return shape(candidate if new else document), {"n": 1, "updatedExisting": True}
 

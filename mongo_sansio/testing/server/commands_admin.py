@@ -1,6 +1,8 @@
-"""Administrative commands: ping, buildInfo, create, drop, dropDatabase, renameCollection,
-createIndexes, listIndexes, dropIndexes, listDatabases, listCollections, endSessions,
-killAllSessions, replSetStepDown, replSetGetStatus, configureFailPoint.
+"""Administrative commands: ping, buildInfo, serverStatus, create, drop, dropDatabase,
+renameCollection, createIndexes, listIndexes, dropIndexes, listDatabases, listCollections,
+endSessions, killAllSessions, killSessions, replSetStepDown, replSetFreeze, replSetGetStatus,
+configureFailPoint, and authenticate / createUser / updateUser (checked, then refused).  The
+replSet commands answer NoReplicationEnabled (76) on a standalone server.
 
 Inputs: a :class:`~.context.Context`.  Outputs: mongod's reply documents; catalogue changes
 are logged to the oplog as "c" entries (create, drop, dropDatabase, renameCollection,
@@ -215,8 +217,14 @@ def kill_sessions(ctx: Context) -> Outcome:
     return {"ok": 1.0}
 
 
+def _replica_set_only(ctx: Context) -> None:
+    if ctx.cluster.standalone:
+        raise CommandError(76, "NoReplicationEnabled", "not running with --replSet")
+
+
 def repl_set_step_down(ctx: Context) -> Outcome:
     _admin_only(ctx)
+    _replica_set_only(ctx)
     if ctx.member.state != PRIMARY:
         raise CommandError(10107, "NotWritablePrimary", "not primary so can't step down")
     seconds = ctx.body.get("replSetStepDown")
@@ -226,8 +234,61 @@ def repl_set_step_down(ctx: Context) -> Outcome:
     return {"ok": 1.0}
 
 
+def repl_set_freeze(ctx: Context) -> Outcome:
+    """Accepted as mongod does (a secondary only); the simulator's elections ignore it."""
+    _admin_only(ctx)
+    _replica_set_only(ctx)
+    seconds = ctx.body.get("replSetFreeze")
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise CommandError(14, "TypeMismatch", "replSetFreeze takes a numeric argument")
+    if ctx.member.state == PRIMARY:
+        raise CommandError(95, "NotSecondary", "cannot freeze node when primary or running for election. state: Primary")
+    if seconds == 0:
+        return {"info": "unfreezing", "ok": 1.0}
+    if seconds == 1:
+        return {"warning": "you really want to freeze for only 1 second?", "ok": 1.0}
+    return {"ok": 1.0}
+
+
+def server_status(ctx: Context) -> Outcome:
+    """The few serverStatus fields tests read: host, version, uptime, connections."""
+    cluster = ctx.cluster
+    current = len(ctx.member.connections)
+    version, _array = VERSIONS[cluster.max_wire_version]
+    uptime = max(0.0, ctx.now - cluster.started)
+    return {
+        "host": ctx.member.address, "version": version, "process": "mongod", "pid": Int64(1),
+        "uptime": float(int(uptime)), "uptimeMillis": Int64(int(uptime * 1000)),
+        "uptimeEstimate": Int64(int(uptime)), "localTime": wall_datetime(cluster.wall(ctx.now)),
+        "connections": {"current": current, "available": 838_860 - current,
+                        "totalCreated": cluster.connections_created, "active": 1},
+        "ok": 1.0,
+    }
+
+
+def authenticate(ctx: Context) -> Outcome:
+    """The legacy authenticate command (MONGODB-X509): the simulator has no X.509 users."""
+    mechanism = ctx.body.get("mechanism")
+    if mechanism != "MONGODB-X509":
+        raise CommandError(
+            2, "BadValue", f"Unsupported mechanism '{mechanism}' on authenticate command",
+        )
+    raise CommandError(18, "AuthenticationFailed", "Authentication failed.")
+
+
+def _user_command(ctx: Context) -> Outcome:
+    """createUser / updateUser: checked as mongod checks them, then refused (no user management)."""
+    name = ctx.request.name
+    if not isinstance(ctx.body.get(name), str):
+        raise CommandError(14, "TypeMismatch", f"BSON field '{name}.{name}' is the wrong type, expected type 'string'")
+    if "pwd" in ctx.body and not isinstance(ctx.body["pwd"], str):
+        raise CommandError(14, "TypeMismatch", f"BSON field '{name}.pwd' is the wrong type, expected type 'string'")
+    raise CommandError(115, "CommandNotSupported", f"{name} is not supported by the simulator (users are set at start)")
+
+
 def repl_set_get_status(ctx: Context) -> Outcome:
     _admin_only(ctx)
+    _replica_set_only(ctx)
     cluster = ctx.cluster
     rows = []
     for index, member in enumerate(cluster.members.values()):
@@ -272,5 +333,10 @@ ADMIN_COMMANDS = [
     CommandSpec("killSessions", kill_sessions),
     CommandSpec("replSetStepDown", repl_set_step_down),
     CommandSpec("replSetGetStatus", repl_set_get_status),
+    CommandSpec("replSetFreeze", repl_set_freeze),
+    CommandSpec("serverStatus", server_status),
+    CommandSpec("authenticate", authenticate, requires_auth=False),
+    CommandSpec("createUser", _user_command),
+    CommandSpec("updateUser", _user_command),
     CommandSpec("configureFailPoint", configure_fail_point),
 ]

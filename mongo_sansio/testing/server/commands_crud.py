@@ -13,11 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mongo_sansio.bson import encode
 from mongo_sansio.testing.engine import Collection, CommandError, run_pipeline
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome, Waiting
 from mongo_sansio.testing.server.cursors import Cursor
-from mongo_sansio.testing.server.handshake import MAX_BSON_OBJECT_SIZE
 
 __all__ = ["CRUD_COMMANDS"]
 
@@ -90,12 +88,6 @@ def insert(ctx: Context) -> Outcome:
         try:
             if not isinstance(document, Mapping):
                 raise CommandError(2, "BadValue", "a document to insert must be an object")
-            size = len(encode(document))
-            if size > MAX_BSON_OBJECT_SIZE:
-                raise CommandError(
-                    10334, "BSONObjectTooLarge",
-                    f"object to insert too large. size in bytes: {size}, max size: {MAX_BSON_OBJECT_SIZE}",
-                )
             collection.insert_one(document)
             n += 1
         except CommandError as error:
@@ -271,6 +263,8 @@ def aggregate(ctx: Context) -> Outcome:
     if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 0):
         raise CommandError(51024, "Location51024", "BatchSize value must be non-negative")
     if pipeline and isinstance(pipeline[0], Mapping) and "$changeStream" in pipeline[0]:
+        if ctx.cluster.standalone:
+            raise CommandError(40573, "Location40573", "The $changeStream stage is only supported on replica sets")
         from mongo_sansio.testing.server.changestreams import open_change_stream
 
         return open_change_stream(ctx, target, pipeline, batch_size)

@@ -15,6 +15,7 @@ bug in a handler (any other exception) becomes InternalError (1) rather than esc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from mongo_sansio.bson import Binary, Int64
@@ -36,11 +37,16 @@ from mongo_sansio.testing.server.context import (
     Outcome,
     Waiting,
 )
-from mongo_sansio.testing.server.failpoints import FailAction
+from mongo_sansio.testing.server.failpoints import FailAction, Target
 from mongo_sansio.testing.server.handshake import topology_version
 from mongo_sansio.testing.server.replset import PRIMARY
 
-__all__ = ["COMMANDS", "execute", "error_reply", "CODE_NAMES", "RETRYABLE_CODES"]
+__all__ = [
+    "CODE_NAMES", "COMMANDS", "HELLO_NAMES", "RETRYABLE_CODES", "error_reply", "execute", "failpoint_target",
+    "preload_client_metadata",
+]
+
+HELLO_NAMES = ("hello", "isMaster", "ismaster")
 
 COMMANDS: dict[str, CommandSpec] = {
     spec.name: spec for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *ADMIN_COMMANDS, *CHANGE_STREAM_COMMANDS)
@@ -131,7 +137,8 @@ def finish(ctx: Context, outcome: Outcome) -> Outcome:
     if isinstance(outcome, dict):
         if outcome.get("code") in STATE_CHANGE_CODES and "topologyVersion" not in outcome:
             outcome["topologyVersion"] = topology_version(ctx.member)
-        outcome.update(cluster_fields(ctx))
+        if not ctx.cluster.standalone:  # a standalone mongod has no cluster time to gossip
+            outcome.update(cluster_fields(ctx))
         if ctx.request.more_to_come:
             return NO_REPLY
     return outcome
@@ -152,21 +159,62 @@ def _execute(ctx: Context) -> Outcome:
         raise CommandError(59, "CommandNotFound", f"no such command: '{request.name}'")
     if spec.requires_auth and ctx.cluster.authenticator is not None and ctx.state.user is None:
         raise CommandError(13, "Unauthorized", f"Command {request.name} requires authentication")
-    action = None
-    if request.name != "configureFailPoint":
-        action = ctx.member.failpoints.fail_command(request.name, ctx.state.app_name)
+    if ctx.cluster.standalone and "txnNumber" in ctx.body:
+        raise CommandError(20, "IllegalOperation", "Transaction numbers are only allowed on a replica set member or mongos")
+    preload_client_metadata(ctx)
+    action = ctx.member.failpoints.fail_command(failpoint_target(ctx))
     if action is not None and action.block_ms > 0:
+        # mongod sleeps on the operation's clock: a maxTimeMS shorter than the block ends it
+        # with MaxTimeMSExpired.  The wait is a Waiting, so only this connection is held up.
+        limit = _max_time_ms(ctx)
+        expires = limit is not None and limit < action.block_ms
+        wait_ms = limit if expires and limit is not None else action.block_ms
+
         def resume(now: float, timed_out: bool) -> Outcome | None:
             if not timed_out:
                 return None
             ctx.now = now
             try:
+                if expires:
+                    raise CommandError(50, "MaxTimeMSExpired", "operation exceeded time limit")
                 return finish(ctx, _after_block(ctx, spec, action))
             except CommandError as error:
                 return finish(ctx, _with_labels(ctx, spec, error_reply(error), error.code))
 
-        return Waiting(ctx.now + action.block_ms / 1000.0, resume)
+        return Waiting(ctx.now + wait_ms / 1000.0, resume)
     return _after_block(ctx, spec, action)
+
+
+def preload_client_metadata(ctx: Context) -> None:
+    """As mongod, the client metadata of a connection's first hello is read before the
+    command runs, so a failpoint with an ``appName`` sees the handshake's own name."""
+    state = ctx.state
+    if state.handshake_done or state.app_name is not None or ctx.request.name not in HELLO_NAMES:
+        return
+    client = ctx.body.get("client")
+    application = client.get("application") if isinstance(client, Mapping) else None
+    name = application.get("name") if isinstance(application, Mapping) else None
+    if isinstance(name, str):
+        state.app_name = name
+
+
+def failpoint_target(ctx: Context) -> Target:
+    """The command as failCommand sees it: its name, namespace, connection and appName."""
+    request = ctx.request
+    first = ctx.body.get("collection") if request.name == "getMore" else ctx.body.get(request.name)
+    namespace = f"{request.db}.{first}" if isinstance(first, str) and first else f"{request.db}.$cmd"
+    return Target(request.name, namespace, ctx.state.connection_id, ctx.state.app_name)
+
+
+def _max_time_ms(ctx: Context) -> float | None:
+    """The command's maxTimeMS as an operation deadline (None: none).  On a getMore it is the
+    await time of a tailable cursor instead, and 0 means no limit."""
+    if ctx.request.name == "getMore":
+        return None
+    value = ctx.body.get("maxTimeMS")
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None
+    return float(value)
 
 
 def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> Outcome:
@@ -178,6 +226,8 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
                 "ok": 0.0, "errmsg": "Failing command via 'failCommand' failpoint",
                 "code": action.error_code, "codeName": code_name(action.error_code),
             }
+            if action.error_extra_info is not None:
+                reply.update(action.error_extra_info)
             if action.error_labels is not None:
                 reply["errorLabels"] = list(action.error_labels)
             # failCommand fires before a getMore checks its cursor out, so mongod cannot know
@@ -192,7 +242,7 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
     if retryable and txn_number is not None:
         stored = ctx.cluster.sessions.replay(request.lsid, txn_number)
         if stored is not None:
-            return _add_write_concern_error(ctx, spec, stored, action)
+            return _add_write_concern_error(ctx, spec, stored)
     ctx.cluster.sessions.touch(request.lsid)
     if spec.access == _WRITE:
         ctx.cluster.begin_write(ctx.now, request.lsid if retryable else None, txn_number if retryable else None)
@@ -202,18 +252,22 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
             ctx.cluster.sessions.record(request.lsid, txn_number, outcome)
         if retryable and ctx.member.failpoints.close_after_write():
             return Close("onPrimaryTransactionalWrite failpoint closed the connection after the write")
-        return _add_write_concern_error(ctx, spec, outcome, action)
+        return _add_write_concern_error(ctx, spec, outcome)
     return outcome
 
 
-def _add_write_concern_error(ctx: Context, spec: CommandSpec, reply: dict[str, Any], action: FailAction | None) -> dict[str, Any]:
-    if action is None or action.write_concern_error is None or reply.get("ok") != 1.0:
+def _add_write_concern_error(ctx: Context, spec: CommandSpec, reply: dict[str, Any]) -> dict[str, Any]:
+    """mongod's second look at failCommand, for commands that take a write concern."""
+    if spec.access != _WRITE or reply.get("ok") != 1.0:
         return reply
+    found = ctx.member.failpoints.write_concern_error(failpoint_target(ctx))
+    if found is None:
+        return reply
+    wce, labels = found
     reply = dict(reply)
-    wce = dict(action.write_concern_error)
     reply["writeConcernError"] = wce
-    if action.error_labels is not None:
-        reply["errorLabels"] = list(action.error_labels)
+    if labels is not None:
+        reply["errorLabels"] = list(labels)
     code = wce.get("code")
     return _with_labels(ctx, spec, reply, code if isinstance(code, int) else None)
 

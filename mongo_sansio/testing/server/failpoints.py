@@ -1,14 +1,26 @@
-"""Failpoints: ``configureFailPoint`` state per member and the decision it makes per command.
+"""Failpoints: ``configureFailPoint`` state per member and the decisions it makes per command.
 
-Inputs: the ``configureFailPoint`` command document (:func:`configure`), then for every
-command the member runs, its name and the client's appName (:meth:`FailPoints.fail_command`).
-Outputs: a :class:`FailAction` (or None): what to do to this command -- block for a while,
-close the connection, answer an error, or run it and add a writeConcernError.  The
-``onPrimaryTransactionalWrite`` failpoint is :meth:`FailPoints.close_after_write`: the write
+Inputs: the ``configureFailPoint`` command document (:meth:`FailPoints.configure`), then for
+every command the member runs, a :class:`Target` (its name, namespace, the connection's id and
+appName).  Outputs: a :class:`FailAction` (or None) from :meth:`FailPoints.fail_command`: what
+to do to this command before it runs -- block for a while, close the connection, answer an
+error; and from :meth:`FailPoints.write_concern_error` the writeConcernError (and labels) to add
+to a write's reply after it ran.  As mongod, those are two evaluations of the failpoint, each
+consuming ``times``/``skip`` only when it acts, and the first only acts when ``data`` has
+``closeConnection``, ``blockConnection`` or ``errorCode``.
+
+The ``onPrimaryTransactionalWrite`` failpoint is :meth:`FailPoints.close_after_write`: the write
 is applied, then the connection is dropped without a reply.  ``failGetMoreAfterCursorCheckout``
 is :meth:`FailPoints.get_more_error`: a getMore fails with ``errorCode`` once its cursor is
 found, so (unlike a failCommand error, raised before) the reply is labelled as the cursor's
 errors are, e.g. ResumableChangeStreamError for a change stream.
+
+``failCommand``'s ``data`` as mongod reads it: ``failCommands`` (names matched with their
+aliases: ``hello`` also fails ``isMaster``/``ismaster``), ``failAllCommands``, ``appName``,
+``threadName`` (mongod's ``conn<id>``), ``namespace`` (``db.coll``), ``closeConnection``,
+``blockConnection`` + ``blockTimeMS``, ``errorCode``, ``errorExtraInfo`` (fields added to the
+error reply), ``errorLabels`` (replacing the labels the server would add) and
+``writeConcernError``.  ``configureFailPoint`` itself is never failed.
 
 Modes as mongod: ``"alwaysOn"``, ``"off"``, ``{"times": n}`` (fires n times, then off),
 ``{"skip": n}`` (lets n matching commands through, then always fires).  mongod also has
@@ -24,9 +36,33 @@ import attrs
 
 from mongo_sansio.testing.engine import CommandError
 
-__all__ = ["FailAction", "FailPoint", "FailPoints", "SUPPORTED"]
+__all__ = ["FailAction", "FailPoint", "FailPoints", "SUPPORTED", "Target", "same_command"]
 
 SUPPORTED = ("failCommand", "onPrimaryTransactionalWrite", "failGetMoreAfterCursorCheckout")
+
+# Commands mongod knows under several names (Command::hasAlias): a failpoint naming one fails all.
+_ALIASES = (
+    frozenset({"hello", "isMaster", "ismaster"}),
+    frozenset({"findAndModify", "findandmodify"}),
+    frozenset({"buildInfo", "buildinfo"}),
+)
+
+
+def same_command(listed: str, name: str) -> bool:
+    """Does ``listed`` (a name in failCommands) name the command sent as ``name``?"""
+    if listed == name:
+        return True
+    return any(listed in group and name in group for group in _ALIASES)
+
+
+@attrs.frozen
+class Target:
+    """The command a failpoint looks at: its name, namespace and connection."""
+
+    command: str
+    namespace: str = ""
+    connection_id: int = 0
+    app_name: str | None = None
 
 
 @attrs.frozen
@@ -35,7 +71,7 @@ class FailAction:
     close_connection: bool = False
     error_code: int | None = None
     error_labels: tuple[str, ...] | None = None
-    write_concern_error: dict[str, Any] | None = None
+    error_extra_info: dict[str, Any] | None = None
 
 
 @attrs.define
@@ -72,6 +108,12 @@ def _bad(message: str) -> CommandError:
     return CommandError(2, "BadValue", message)
 
 
+def _whole(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        return None
+    return int(value)
+
+
 def parse_mode(mode: Any) -> FailPoint:
     point = FailPoint("")
     if mode == "alwaysOn":
@@ -79,21 +121,37 @@ def parse_mode(mode: Any) -> FailPoint:
     elif mode == "off":
         pass
     elif isinstance(mode, Mapping) and len(mode) == 1 and "times" in mode:
-        times = mode["times"]
-        if not isinstance(times, int) or isinstance(times, bool) or times < 0:
+        times = _whole(mode["times"])
+        if times is None or times < 0:
             raise _bad("'times' option to 'mode' must be positive")
-        point.times = int(times)
+        point.times = times
     elif isinstance(mode, Mapping) and len(mode) == 1 and "skip" in mode:
-        skip = mode["skip"]
-        if not isinstance(skip, int) or isinstance(skip, bool) or skip < 0:
+        skip = _whole(mode["skip"])
+        if skip is None or skip < 0:
             raise _bad("'skip' option to 'mode' must be positive")
-        point.skip = int(skip)
+        point.skip = skip
         point.always = skip == 0
     elif isinstance(mode, Mapping) and "activationProbability" in mode:
         raise _bad("the simulator does not support activationProbability (it draws no randomness)")
     else:
         raise _bad("'mode' must be one of 'off', 'alwaysOn', 'times', and 'skip'")
     return point
+
+
+def _check_fail_command_data(data: Mapping[str, Any]) -> None:
+    commands = data.get("failCommands")
+    if "failAllCommands" not in data and (
+        not isinstance(commands, list) or not all(isinstance(c, str) for c in commands)
+    ):
+        raise _bad("'failCommands' must be an array of strings")
+    if data.get("blockConnection") is True:
+        block = _whole(data.get("blockTimeMS"))
+        if block is None:
+            raise CommandError(72, "InvalidOptions", "must specify 'blockTimeMS' when 'blockConnection' is true")
+        if block < 0:
+            raise CommandError(72, "InvalidOptions", "'blockTimeMS' must be non-negative")
+    if "errorExtraInfo" in data and not isinstance(data["errorExtraInfo"], Mapping):
+        raise CommandError(14, "TypeMismatch", "'errorExtraInfo' must be an object")
 
 
 class FailPoints:
@@ -118,35 +176,62 @@ class FailPoints:
             raise CommandError(14, "TypeMismatch", "'data' must be an object")
         point.data = dict(data)
         if name == "failCommand" and point.active:
-            commands = point.data.get("failCommands")
-            if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
-                raise CommandError(2, "BadValue", "'failCommands' must be an array of strings")
+            _check_fail_command_data(point.data)
         previous = self.points.get(name)
         self.points[name] = point
         return {"count": previous.count if previous else 0}
 
-    def fail_command(self, command_name: str, app_name: str | None) -> FailAction | None:
+    def _matching(self, target: Target) -> FailPoint | None:
+        """The active failCommand failpoint if it applies to ``target`` (nothing consumed)."""
         point = self.points.get("failCommand")
-        if point is None or not point.active:
+        if point is None or not point.active or target.command == "configureFailPoint":
             return None
         data = point.data
-        if command_name not in data.get("failCommands", ()):
+        if "threadName" in data and data["threadName"] != f"conn{target.connection_id}":
             return None
-        wanted_app = data.get("appName")
-        if wanted_app is not None and wanted_app != app_name:
+        if "appName" in data and data["appName"] != (target.app_name or ""):
             return None
-        if not point.fire():
+        if "namespace" in data and data["namespace"] != target.namespace:
+            return None
+        if "failAllCommands" in data:
+            return point
+        listed = data.get("failCommands", ())
+        if not any(isinstance(c, str) and same_command(c, target.command) for c in listed):
+            return None
+        return point
+
+    def fail_command(self, target: Target) -> FailAction | None:
+        """Before the command runs: block, close or fail it (None: run it as usual)."""
+        point = self._matching(target)
+        if point is None:
+            return None
+        data = point.data
+        close = data.get("closeConnection") is True
+        block = data.get("blockConnection") is True
+        code = _whole(data.get("errorCode"))
+        if not (close or block or code is not None) or not point.fire():
             return None
         labels = data.get("errorLabels")
-        code = data.get("errorCode")
-        wce = data.get("writeConcernError")
+        extra = data.get("errorExtraInfo")
         return FailAction(
-            block_ms=float(data.get("blockTimeMS", 0)) if data.get("blockConnection") else 0.0,
-            close_connection=bool(data.get("closeConnection")),
-            error_code=int(code) if isinstance(code, int) and not isinstance(code, bool) else None,
+            block_ms=float(_whole(data.get("blockTimeMS")) or 0) if block else 0.0,
+            close_connection=close,
+            error_code=code,
             error_labels=tuple(str(x) for x in labels) if isinstance(labels, list) else None,
-            write_concern_error=dict(wce) if isinstance(wce, Mapping) else None,
+            error_extra_info=dict(extra) if isinstance(extra, Mapping) and code is not None else None,
         )
+
+    def write_concern_error(self, target: Target) -> tuple[dict[str, Any], tuple[str, ...] | None] | None:
+        """After a write ran: the writeConcernError to add to its reply, with the failpoint's
+        errorLabels (None: no failpoint applies)."""
+        point = self._matching(target)
+        if point is None:
+            return None
+        wce = point.data.get("writeConcernError")
+        if not isinstance(wce, Mapping) or not point.fire():
+            return None
+        labels = point.data.get("errorLabels")
+        return dict(wce), tuple(str(x) for x in labels) if isinstance(labels, list) else None
 
     def close_after_write(self) -> bool:
         point = self.points.get("onPrimaryTransactionalWrite")
@@ -157,7 +242,7 @@ class FailPoints:
         point = self.points.get("failGetMoreAfterCursorCheckout")
         if point is None or not point.active:
             return None
-        code = point.data.get("errorCode")
-        if not isinstance(code, int) or isinstance(code, bool) or not point.fire():
+        code = _whole(point.data.get("errorCode"))
+        if code is None or not point.fire():
             return None
-        return int(code)
+        return code

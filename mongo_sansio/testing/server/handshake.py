@@ -1,5 +1,9 @@
 """hello / isMaster: the reply mongod 7.0 (or 8.0) gives, and when an awaitable hello answers.
 
+A replica set member's reply carries the set (setName, hosts, primary, me, electionId,
+lastWrite); a standalone server's (``ReplicaSet(standalone=True)``) carries none of them, as a
+mongod started without ``--replSet``: isWritablePrimary true and the limits.
+
 Inputs: the hello command document, the member and cluster state, the connection's state
 (its id, whether this is its first hello, the compressors it negotiated) and ``now``.
 Outputs: the reply document (:func:`hello_reply`), and for an awaitable hello
@@ -73,17 +77,22 @@ def hello_reply(
     """The hello/isMaster reply fields (without ok, $clusterTime and operationTime)."""
     is_primary = member.state == PRIMARY
     legacy = command_name.lower() == "ismaster"
-    reply: dict[str, Any] = {"topologyVersion": topology_version(member), "hosts": list(cluster.members)}
-    reply["setName"] = cluster.set_name
-    reply["setVersion"] = cluster.set_version
-    reply["ismaster" if legacy else "isWritablePrimary"] = is_primary
-    reply["secondary"] = member.state == SECONDARY
-    if cluster.primary is not None:
-        reply["primary"] = cluster.primary
-    reply["me"] = member.address
-    if is_primary:
-        reply["electionId"] = cluster.election_id
-    reply["lastWrite"] = last_write(cluster, member, now)
+    reply: dict[str, Any] = {"topologyVersion": topology_version(member)}
+    if cluster.standalone:
+        # A mongod started without --replSet: no set fields, no oplog position.
+        reply["ismaster" if legacy else "isWritablePrimary"] = is_primary
+    else:
+        reply["hosts"] = list(cluster.members)
+        reply["setName"] = cluster.set_name
+        reply["setVersion"] = cluster.set_version
+        reply["ismaster" if legacy else "isWritablePrimary"] = is_primary
+        reply["secondary"] = member.state == SECONDARY
+        if cluster.primary is not None:
+            reply["primary"] = cluster.primary
+        reply["me"] = member.address
+        if is_primary:
+            reply["electionId"] = cluster.election_id
+        reply["lastWrite"] = last_write(cluster, member, now)
     if body.get("helloOk") is True:
         reply["helloOk"] = True
     reply.update(
@@ -99,7 +108,8 @@ def hello_reply(
     )
     if compression:
         reply["compression"] = list(compression)
-    reply["isImplicitDefaultMajorityWC"] = True
+    if not cluster.standalone:
+        reply["isImplicitDefaultMajorityWC"] = True
     return reply
 
 

@@ -9,6 +9,14 @@ command handlers and the tests read (``primary``, ``term``, ``election_id``, ``o
 awaitData getMore) are poked after every topology change or write, so their replies are
 ready from ``data_to_send()`` without a timer firing.
 
+topologyVersion as mongod: a fault control notes every member's hello view (its state, the
+``primary`` it reports, ``hosts``, setVersion, electionId) first, and afterwards every running
+member whose view changed takes ``counter + 1`` once (the newly elected primary, the
+stepped-down one, and the others, whose ``primary`` changed), then every awaitable hello is
+answered.  A member whose view did not change keeps its version (a secondary stopping does not
+move the others').  ``standalone=True`` makes one server that is not a replica set (hello
+without setName; see :mod:`.handshake`); elections and stepdowns are refused there.
+
 Time: every call that changes state takes ``now`` (monotonic seconds); the wall clock is
 ``now + wall_offset`` (the socket server passes ``time.time() - time.monotonic()``).
 Randomness: a counter hashed with the seed (sha256), so a seed replays the same ids.
@@ -72,12 +80,17 @@ class ReplicaSet:
         authenticator: Authenticator | None = None,
         now: float = 0.0,
         oplog_size: int = 100_000,
+        standalone: bool = False,
     ) -> None:
         if not members or len(set(members)) != len(members):
             raise LocalProtocolError("a replica set needs one or more distinct member addresses")
+        if standalone and len(members) != 1:
+            raise LocalProtocolError("a standalone server has exactly one address")
         if max_wire_version not in (21, 25):
             raise LocalProtocolError("max_wire_version is 21 (mongod 7.0) or 25 (mongod 8.0)")
         self.set_name = set_name
+        self.standalone = standalone
+        self._changing = 0  # nesting depth of fault controls in progress (see _begin_change)
         self.seed = seed
         self.wall_offset = wall_offset
         self.max_wire_version = max_wire_version
@@ -94,6 +107,7 @@ class ReplicaSet:
         self._oid_counter = int.from_bytes(self.random_bytes(3), "big")
         self._oid_random = self.random_bytes(5)
         self._connection_ids = 0
+        self.started = now
         self.members: dict[str, Member] = {}
         for address in members:
             self.members[address] = Member(
@@ -105,7 +119,12 @@ class ReplicaSet:
         self._poke_all_later = False
         self.oplog.append(term=0, wall=self.wall(now), op="n", kind="initiate", ns="")
         self.primary: str | None = None
-        self.elect(members[0], now)
+        if standalone:
+            # Not a replica set: always writable; the oplog stays an internal clock (hello,
+            # replies and commands do not show it).
+            self._install_primary(self.members[members[0]], now)
+        else:
+            self.elect(members[0], now)
 
     # --- time and randomness ---------------------------------------------------------------
 
@@ -128,6 +147,10 @@ class ReplicaSet:
 
     def new_cursor_id(self) -> int:
         return (int.from_bytes(self.random_bytes(8), "big") & 0x3FFF_FFFF_FFFF_FFFF) or 1
+
+    @property
+    def connections_created(self) -> int:
+        return self._connection_ids
 
     def new_connection_id(self) -> int:
         self._connection_ids += 1
@@ -163,28 +186,68 @@ class ReplicaSet:
             for connection in list(member.connections):
                 connection.poke(now)
 
-    def topology_changed(self, now: float) -> None:
-        for member in self.members.values():
-            if member.state != STOPPED:
+    # --- topologyVersion -------------------------------------------------------------------
+
+    def _view(self, member: Member) -> tuple[Any, ...]:
+        """What a member's hello says about the set: when it changes, so does its reply."""
+        return (
+            member.state, self.primary, self.set_version, tuple(self.members),
+            self.election_id if member.state == PRIMARY else None,
+        )
+
+    def _begin_change(self) -> dict[str, tuple[tuple[Any, ...], int, ObjectId]] | None:
+        """Note every member's view before a change (None inside a change already begun)."""
+        self._changing += 1
+        if self._changing > 1:
+            return None
+        return {a: (self._view(m), m.counter, m.process_id) for a, m in self.members.items()}
+
+    def _end_change(self, before: dict[str, tuple[tuple[Any, ...], int, ObjectId]] | None, now: float) -> None:
+        """As mongod: every running member whose hello reply changed (its state, or the
+        ``primary``/``hosts`` it reports) takes a new topologyVersion, unless the change gave
+        it one already (a stepdown bumps before interrupting; a restart starts a new process),
+        and every waiting awaitable hello is answered at once."""
+        self._changing -= 1
+        if before is None:
+            return
+        for address, member in self.members.items():
+            view, counter, process_id = before[address]
+            moved = member.counter != counter or member.process_id != process_id
+            if member.state != STOPPED and not moved and self._view(member) != view:
                 member.counter += 1
+        self._poke_all(now)
+
+    def topology_changed(self, now: float) -> None:
+        """Answer every waiting awaitable hello whose member's topologyVersion moved."""
         self._poke_all(now)
 
     # --- fault controls --------------------------------------------------------------------
 
+    def _replica_set_only(self, what: str) -> None:
+        if self.standalone:
+            raise LocalProtocolError(f"a standalone server cannot {what}")
+
     def elect(self, address: str, now: float) -> None:
         """Make ``address`` primary in a new term (a new electionId); the old primary, if any,
         steps down first (its in-flight operations fail with InterruptedDueToReplStateChange)."""
+        self._replica_set_only("hold elections")
         member = self.member(address)
         if member.state == STOPPED:
             raise LocalProtocolError(f"cannot elect {address}: it is stopped")
-        if self.primary is not None:
-            self._demote(self.members[self.primary], now)
+        before = self._begin_change()
+        try:
+            if self.primary is not None:
+                self._demote(self.members[self.primary], now)
+            self._install_primary(member, now)
+        finally:
+            self._end_change(before, now)
+
+    def _install_primary(self, member: Member, now: float) -> None:
         self.term += 1
         self.election_id = ObjectId(b"\x7f\xff\xff\xff" + self.term.to_bytes(8, "big"))
         member.state = PRIMARY
-        self.primary = address
+        self.primary = member.address
         self.oplog.append(term=self.term, wall=self.wall(now), op="n", kind="new primary", ns="")
-        self.topology_changed(now)
 
     def _demote(self, member: Member, now: float) -> None:
         member.state = SECONDARY
@@ -196,15 +259,18 @@ class ReplicaSet:
     def step_down(self, now: float, *, successor: str | None = None) -> None:
         """The primary steps down and ``successor`` (default: the next running member after
         it) is elected; with no member to elect the set is left without a primary."""
+        self._replica_set_only("step down")
         old = self.primary
         if old is None:
             raise LocalProtocolError("there is no primary to step down")
-        self._demote(self.members[old], now)
-        chosen = successor if successor is not None else self._next_electable(old)
-        if chosen is None:
-            self.topology_changed(now)
-        else:
-            self.elect(chosen, now)
+        before = self._begin_change()
+        try:
+            self._demote(self.members[old], now)
+            chosen = successor if successor is not None else self._next_electable(old)
+            if chosen is not None:
+                self.elect(chosen, now)
+        finally:
+            self._end_change(before, now)
 
     def _next_electable(self, after: str) -> str | None:
         names = list(self.members)
@@ -219,34 +285,45 @@ class ReplicaSet:
         """Shut a member down: its connections close, its cursors go; a stopped primary is
         replaced by the next running member when a majority still runs."""
         member = self.member(address)
-        was_primary = member.state == PRIMARY
-        if was_primary:
-            self._demote(member, now)
-        member.state = STOPPED
-        member.cursors.clear()
-        for connection in list(member.connections):
-            connection.close("member stopped")
-        member.connections.clear()
-        running = sum(1 for m in self.members.values() if m.state != STOPPED)
-        successor = self._next_electable(address) if was_primary and running * 2 > len(self.members) else None
-        if successor is not None:
-            self.elect(successor, now)
-        else:
-            self.topology_changed(now)
+        before = self._begin_change()
+        try:
+            was_primary = member.state == PRIMARY
+            if was_primary:
+                self._demote(member, now)
+            member.state = STOPPED
+            member.cursors.clear()
+            for connection in list(member.connections):
+                connection.close("member stopped")
+            member.connections.clear()
+            if self.standalone:
+                self.primary = None
+                return
+            running = sum(1 for m in self.members.values() if m.state != STOPPED)
+            successor = self._next_electable(address) if was_primary and running * 2 > len(self.members) else None
+            if successor is not None:
+                self.elect(successor, now)
+        finally:
+            self._end_change(before, now)
 
     def restart(self, address: str, now: float) -> None:
-        """Bring a stopped member back as a secondary (a new processId, counter 0)."""
+        """Bring a stopped member back as a secondary (a new processId, counter 0); a
+        standalone server comes back as itself."""
         member = self.member(address)
         if member.state != STOPPED:
             return
-        member.state = SECONDARY
-        member.process_id = self._process_id(now)
-        member.counter = -1  # topology_changed moves it to 0
-        member.failpoints = FailPoints()
-        if self.primary is None:
-            self.elect(address, now)
-        else:
-            self.topology_changed(now)
+        before = self._begin_change()
+        try:
+            member.state = SECONDARY
+            member.process_id = self._process_id(now)
+            member.counter = 0
+            member.failpoints = FailPoints()
+            if self.standalone:
+                member.state = PRIMARY
+                self.primary = address
+            elif self.primary is None:
+                self.elect(address, now)
+        finally:
+            self._end_change(before, now)
 
     def set_lag(self, address: str, seconds: float) -> None:
         self.member(address).lag = max(0.0, float(seconds))
