@@ -84,6 +84,7 @@ from mongo_sansio.wire import (
 from mongo_sansio.wire.encode import Buffer
 
 __all__ = [
+    "REPLY_NESTING_ROOM",
     "Connection",
     "ConnectionState",
     "ConnectionInput",
@@ -109,6 +110,14 @@ class ConnectionInput(enum.Enum):
     PROTOCOL_ERROR = "protocol error"
     CLOSE = "close"
 
+
+# The levels a cursor reply's own wrapper takes above the documents it carries: the reply (1),
+# ``cursor`` (2), ``firstBatch``/``nextBatch`` (3), the document (4).  Replies decode with this
+# much room beyond ``CodecOptions.max_nesting_depth``, so the limit applies to the user's
+# documents (a 200-level document written by insert reads back by find) while a deeper reply
+# is still refused as a ProtocolError.  A change stream event is such a document; its
+# ``fullDocument`` is one level inside it.
+REPLY_NESTING_ROOM = 3
 
 _IDLE, _AWAITING, _CLOSED = ConnectionState
 _I = ConnectionInput
@@ -145,7 +154,9 @@ class Connection:
     ``address`` names the server in errors.  ``request_ids`` gives request ids (one counter
     per client, e.g. :class:`~mongo_sansio.wire.RequestIds`).  ``server_api``: the declared
     Stable API version, whose fields go on every command.  ``zlib_compression_level`` is used
-    if zlib is negotiated.  ``codec_options`` decide how reply documents decode.
+    if zlib is negotiated.  ``codec_options`` decide how reply documents decode; their
+    ``max_nesting_depth`` bounds the documents a cursor reply carries (the reply itself may
+    nest :data:`REPLY_NESTING_ROOM` levels deeper, for its wrapper).
     """
 
     def __init__(
@@ -161,7 +172,9 @@ class Connection:
         self._request_ids = request_ids
         self._api_fields = stable_api_fields(server_api)
         self._zlib_level = zlib_compression_level
-        self._reader = MessageReader(DEFAULT_MAX_MESSAGE_SIZE, codec_options=codec_options)
+        self._reader = MessageReader(
+            DEFAULT_MAX_MESSAGE_SIZE, codec_options=codec_options, nesting_room=REPLY_NESTING_ROOM
+        )
         self._state = ConnectionState.IDLE
         self._error: Exception | None = None
         self._eof = False

@@ -233,15 +233,16 @@ def _op_msg(
 
 
 def _document(
-    data: bytes, pos: int, limit: int, opts: CodecOptions, lazy: bool, base: int
+    data: bytes, pos: int, limit: int, opts: CodecOptions, lazy: bool, base: int, depth: int = 1
 ) -> tuple[Any, int]:
     """The document at ``data[pos:]``, which must end by ``limit``; and where it ends.
-    (``base`` is where the message starts in ``data``: errors count offsets from there.)"""
+    (``base`` is where the message starts in ``data``: errors count offsets from there;
+    ``depth`` is the nesting depth its top level counts as, see :func:`parse_op_msg`.)"""
     try:
         end = document_end(data, pos, limit, opts)
         if lazy:
             return RawDocument._view(data, pos, end, opts, TRIE[0]), end
-        return read_document(data, pos, end, opts), end
+        return read_document(data, pos, end, opts, depth), end
     except InvalidBSON as exc:
         raise ProtocolError(f"bad document at offset {pos - base}: {exc.reason}") from exc
 
@@ -267,12 +268,16 @@ def parse_op_msg(
     lazy: bool,
     compressor_id: int | None = None,
     header: bytes | None = None,
+    depth: int = 1,
 ) -> OpMsg:
     """The OP_MSG whose flagBits start at ``data[start]`` and whose last byte is ``end - 1``.
 
     The checksum, when present, covers the whole message from its header: ``data[start - 16:
     end - 4]``, unless the message was decompressed, when ``header`` is the 16 bytes its header
-    would have had.
+    would have had.  ``depth`` is the nesting depth each section's document counts as against
+    ``opts.max_nesting_depth`` (1: the limit applies to the message's documents as they are;
+    ``1 - n`` gives them ``n`` more levels, for replies whose wrapper is not the user's).
+    RawDocument views (``lazy``) count from 1 when they are read, wherever they sit.
     """
     if end - start < 5:
         raise ProtocolError(f"OP_MSG of {end - start + HEADER_SIZE} bytes cannot hold a section")
@@ -307,7 +312,7 @@ def parse_op_msg(
             if lazy:
                 only = RawDocument._view(data, pos + 1, end, opts, TRIE[0])
             else:
-                only = read_document(data, pos + 1, end, opts)
+                only = read_document(data, pos + 1, end, opts, depth)
         except InvalidBSON as exc:
             raise ProtocolError(f"bad document at offset {pos + 1 - base}: {exc.reason}") from exc
         return _op_msg(request_id, response_to, flags, only, _NO_SEQUENCES, compressor_id)
@@ -318,9 +323,9 @@ def parse_op_msg(
         if kind == 0:
             if body is not None:
                 raise ProtocolError(f"OP_MSG has a second kind-0 section at offset {pos - base}")
-            body, pos = _document(data, pos + 1, end, opts, lazy, base)
+            body, pos = _document(data, pos + 1, end, opts, lazy, base, depth)
         elif kind == 1:
-            pos = _sequence(data, pos + 1, end, opts, lazy, sequences, base)
+            pos = _sequence(data, pos + 1, end, opts, lazy, sequences, base, depth)
         else:
             raise ProtocolError(
                 f"OP_MSG section at offset {pos - base} has unknown payload type {kind}"
@@ -338,6 +343,7 @@ def _sequence(
     lazy: bool,
     into: dict[str, list[Any]],
     base: int,
+    depth: int = 1,
 ) -> int:
     """Read the kind-1 section whose size field is at ``pos`` into ``into``; where it ends."""
     if end - pos < 4:
@@ -354,7 +360,7 @@ def _sequence(
         raise ProtocolError(f"OP_MSG repeats the document sequence {identifier!r}")
     documents = []
     while doc_pos < section_end:
-        document, doc_pos = _document(data, doc_pos, section_end, opts, lazy, base)
+        document, doc_pos = _document(data, doc_pos, section_end, opts, lazy, base, depth)
         documents.append(document)
     into[identifier] = documents
     return section_end
@@ -369,8 +375,10 @@ def parse_op_reply(
     opts: CodecOptions,
     lazy: bool,
     compressor_id: int | None = None,
+    depth: int = 1,
 ) -> OpReply:
-    """The OP_REPLY whose responseFlags start at ``data[start]`` and that ends at ``end``."""
+    """The OP_REPLY whose responseFlags start at ``data[start]`` and that ends at ``end``
+    (``depth``: as for :func:`parse_op_msg`)."""
     if end - start < 20:
         raise ProtocolError(f"OP_REPLY of {end - start + HEADER_SIZE} bytes is too short")
     flags, cursor_id, starting_from, number_returned = _REPLY_FIELDS(data, start)
@@ -378,7 +386,7 @@ def parse_op_reply(
     pos = start + 20
     documents = []
     while pos < end:
-        document, pos = _document(data, pos, end, opts, lazy, base)
+        document, pos = _document(data, pos, end, opts, lazy, base, depth)
         documents.append(document)
     if number_returned != len(documents):
         raise ProtocolError(
@@ -404,9 +412,11 @@ def parse_op_query(
     opts: CodecOptions,
     lazy: bool,
     compressor_id: int | None = None,
+    depth: int = 1,
 ) -> OpQuery:
     """The OP_QUERY whose flags start at ``data[start]`` and that ends at ``end`` (what a
-    server -- the simulated one -- reads as a client's first hello)."""
+    server -- the simulated one -- reads as a client's first hello; ``depth``: as for
+    :func:`parse_op_msg`)."""
     if end - start < 4 + 1 + 8 + 5:
         raise ProtocolError(f"OP_QUERY of {end - start + HEADER_SIZE} bytes is too short")
     flags = _U32(data, start)[0]
@@ -415,10 +425,10 @@ def parse_op_query(
     if end - pos < 8:
         raise ProtocolError(f"OP_QUERY is cut short at offset {pos - base}")
     number_to_skip, number_to_return = _SKIP_RETURN(data, pos)
-    query, pos = _document(data, pos + 8, end, opts, lazy, base)
+    query, pos = _document(data, pos + 8, end, opts, lazy, base, depth)
     selector = None
     if pos < end:
-        selector, pos = _document(data, pos, end, opts, lazy, base)
+        selector, pos = _document(data, pos, end, opts, lazy, base, depth)
     if pos != end:
         raise ProtocolError(f"{end - pos} bytes follow the OP_QUERY")
     return OpQuery(

@@ -148,6 +148,10 @@ class MessageReader:
     :class:`~mongo_sansio.bson.RawDocument` views instead of decoding them (also the case when
     ``codec_options.document_class`` is RawDocument).  ``compressors``: compressorId ->
     compressor for OP_COMPRESSED frames (default: all four the specification defines).
+    ``nesting_room``: how many levels deeper than ``codec_options.max_nesting_depth`` a
+    message's decoded documents may nest (0: none).  A connection gives replies the levels
+    their own wrapper takes, so the limit applies to the documents inside them; RawDocument
+    views count from their own top level when read and need no room.
     """
 
     __slots__ = (
@@ -163,6 +167,7 @@ class MessageReader:
         "_chunk_pos",
         "_inline",
         "_head",
+        "_depth",
     )
 
     def __init__(
@@ -172,7 +177,13 @@ class MessageReader:
         codec_options: CodecOptions | None = None,
         lazy: bool = False,
         compressors: Mapping[int, Compressor] | None = None,
+        nesting_room: int = 0,
     ) -> None:
+        if not isinstance(nesting_room, int) or isinstance(nesting_room, bool) or nesting_room < 0:
+            raise LocalProtocolError(
+                f"nesting_room must be a non-negative int, not {nesting_room!r}"
+            )
+        self._depth = 1 - nesting_room  # the depth a message's top-level documents count as
         self._buf = bytearray()
         self._pos = 0
         self._chunk: bytes | None = None  # a received chunk read in place (then _buf is empty)
@@ -397,13 +408,13 @@ class MessageReader:
             if op_code == OP_MSG:
                 return parse_op_msg(
                     data, start + HEADER_SIZE, start + length, request_id, response_to,
-                    self._opts, self._lazy,
+                    self._opts, self._lazy, depth=self._depth,
                 )  # fmt: skip
             if op_code == OP_COMPRESSED:
                 return self._decompressed(data, start, length, request_id, response_to)
             return _PARSERS[op_code](
                 data, start + HEADER_SIZE, start + length, request_id, response_to,
-                self._opts, self._lazy,
+                self._opts, self._lazy, depth=self._depth,
             )  # fmt: skip
         except ProtocolError as exc:
             raise self._fail(exc) from None
@@ -449,6 +460,9 @@ class MessageReader:
             header = _HEADER_PACK(HEADER_SIZE + size, request_id, response_to, original)
             return parse_op_msg(
                 inner, 0, size, request_id, response_to, self._opts, self._lazy,
-                compressor_id, header,
+                compressor_id, header, self._depth,
             )  # fmt: skip
-        return parse(inner, 0, size, request_id, response_to, self._opts, self._lazy, compressor_id)
+        return parse(
+            inner, 0, size, request_id, response_to, self._opts, self._lazy, compressor_id,
+            depth=self._depth,
+        )  # fmt: skip
