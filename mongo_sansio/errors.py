@@ -15,7 +15,7 @@ against other drivers, which catches those, keeps working.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from mongo_sansio._numbers import whole_number
 
@@ -47,7 +47,14 @@ __all__ = [
 
 
 class MongoError(Exception):
-    """Base class of every error raised by mongo-sansio."""
+    """Base class of every error raised by mongo-sansio.
+
+    ``timeout`` is True when the error means a time limit expired (a network timeout, a
+    server selection or wait-queue timeout, the server's MaxTimeMSExpired, an operation's
+    ``timeoutMS``), as ``PyMongoError.timeout`` says in PyMongo.
+    """
+
+    timeout: ClassVar[bool] = False
 
 
 class LocalProtocolError(MongoError):
@@ -162,6 +169,8 @@ class WriteConcernError(ServerError):
 class ExecutionTimeout(ServerError):
     """The server stopped the operation at its time limit (code 50, MaxTimeMSExpired)."""
 
+    timeout = True
+
 
 class NotPrimaryError(ServerError):
     """The server is not (or is no longer) a writable primary, or is recovering: SDAM's
@@ -178,6 +187,8 @@ class NetworkError(MongoError):
 
 class NetworkTimeout(NetworkError):
     """A connect or socket timeout expired."""
+
+    timeout = True
 
 
 class AuthenticationError(MongoError):

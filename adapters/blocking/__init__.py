@@ -6,9 +6,18 @@
 * :class:`Engine`, the interpreter of the core's flows over blocking sockets (:mod:`._engine`).
 """
 
+from .._timeout import timeout
 from ._engine import Engine
 from .change_stream import ChangeStream
 from .client import Database, MongoClient
 from .collection import Collection, Cursor
 
-__all__ = ["ChangeStream", "Collection", "Cursor", "Database", "Engine", "MongoClient"]
+__all__ = [
+    "ChangeStream",
+    "Collection",
+    "Cursor",
+    "Database",
+    "Engine",
+    "MongoClient",
+    "timeout",
+]

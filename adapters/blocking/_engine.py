@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from mongo_sansio.bson import ObjectId
 from mongo_sansio.client import ClientSettings
 from mongo_sansio.client.core import ClientCore, KillCursor
-from mongo_sansio.client.execute import drive, operation_deadline
+from mongo_sansio.client.execute import drive, kill_cursors, operation_deadline
 from mongo_sansio.flow import Flow
 
 from .._sync import SyncInterpreter, SyncRuntime
@@ -83,10 +83,12 @@ class Engine:
         result: T = self.interpreter.run(drive(self.core, flow, deadline=deadline))
         return result
 
-    def kill_cursor_later(self, address: tuple[str, int], namespace: str, cursor_id: int) -> None:
-        """A dropped cursor: killed by the client's upkeep task (no I/O here, safe in a
-        finalizer)."""
-        self.core.kill_cursor_later(KillCursor(address, namespace, cursor_id))
+    def kill_cursor_later(
+        self, address: tuple[str, int], db: str, body: Mapping[str, Any]
+    ) -> None:
+        """A dropped cursor's killCursors, sent by the client's upkeep task (no I/O and no
+        lock here: safe in a finalizer)."""
+        self.core.kill_cursor_later(KillCursor(address, db, body))
 
     def close(self) -> None:
         """Stop the monitors and pools, close every connection, end the background threads."""
@@ -95,8 +97,6 @@ class Engine:
                 return
             cursors = self.core.take_cursors_to_kill()
         if cursors:
-            from mongo_sansio.client.execute import kill_cursors
-
             try:
                 self.interpreter.run(kill_cursors(self.core, cursors))
             except Exception:  # noqa: BLE001 - best effort, the client is going away

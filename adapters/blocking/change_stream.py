@@ -127,5 +127,15 @@ class ChangeStream(ClosesOnExit):
         if not self._stream.closed:
             self._engine.run(change_stream_close(self._stream))
 
+    def __del__(self) -> None:
+        # Dropped while open: queue the killCursors for the upkeep task (no I/O here).
+        stream = getattr(self, "_stream", None)
+        if stream is None or stream.closed:
+            return
+        kill = stream.close()
+        if kill is not None:
+            server, db, body = kill
+            self._engine.kill_cursor_later(server.address, db, body)
+
     def __repr__(self) -> str:
         return f"<ChangeStream {self._stream.target!r} alive={self.alive}>"

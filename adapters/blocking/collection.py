@@ -166,6 +166,18 @@ class Cursor(ClosesOnExit):
         if self._cursor is not None:
             self._engine.run(cursor_close(self._cursor))
 
+    def __del__(self) -> None:
+        # Dropped while the server still holds the cursor: queue its killCursors for the
+        # client's upkeep task (a finalizer must not do I/O or take locks).
+        cursor = getattr(self, "_cursor", None)
+        if cursor is None or self._closed or cursor.closed:
+            return
+        self._closed = True
+        command = cursor.close()
+        if command is not None:
+            db, body = command
+            self._engine.kill_cursor_later(cursor.server.address, db, body)
+
 
 class Collection:
     """One collection; methods as in PyMongo (see the module docstring)."""

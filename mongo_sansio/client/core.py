@@ -111,11 +111,12 @@ Flow = Generator[Any, Any, Any]
 
 @attrs.frozen
 class KillCursor:
-    """A cursor the application dropped while the server still held it."""
+    """The ``killCursors`` command (``body`` against ``db``) for a cursor the application
+    dropped while the server at ``address`` still held it."""
 
     address: tuple[str, int]
-    namespace: str
-    cursor_id: int
+    db: str
+    body: Mapping[str, Any] = attrs.field(eq=False)
 
 
 class _Waiter:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 from mongo_sansio.client.events import CommandMonitor
 from mongo_sansio.client.link import exchange
 from mongo_sansio.client.runtime import Signal, Wait
+from mongo_sansio.command import run_command_quietly
 from mongo_sansio.errors import LocalProtocolError, MongoError, NetworkTimeout
 from mongo_sansio.flow import MarkServerUnknown, Now, RunCommand, SelectServer, Sleep
 
@@ -234,24 +235,16 @@ def command_timeout(
 
 
 def kill_cursors(core: ClientCore, cursors: list[KillCursor]) -> Flow:
-    """Best-effort killCursors for dropped cursors, grouped by server and namespace."""
-    from mongo_sansio.command import run_command_quietly
-    from mongo_sansio.flow import ServerInfo
-
-    groups: dict[tuple[tuple[str, int], str], list[int]] = {}
+    """Best-effort killCursors for dropped cursors (errors swallowed, servers gone skipped)."""
     for cursor in cursors:
-        groups.setdefault((cursor.address, cursor.namespace), []).append(cursor.cursor_id)
-    for (address, namespace), ids in groups.items():
         if core.closed:
             return
-        sdam = core.sdam_address(address)
-        if sdam not in core.description.servers:
+        address = core.sdam_address(cursor.address)
+        if address not in core.description.servers:
             continue
-        db, _, collection = namespace.partition(".")
-        server: ServerInfo = core.server_info(sdam)
-        body = {"killCursors": collection, "cursors": ids}
+        server = core.server_info(address)
         try:
-            yield from drive(core, run_command_quietly(server, db, body))
+            yield from drive(core, run_command_quietly(server, cursor.db, cursor.body))
         except MongoError:
             pass
 

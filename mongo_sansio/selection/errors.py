@@ -22,6 +22,8 @@ class ServerSelectionError(MongoError):
 class ServerSelectionTimeoutError(ServerSelectionError):
     """No suitable server was found before serverSelectionTimeoutMS elapsed."""
 
+    timeout = True
+
 
 class IncompatibleTopologyError(ServerSelectionError):
     """A server's wire-version range does not overlap the client's (SDAM compatibility)."""
