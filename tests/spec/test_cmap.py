@@ -20,8 +20,9 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -363,16 +364,23 @@ def event_document(event: PoolEvent) -> dict[str, Any]:
 
 
 def matches(actual: Any, expected: Any, path: str = "") -> None:
+    """``actual`` has at least what ``expected`` says; 42 means "any value".  Documents are
+    compared as mappings and arrays as sequences: events hold read-only containers (a
+    PoolCreated's ``options`` is a mappingproxy)."""
     if expected == 42 or expected == "42":
         assert actual is not None, f"{path}: expected a value"
         return
     if isinstance(expected, dict):
-        assert isinstance(actual, dict), f"{path}: expected a document, got {actual!r}"
+        assert isinstance(actual, Mapping), f"{path}: expected a document, got {actual!r}"
         for key, value in expected.items():
             assert key in actual, f"{path}.{key}: missing in {actual!r}"
             matches(actual[key], value, f"{path}.{key}")
     elif isinstance(expected, list):
-        assert isinstance(actual, list) and len(actual) >= len(expected), f"{path}: {actual!r}"
+        assert (
+            isinstance(actual, Sequence)
+            and not isinstance(actual, (str, bytes))
+            and len(actual) >= len(expected)
+        ), f"{path}: {actual!r}"
         for index, value in enumerate(expected):
             matches(actual[index], value, f"{path}[{index}]")
     else:
@@ -423,3 +431,20 @@ def test_cmap(case: dict[str, Any]) -> None:
     assert len(actual) >= len(expected), f"too few events: {actual}"
     for index, event in enumerate(expected):
         matches(actual[index], event, f"events[{index}]")
+
+
+def test_matches_compares_read_only_containers() -> None:
+    """The runner itself: a PoolCreated's options are a mappingproxy, tuples are arrays, and a
+    value that differs, a missing key or a str in place of an array still fail."""
+    options = MappingProxyType({"maxPoolSize": 50, "minPoolSize": 5})
+    matches({"options": options}, {"options": {"maxPoolSize": 50}})
+    matches((1, 2, 3), [1, 2])
+    for actual, expected in (
+        (options, {"maxPoolSize": 51}),
+        (options, {"maxIdleTimeMS": 100}),
+        ("ab", ["a"]),
+        ([1], {"a": 1}),
+        (50.0, 50),
+    ):
+        with pytest.raises(AssertionError):
+            matches(actual, expected)
