@@ -88,6 +88,8 @@ class SelectServer:
     read_preference: ReadPreference = PRIMARY
     for_writes: bool = False
     deprioritized: tuple[tuple[str, int], ...] = ()
+    operation: str = ""
+    """The command the server is selected for (server selection's log messages name it)."""
 
 
 @attrs.frozen

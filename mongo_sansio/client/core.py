@@ -46,6 +46,7 @@ from mongo_sansio.client.execute import upkeep_task
 from mongo_sansio.client.link import Link, LinkOptions, open_link
 from mongo_sansio.client.monitors import ServerMonitor
 from mongo_sansio.client.runtime import Signal, Task, Wait
+from mongo_sansio.client.selecting import select
 from mongo_sansio.client.settings import ClientSettings
 from mongo_sansio.cmap import Pool
 from mongo_sansio.cmap.actions import (
@@ -93,10 +94,6 @@ from mongo_sansio.sdam.machine import Output, Topology
 from mongo_sansio.sdam.topology import TopologyDescription
 from mongo_sansio.selection import (
     RandomDraw,
-    SelectionCriteria,
-    ServerSelectionTimeoutError,
-    describe_topology,
-    select_server,
 )
 from mongo_sansio.wire import RequestIds
 
@@ -159,7 +156,7 @@ class ClientCore:
         faas: bool = False,
     ) -> None:
         self.settings = settings
-        self._draw = draw
+        self.draw = draw
         self._nonce = nonce
         self._spawn = spawn
         self.publish = publish
@@ -258,52 +255,31 @@ class ClientCore:
 
     # -- server selection -----------------------------------------------------------------------
 
-    def select_server(self, request: SelectServer, deadline: float | None = None) -> Flow:
-        """Wait for a server that suits ``request`` until serverSelectionTimeoutMS (or the
-        operation's earlier ``deadline``); returns its :class:`ServerInfo`."""
-        self.require_open()
-        criteria = self._criteria(request)
-        settings = self.settings.topology
-        start = yield Now()
-        self.last_now = start
-        limit = start + settings.server_selection_timeout
-        if deadline is not None and deadline < limit:
-            limit = deadline
-        while True:
-            self.require_open()
-            server = select_server(
-                self._topology.description,
-                criteria,
-                heartbeat_frequency=settings.heartbeat_frequency,
-                local_threshold=settings.local_threshold,
-                draw=self._draw,
-                operation_counts=self.in_use_counts(),
-            )
-            if server is not None:
-                return self.server_info(server.address)
-            now = yield Now()
-            self.last_now = now
-            if now >= limit:
-                raise ServerSelectionTimeoutError(
-                    f"Server selection timed out after {now - start:.3g} s: no server suitable "
-                    f"for {criteria}; {describe_topology(self._topology.description)}"
-                )
-            for each in self._servers.values():
-                if each.monitor is not None:
-                    each.monitor.request_check(now)
-            signal = Signal("topology changed")
-            self._topology_waiters.append(signal)
-            try:
-                yield Wait(signal, limit)
-            finally:
-                if not signal.fired and signal in self._topology_waiters:
-                    self._topology_waiters.remove(signal)
+    def select_server(
+        self,
+        request: SelectServer,
+        deadline: float | None = None,
+        *,
+        operation_id: int | None = None,
+    ) -> Flow:
+        """Wait for a server that suits ``request`` (:func:`~.selecting.select`)."""
+        return select(self, request, deadline, operation_id=operation_id)
 
-    def _criteria(self, request: SelectServer) -> SelectionCriteria:
-        deprioritized = frozenset(self.sdam_address(a) for a in request.deprioritized)
-        if request.for_writes:
-            return SelectionCriteria.for_write(deprioritized=deprioritized)
-        return SelectionCriteria.for_read(request.read_preference, deprioritized=deprioritized)
+    def wait_for_topology_change(self) -> Signal:
+        """A signal fired at the next change of the topology description."""
+        signal = Signal("topology changed")
+        self._topology_waiters.append(signal)
+        return signal
+
+    def forget_waiter(self, signal: Signal) -> None:
+        if not signal.fired and signal in self._topology_waiters:
+            self._topology_waiters.remove(signal)
+
+    def request_checks(self, now: float) -> None:
+        """Ask every monitor for an immediate check (a selection found nothing suitable)."""
+        for server in self._servers.values():
+            if server.monitor is not None:
+                server.monitor.request_check(now)
 
     # -- check-out and check-in -----------------------------------------------------------------
 

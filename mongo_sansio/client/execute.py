@@ -79,7 +79,9 @@ def drive(core: ClientCore, flow: Flow, *, deadline: float | None = None) -> Flo
 
     Whatever stops this flow (an error, the runtime closing it), ``flow`` is closed too and
     no connection stays checked out."""
-    operation = _Operation(deadline, None)
+    operation = _Operation(
+        deadline, core.next_request_id() if core.publish is not None else None
+    )
     answer: Any = None
     error: MongoError | None = None
     try:
@@ -94,7 +96,9 @@ def drive(core: ClientCore, flow: Flow, *, deadline: float | None = None) -> Flo
                 if kind is RunCommand:
                     answer = yield from run_command(core, request, operation)
                 elif kind is SelectServer:
-                    answer = yield from core.select_server(request, operation.deadline)
+                    answer = yield from core.select_server(
+                        request, operation.deadline, operation_id=operation.operation_id
+                    )
                 elif kind is MarkServerUnknown:
                     now = yield Now()
                     generation = operation.generations.get(request.address)

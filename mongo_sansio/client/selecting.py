@@ -1,0 +1,128 @@
+"""Server selection as the client runs it: wait for a suitable server, never poll.
+
+Theory of operation
+-------------------
+:func:`select` tries the pure selection rules (:func:`~mongo_sansio.selection.select_server`)
+on the current topology description.  With nothing suitable it asks every monitor for an
+immediate check and waits on a signal the core fires when the description changes, until the
+selection's deadline: serverSelectionTimeoutMS after it began, or the operation's own earlier
+deadline.  The error then names the time waited, what was asked for and the topology seen.
+
+Inputs: the request (read preference, writes, deprioritized servers, the operation's name),
+the deadline, the answers to ``Now`` and ``Wait``.  Outputs: the chosen server's
+:class:`~mongo_sansio.flow.ServerInfo`; the selection events (started, waiting once, succeeded
+or failed) through the core's ``publish``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from mongo_sansio.client.runtime import Wait
+from mongo_sansio.errors import MongoError
+from mongo_sansio.flow import Now, SelectServer
+from mongo_sansio.selection import (
+    SelectionCriteria,
+    ServerSelectionTimeoutError,
+    describe_topology,
+    select_server,
+)
+from mongo_sansio.selection.events import (
+    ServerSelectionFailed,
+    ServerSelectionStarted,
+    ServerSelectionSucceeded,
+    ServerSelectionWaiting,
+    describe_selector,
+)
+
+if TYPE_CHECKING:
+    from mongo_sansio.client.core import ClientCore
+
+__all__ = ["select", "criteria_for"]
+
+Flow = Generator[Any, Any, Any]
+
+
+def select(
+    core: ClientCore,
+    request: SelectServer,
+    deadline: float | None = None,
+    *,
+    operation_id: int | None = None,
+) -> Flow:
+    """Wait for a server that suits ``request`` until serverSelectionTimeoutMS (or the
+    operation's earlier ``deadline``); returns its :class:`ServerInfo`.  Publishes the
+    selection events (started, waiting once, succeeded or failed)."""
+    core.require_open()
+    criteria = criteria_for(core, request)
+    settings = core.settings.topology
+    start = yield Now()
+    core.last_now = start
+    limit = start + settings.server_selection_timeout
+    if deadline is not None and deadline < limit:
+        limit = deadline
+    publish = core.publish
+    selector = describe_selector(criteria) if publish is not None else ""
+    ids: dict[str, Any] = {"selector": selector, "operation": request.operation, "operation_id": operation_id}
+    if publish is not None:
+        publish(ServerSelectionStarted(topology_description=core.description, **ids))
+    waited = False
+    try:
+        while True:
+            core.require_open()
+            server = select_server(
+                core.description,
+                criteria,
+                heartbeat_frequency=settings.heartbeat_frequency,
+                local_threshold=settings.local_threshold,
+                draw=core.draw,
+                operation_counts=core.in_use_counts(),
+            )
+            if server is not None:
+                if publish is not None:
+                    publish(
+                        ServerSelectionSucceeded(
+                            topology_description=core.description,
+                            address=server.address,
+                            **ids,
+                        )
+                    )
+                return core.server_info(server.address)
+            now = yield Now()
+            core.last_now = now
+            if now >= limit:
+                raise ServerSelectionTimeoutError(
+                    f"Server selection timed out after {now - start:.3g} s: no server "
+                    f"suitable for {criteria}; {describe_topology(core.description)}"
+                )
+            if publish is not None and not waited:
+                publish(
+                    ServerSelectionWaiting(
+                        topology_description=core.description,
+                        remaining_time=limit - now,
+                        **ids,
+                    )
+                )
+            waited = True
+            core.request_checks(now)
+            signal = core.wait_for_topology_change()
+            try:
+                yield Wait(signal, limit)
+            finally:
+                core.forget_waiter(signal)
+    except MongoError as error:
+        if publish is not None:
+            publish(
+                ServerSelectionFailed(
+                    topology_description=core.description, failure=error, **ids
+                )
+            )
+        raise
+
+
+def criteria_for(core: ClientCore, request: SelectServer) -> SelectionCriteria:
+    deprioritized = frozenset(core.sdam_address(a) for a in request.deprioritized)
+    if request.for_writes:
+        return SelectionCriteria.for_write(deprioritized=deprioritized)
+    return SelectionCriteria.for_read(request.read_preference, deprioritized=deprioritized)
