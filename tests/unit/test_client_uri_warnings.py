@@ -20,7 +20,9 @@ from mongo_sansio.adapters.blocking import MongoClient
 from mongo_sansio.errors import ConfigurationError
 from mongo_sansio.uri import DnsAnswer, DnsQuestion, SrvAnswer, SrvRecord, TxtAnswer
 
-DEFAULTS = MongoClient("mongodb://h/").settings  # nothing to close: construction does not connect
+_DEFAULT_CLIENT = MongoClient("mongodb://h/")
+DEFAULTS = _DEFAULT_CLIENT.settings
+_DEFAULT_CLIENT.close()
 
 
 def client_warnings(uri: str, **options: Any) -> tuple[MongoClient, list[warnings.WarningMessage]]:
