@@ -46,6 +46,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
@@ -222,6 +223,7 @@ def log_settings_from_environment(environ: Mapping[str, str]) -> LogSettings:
 
 # Handlers installed for the environment's configuration, one per (logger, destination).
 _INSTALLED: dict[tuple[str, str], logging.Handler] = {}
+_INSTALL_LOCK = threading.Lock()
 
 
 def _handler_for(path: str) -> tuple[str, logging.Handler]:
@@ -245,6 +247,11 @@ def _install(settings: LogSettings) -> None:
         logging.getLogger(MONITORING_LOGGER).warning("%s", problem)
     if settings.path is None:
         return
+    with _INSTALL_LOCK:
+        _install_locked(settings, settings.path)
+
+
+def _install_locked(settings: LogSettings, path: str) -> None:
     for component, level in settings.levels.items():
         logger = logging.getLogger(LOGGER_NAMES[component])
         if level is None:
@@ -253,7 +260,7 @@ def _install(settings: LogSettings) -> None:
         logger.setLevel(level)
         if any(name == logger.name for name, _ in _INSTALLED):
             continue
-        destination, handler = _handler_for(settings.path)
+        destination, handler = _handler_for(path)
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
         logger.addHandler(handler)
         _INSTALLED[(logger.name, destination)] = handler
@@ -334,10 +341,15 @@ class Publisher:
     # -- who wants what ----------------------------------------------------------------------
 
     def wants(self, family: str) -> bool:
-        """Whether a listener or a logger would receive events of ``family``."""
-        if self._by_family[family]:
-            return True
-        return self.logs(_FAMILY_COMPONENT[family])
+        """Whether a listener or a logger would receive events of ``family`` (one of
+        :data:`FAMILIES`; ValueError for another name)."""
+        try:
+            listeners = self._by_family[family]
+        except KeyError:
+            raise ValueError(
+                f"unknown event family {family!r}; expected one of {FAMILIES}"
+            ) from None
+        return bool(listeners) or self.logs(_FAMILY_COMPONENT[family])
 
     def wants_event(self, event: object) -> bool:
         return self.wants(family_of(event))

@@ -185,6 +185,11 @@ def test_nobody_wants_anything_without_listeners_or_logging() -> None:
     assert not publisher.enabled_for_commands and not publisher.enabled_for_cmap
 
 
+def test_unknown_family_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="commands"):
+        Publisher([], environ=NO_ENV).wants("commands")
+
+
 def test_a_listener_makes_its_family_wanted() -> None:
     logging.getLogger("mongo_sansio.topology").setLevel(logging.WARNING)
     publisher = Publisher([Heartbeats()], environ=NO_ENV)
