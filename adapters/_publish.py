@@ -340,6 +340,11 @@ class Publisher:
 
     # -- who wants what ----------------------------------------------------------------------
 
+    @property
+    def active(self) -> bool:
+        """Whether any family is listened to or logged (else the client needs no publisher)."""
+        return any(self.wants(family) for family in FAMILIES)
+
     def wants(self, family: str) -> bool:
         """Whether a listener or a logger would receive events of ``family`` (one of
         :data:`FAMILIES`; ValueError for another name)."""

@@ -49,6 +49,7 @@ class Engine:
         publish: Callable[[object], None] | None = None,
         runtime: SyncRuntime | None = None,
         faas: bool = False,
+        topology_id: object = None,
     ) -> None:
         self.settings = settings
         ssl_context = make_ssl_context(settings.tls) if settings.tls.enabled else None
@@ -59,7 +60,7 @@ class Engine:
         self._random = random.SystemRandom()
         self.core = ClientCore(
             settings,
-            topology_id=ObjectId(),
+            topology_id=ObjectId() if topology_id is None else topology_id,
             draw=self._random.randrange,
             nonce=lambda: os.urandom(_NONCE_BYTES),
             metadata=metadata,

@@ -19,16 +19,11 @@ one thread at a time.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from mongo_sansio.client import (
-    ClientSettings,
-    CommandFailedEvent,
-    CommandListener,
-    CommandStartedEvent,
-    CommandSucceededEvent,
-)
+from mongo_sansio.bson import ObjectId
+from mongo_sansio.client import ClientSettings
 from mongo_sansio.connection import ServerApi
 from mongo_sansio.cursors import ChangeStreamTarget
 from mongo_sansio.errors import ConfigurationError
@@ -40,6 +35,7 @@ from mongo_sansio.sdam.topology import TopologyDescription
 from mongo_sansio.selection import ReadPreference
 from mongo_sansio.uri import ConnectionString, apply_seedlist, discovery_for
 
+from .._publish import LogSettings, Publisher
 from .._uri import emit_uri_warnings, parse_client_uri
 from ..environment import client_metadata
 from ._closing import ClosesOnExit
@@ -67,24 +63,6 @@ def _resolve(uri: ConnectionString, resolver: Resolver | None) -> ConnectionStri
     return apply_seedlist(uri, resolve_seedlist(discovery, resolver))
 
 
-def _command_publisher(listeners: Sequence[Any]) -> Callable[[object], None] | None:
-    """Deliver command events to ``listeners`` (temporary: the full publisher follows)."""
-    if not listeners:
-        return None
-    listeners = tuple(listeners)
-
-    def publish(event: object) -> None:
-        for listener in listeners:
-            if isinstance(event, CommandStartedEvent):
-                listener.started(event)
-            elif isinstance(event, CommandSucceededEvent):
-                listener.succeeded(event)
-            elif isinstance(event, CommandFailedEvent):
-                listener.failed(event)
-
-    return publish
-
-
 class MongoClient(ClosesOnExit):
     """A client for one deployment (see the module docstring).
 
@@ -93,7 +71,9 @@ class MongoClient(ClosesOnExit):
     ``password``, ``authSource``, ``authMechanism``, ``tls``, ``tlsCAFile``, ``appname``,
     ``compressors``, ``serverSelectionTimeoutMS``, ``connectTimeoutMS``, ``socketTimeoutMS``,
     ``directConnection``, ``replicaSet``, ``readPreference``, ``w`` ...), any case.
-    ``event_listeners`` receive command monitoring events; ``server_api`` declares a Stable
+    ``event_listeners`` are listeners of :mod:`mongo_sansio.monitoring` (command, server,
+    heartbeat, topology and pool events, dispatched by base class as PyMongo does; anything
+    else is a TypeError); ``log_settings`` overrides the ``MONGODB_LOG_*`` variables; ``server_api`` declares a Stable
     API version; ``dns_resolver`` answers a ``mongodb+srv`` string's DNS questions (default:
     the system's name servers through dnspython).
     """
@@ -103,7 +83,8 @@ class MongoClient(ClosesOnExit):
         host: str = "mongodb://localhost:27017",
         port: int | None = None,
         *,
-        event_listeners: Sequence[CommandListener] = (),
+        event_listeners: Sequence[object] = (),
+        log_settings: LogSettings | None = None,
         server_api: ServerApi | None = None,
         dns_resolver: Resolver | None = None,
         **options: Any,
@@ -118,10 +99,13 @@ class MongoClient(ClosesOnExit):
         uri = _resolve(parsed, dns_resolver)
         emit_uri_warnings(uri.warnings[len(parsed.warnings) :], stacklevel=2)
         self._settings = ClientSettings.from_connection_string(uri, server_api=server_api)
+        topology_id = ObjectId()
+        publisher = Publisher(event_listeners, log_settings=log_settings, topology_id=topology_id)
         self._engine = Engine(
             self._settings,
             metadata=client_metadata(self._settings.handshake.app_name),
-            publish=_command_publisher(event_listeners),
+            publish=publisher.publish if publisher.active else None,
+            topology_id=topology_id,
         )
 
     # -- databases --------------------------------------------------------------------------------

@@ -16,7 +16,6 @@
 from mongo_sansio.client.core import ClientCore, KillCursor
 from mongo_sansio.client.events import (
     CommandFailedEvent,
-    CommandListener,
     CommandStartedEvent,
     CommandSucceededEvent,
 )
@@ -37,7 +36,6 @@ __all__ = [
     "ClientCore",
     "ClientSettings",
     "CommandFailedEvent",
-    "CommandListener",
     "CommandStartedEvent",
     "CommandSucceededEvent",
     "KillCursor",

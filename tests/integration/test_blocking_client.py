@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from integration_helpers import next_changes, trusted_tls
 
+from mongo_sansio import monitoring
 from mongo_sansio.adapters.blocking import MongoClient
 from mongo_sansio.adapters.environment import client_metadata
 from mongo_sansio.adapters.sim import SimulatedReplicaSet
-from mongo_sansio.client import CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent
 from mongo_sansio.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -31,6 +31,7 @@ from mongo_sansio.errors import (
     NotPrimaryError,
     ServerError,
 )
+from mongo_sansio.monitoring import CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent
 from mongo_sansio.selection import ServerSelectionTimeoutError
 from mongo_sansio.transports.blocking import open_stream
 from mongo_sansio.uri import DnsAnswer, DnsQuestion, SrvAnswer, SrvRecord, TxtAnswer
@@ -43,7 +44,7 @@ OPTIONS: dict[str, Any] = {
 AWAIT_MS = 50
 
 
-class Commands:
+class Commands(monitoring.CommandListener):
     """A command listener recording what the client sent."""
 
     def __init__(self) -> None:
