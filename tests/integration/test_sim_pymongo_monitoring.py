@@ -247,3 +247,29 @@ def test_a_document_nested_deeper_than_mongod_stores_is_refused(
         client.test.deep.insert_one(document)
     assert caught.value.code == 15
     assert client.test.deep.insert_one(document["a"]).acknowledged  # 180 levels are fine
+
+
+# --- item 5: capped collections and tailable cursors (the CSOT tailable tests) ---------------
+
+
+def test_tailable_await_cursor_on_a_capped_collection(rs: SimulatedReplicaSet, clients: list[MongoClient[Any]]) -> None:
+    client = open_client(clients, rs.uri)
+    log = client.test.create_collection("log", capped=True, size=500)
+    assert log.options() == {"capped": True, "size": 500}
+    log.insert_many([{"_id": 0}, {"_id": 1}])
+    cursor = log.find({}, cursor_type=pymongo.CursorType.TAILABLE_AWAIT).max_await_time_ms(1500)
+    assert [cursor.next()["_id"], cursor.next()["_id"]] == [0, 1]
+    writer = threading.Timer(0.2, lambda: log.insert_one({"_id": 2}))
+    writer.start()
+    started = time.monotonic()
+    assert cursor.next()["_id"] == 2
+    assert time.monotonic() - started < 1.2  # woken by the insert, not by maxAwaitTimeMS
+    writer.join()
+    with pytest.raises(StopIteration):
+        cursor.next()  # nothing new within 1.5 s: an empty batch ...
+    assert cursor.alive  # ... and the cursor stays open
+    cursor.close()
+    with pytest.raises(OperationFailure) as caught:
+        client.test.plain.insert_one({})
+        client.test.plain.find(cursor_type=pymongo.CursorType.TAILABLE).next()
+    assert caught.value.code == 2

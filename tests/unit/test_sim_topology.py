@@ -145,3 +145,46 @@ def test_standalone_has_no_elections() -> None:
     assert Client(cluster, "127.0.0.1:27017").command({"hello": 1})["isWritablePrimary"] is True
     with pytest.raises(LocalProtocolError):
         ReplicaSet(MEMBERS, standalone=True)
+
+
+# --- capped collections and tailable cursors -----------------------------------------------
+
+def test_tailable_cursors_on_a_capped_collection() -> None:
+    cluster = make_cluster()
+    client = Client(cluster)
+    assert client.command({"create": "log", "capped": True, "size": 500})["ok"] == 1.0
+    listed = client.command({"listCollections": 1, "filter": {"name": "log"}})["cursor"]["firstBatch"]
+    assert listed[0]["options"] == {"capped": True, "size": 500}
+    client.command({"insert": "log", "documents": [{"_id": 0}, {"_id": 1}]})
+    first = client.command({"find": "log", "tailable": True, "batchSize": 1})["cursor"]
+    assert first["firstBatch"] == [{"_id": 0}] and first["id"] != 0
+    more = {"getMore": first["id"], "collection": "log"}
+    assert client.command(more)["cursor"]["nextBatch"] == [{"_id": 1}]
+    empty = client.command(more)["cursor"]
+    assert empty["nextBatch"] == [] and empty["id"] == first["id"]  # still open
+    client.command({"insert": "log", "documents": [{"_id": 2, "x": 1}]})
+    assert client.command(more)["cursor"]["nextBatch"] == [{"_id": 2, "x": 1}]
+
+
+def test_await_data_get_more_waits_for_an_insert() -> None:
+    cluster = make_cluster()
+    reader, writer = Client(cluster), Client(cluster)
+    reader.command({"create": "log", "capped": True, "size": 500})
+    cursor = reader.command({"find": "log", "filter": {"keep": True}, "projection": {"_id": 0},
+                             "tailable": True, "awaitData": True})["cursor"]
+    assert cursor["firstBatch"] == [] and cursor["id"] != 0
+    reader.send({"getMore": cursor["id"], "collection": "log", "maxTimeMS": 5000})
+    assert reader.messages() == []
+    writer.command({"insert": "log", "documents": [{"keep": False}]})
+    assert reader.messages() == []  # filtered out: keeps waiting
+    writer.command({"insert": "log", "documents": [{"keep": True}]})
+    (reply,) = reader.messages()
+    assert reply.body["cursor"]["nextBatch"] == [{"keep": True}]
+
+
+def test_tailable_is_refused_on_a_collection_that_is_not_capped() -> None:
+    client = Client(make_cluster())
+    client.command({"insert": "plain", "documents": [{}]})
+    assert client.command({"find": "plain", "tailable": True})["code"] == 2
+    assert client.command({"find": "plain", "awaitData": True})["code"] == 9
+    assert client.command({"create": "x", "capped": True})["code"] == 72

@@ -22,6 +22,7 @@ from mongo_sansio.testing.server.handshake import member_position, op_time
 from mongo_sansio.testing.server.oplog import wall_datetime
 from mongo_sansio.testing.server.replset import PRIMARY, SECONDARY
 from mongo_sansio.testing.server.sessions import session_key
+from mongo_sansio.testing.server.tailable import capped_options
 
 __all__ = ["ADMIN_COMMANDS", "VERSIONS"]
 
@@ -57,7 +58,10 @@ def create(ctx: Context) -> Outcome:
     from mongo_sansio.testing.server.changestreams import set_images
 
     set_images(ctx, name, ctx.body.get("changeStreamPreAndPostImages"))
+    capped = capped_options(ctx.body)
     ctx.cluster.collection(ctx.db, name, create=True)
+    if capped is not None:
+        ctx.cluster.capped[f"{ctx.db}.{name}"] = capped
     return {"ok": 1.0}
 
 
@@ -69,6 +73,7 @@ def drop(ctx: Context) -> Outcome:
         return {"ok": 1.0}
     found = collections.pop(name)
     ctx.cluster.image_namespaces.discard(f"{ctx.db}.{name}")
+    ctx.cluster.capped.pop(f"{ctx.db}.{name}", None)
     ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name})
     if not collections:
         ctx.cluster.databases.pop(ctx.db, None)
@@ -80,6 +85,7 @@ def drop_database(ctx: Context) -> Outcome:
     if collections:
         for name in list(collections):
             ctx.cluster.image_namespaces.discard(f"{ctx.db}.{name}")
+            ctx.cluster.capped.pop(f"{ctx.db}.{name}", None)
             ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name})
         ctx.cluster.log("c", "dropDatabase", f"{ctx.db}.$cmd", command={"dropDatabase": 1})
     return {"dropped": ctx.db, "ok": 1.0}
@@ -116,6 +122,8 @@ def rename_collection(ctx: Context) -> Outcome:
     if f"{source_db}.{source}" in cluster.image_namespaces:  # the option moves with the collection
         cluster.image_namespaces.discard(f"{source_db}.{source}")
         cluster.image_namespaces.add(f"{target_db}.{target}")
+    if f"{source_db}.{source}" in cluster.capped:
+        cluster.capped[f"{target_db}.{target}"] = cluster.capped.pop(f"{source_db}.{source}")
     cluster.log("c", "renameCollection", f"{source_db}.$cmd",
                 command={"renameCollection": f"{source_db}.{source}", "to": f"{target_db}.{target}"})
     return {"ok": 1.0}
@@ -189,7 +197,8 @@ def list_collections(ctx: Context) -> Outcome:
     collections = ctx.cluster.databases.get(ctx.db, {})
     rows = []
     for name in sorted(collections):
-        row = {"name": name, "type": "collection", "options": {}, "info": {"readOnly": False},
+        options = dict(ctx.cluster.capped.get(f"{ctx.db}.{name}", {}))
+        row = {"name": name, "type": "collection", "options": options, "info": {"readOnly": False},
                "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
         if _matches(row, ctx.body.get("filter")):
             rows.append({"name": name, "type": "collection"} if ctx.body.get("nameOnly") else row)

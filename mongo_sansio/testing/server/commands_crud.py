@@ -16,6 +16,7 @@ from typing import Any
 from mongo_sansio.testing.engine import Collection, CommandError, run_pipeline
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome, Waiting
 from mongo_sansio.testing.server.cursors import Cursor
+from mongo_sansio.testing.server.tailable import check_tailable, tailable_source
 
 __all__ = ["CRUD_COMMANDS"]
 
@@ -180,16 +181,18 @@ def find(ctx: Context) -> Outcome:
     if skip < 0:
         raise CommandError(51024, "Location51024", f"SKIP value must be non-negative, but received: {skip}")
     batch_size = _batch_size(ctx, None)
+    tailable, await_data = check_tailable(ctx, ns)
     collection = ctx.cluster.collection(ctx.db, name)
     documents: list[dict[str, Any]] = []
     if collection is not None:
         documents = collection.find(
             _doc(ctx, "filter"), _doc(ctx, "projection"), sort=_doc(ctx, "sort"), skip=skip, limit=limit
         )
+    source = tailable_source(ctx, ctx.db, name, len(collection) if collection is not None else 0) if tailable else None
     return ctx.member.cursors.open(
         ns, documents, batch_size=batch_size, limit=limit,
         single_batch=bool(ctx.body.get("singleBatch", False)),
-        lsid=_lsid_key(ctx),
+        lsid=_lsid_key(ctx), tailable=tailable, await_data=await_data, source=source,
     )
 
 
