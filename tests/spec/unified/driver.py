@@ -1,0 +1,309 @@
+"""The client under test, as one swappable object: :class:`Driver`.
+
+The runner never imports a client library itself.  It receives a :class:`Driver`, which names
+the client class (``MongoClient(uri, event_listeners=[...], **uri_options)``, PyMongo's
+shape), the module holding the listener base classes (``pymongo.monitoring`` or
+``mongo_sansio.monitoring``), how to read that library's errors, its Extended JSON parser (test
+files must be parsed into the library's own BSON types), the option objects
+(read/write concern, read preference), and how to read its structured log records.
+
+Two drivers are built here: :func:`pymongo_driver` (the reference, used to validate the runner
+and the simulator) and :func:`sansio_driver` (ours).  :func:`selected_driver` picks one from
+``$MONGO_SANSIO_UNIFIED_DRIVER`` (``pymongo`` or ``sansio``, the default).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import attrs
+
+__all__ = ["DRIVER_ENV", "Driver", "pymongo_driver", "sansio_driver", "selected_driver"]
+
+DRIVER_ENV = "MONGO_SANSIO_UNIFIED_DRIVER"
+LISTENER_BASES = (
+    "CommandListener",
+    "ServerHeartbeatListener",
+    "ServerListener",
+    "TopologyListener",
+    "ConnectionPoolListener",
+)
+#: the unified format's log components, by the suffix of the driver's logger names
+LOG_COMPONENTS = ("command", "topology", "serverSelection", "connection")
+
+
+@attrs.frozen
+class Driver:
+    """Everything the runner needs to know about one client library (see the module docstring).
+
+    ``log_data(record)`` returns the structured data of a log record (with its ``message``),
+    or None when the record carries none; ``client_log_key(client)`` is the value the
+    library puts in a record's ``clientId``/``topologyId`` for that client (None: messages
+    cannot be told apart by client, and every capturing client sees them all).
+    """
+
+    name: str
+    client_class: Any
+    monitoring: Any  # the module with the listener base classes (or a namespace of them)
+    base_error: tuple[type[BaseException], ...]
+    server_error: tuple[type[BaseException], ...]
+    timeout_error: Callable[[BaseException], bool]
+    error_code: Callable[[BaseException], Any]
+    error_code_name: Callable[[BaseException], Any]
+    error_labels: Callable[[BaseException], frozenset[str]]
+    error_details: Callable[[BaseException], Mapping[str, Any] | None]
+    load_json: Callable[[str], Any]
+    read_concern: Callable[[Mapping[str, Any]], Any]
+    write_concern: Callable[[Mapping[str, Any]], Any]
+    read_preference: Callable[[Mapping[str, Any]], Any]
+    server_api: Callable[[Mapping[str, Any]], Any]
+    transaction_options: Callable[[Mapping[str, Any]], Any] | None
+    gridfs_bucket: Callable[[Any, Mapping[str, Any]], Any] | None
+    write_models: Any  # module with InsertOne, UpdateOne, ... (None: no bulk writes)
+    logger_prefix: str
+    log_data: Callable[[logging.LogRecord], Mapping[str, Any] | None]
+    client_log_key: Callable[[Any], Any]
+
+    def listener_bases(self) -> tuple[type, ...]:
+        bases = tuple(getattr(self.monitoring, n) for n in LISTENER_BASES if hasattr(self.monitoring, n))
+        return tuple(b for b in bases if isinstance(b, type)) or (object,)
+
+    def logger_name(self, component: str) -> str:
+        return f"{self.logger_prefix}.{component}"
+
+
+# -- PyMongo -----------------------------------------------------------------------------------
+
+
+def _pymongo_log_data(record: logging.LogRecord) -> Mapping[str, Any] | None:
+    message = record.msg
+    if not hasattr(message, "_kwargs"):
+        return None
+    str(message)  # PyMongo redacts and serializes documents when the message is formatted
+    return dict(message._kwargs)
+
+
+def _pymongo_client_key(client: Any) -> Any:
+    topology = getattr(client, "_topology", None)
+    return getattr(topology, "_topology_id", None)
+
+
+def _read_preference_factory(module: ModuleType) -> Callable[[Mapping[str, Any]], Any]:
+    classes = {
+        "primary": "Primary",
+        "primarypreferred": "PrimaryPreferred",
+        "secondary": "Secondary",
+        "secondarypreferred": "SecondaryPreferred",
+        "nearest": "Nearest",
+    }
+
+    def make(document: Mapping[str, Any]) -> Any:
+        cls = getattr(module, classes[str(document["mode"]).lower()])
+        if cls.__name__ == "Primary":
+            return cls()
+        options: dict[str, Any] = {}
+        if "tagSets" in document:
+            options["tag_sets"] = list(document["tagSets"])
+        if "maxStalenessSeconds" in document:
+            options["max_staleness"] = document["maxStalenessSeconds"]
+        if "hedge" in document:
+            options["hedge"] = document["hedge"]
+        return cls(**options)
+
+    return make
+
+
+def pymongo_driver() -> Driver:
+    """PyMongo (a test dependency): the reference client."""
+    bson_json = importlib.import_module("bson.json_util")
+    errors = importlib.import_module("pymongo.errors")
+    pymongo = importlib.import_module("pymongo")
+    read_preferences = importlib.import_module("pymongo.read_preferences")
+    json_options = bson_json.JSONOptions(
+        json_mode=bson_json.JSONMode.RELAXED, tz_aware=False
+    )
+
+    def code_name(error: BaseException) -> Any:
+        details = getattr(error, "details", None)
+        return details.get("codeName") if isinstance(details, Mapping) else None
+
+    def labels(error: BaseException) -> frozenset[str]:
+        return frozenset(getattr(error, "_error_labels", ()) or ())
+
+    def write_concern(document: Mapping[str, Any]) -> Any:
+        options: dict[str, Any] = {}
+        if "w" in document:
+            options["w"] = document["w"]
+        if "wtimeoutMS" in document:
+            options["wtimeout"] = document["wtimeoutMS"]
+        if "journal" in document:
+            options["j"] = document["journal"]
+        return pymongo.WriteConcern(**options)
+
+    read_preference = _read_preference_factory(read_preferences)
+
+    def transaction_options(document: Mapping[str, Any]) -> Any:
+        sessions = importlib.import_module("pymongo.client_session")
+        return sessions.TransactionOptions(
+            read_concern=pymongo.read_concern.ReadConcern(document["readConcern"].get("level"))
+            if "readConcern" in document
+            else None,
+            write_concern=write_concern(document["writeConcern"]) if "writeConcern" in document else None,
+            read_preference=read_preference(document["readPreference"])
+            if "readPreference" in document
+            else None,
+            max_commit_time_ms=document.get("maxCommitTimeMS"),
+        )
+
+    def gridfs_bucket(database: Any, options: Mapping[str, Any]) -> Any:
+        gridfs = importlib.import_module("gridfs")
+        kwargs: dict[str, Any] = {}
+        if "bucketName" in options:
+            kwargs["bucket_name"] = options["bucketName"]
+        if "chunkSizeBytes" in options:
+            kwargs["chunk_size_bytes"] = options["chunkSizeBytes"]
+        if "writeConcern" in options:
+            kwargs["write_concern"] = write_concern(options["writeConcern"])
+        if "readPreference" in options:
+            kwargs["read_preference"] = read_preference(options["readPreference"])
+        return gridfs.GridFSBucket(database, **kwargs)
+
+    return Driver(
+        name="pymongo",
+        client_class=pymongo.MongoClient,
+        monitoring=importlib.import_module("pymongo.monitoring"),
+        base_error=(errors.PyMongoError,),
+        server_error=(errors.OperationFailure,),
+        timeout_error=lambda error: bool(getattr(error, "timeout", False)),
+        error_code=lambda error: getattr(error, "code", None),
+        error_code_name=code_name,
+        error_labels=labels,
+        error_details=lambda error: getattr(error, "details", None),
+        load_json=lambda text: bson_json.loads(text, json_options=json_options),
+        read_concern=lambda document: pymongo.read_concern.ReadConcern(document.get("level")),
+        write_concern=write_concern,
+        read_preference=_read_preference_factory(read_preferences),
+        server_api=lambda document: importlib.import_module("pymongo.server_api").ServerApi(
+            document["version"],
+            strict=document.get("strict"),
+            deprecation_errors=document.get("deprecationErrors"),
+        ),
+        transaction_options=transaction_options,
+        gridfs_bucket=gridfs_bucket,
+        write_models=pymongo,
+        logger_prefix="pymongo",
+        log_data=_pymongo_log_data,
+        client_log_key=_pymongo_client_key,
+    )
+
+
+# -- mongo-sansio ------------------------------------------------------------------------------
+
+
+def _sansio_log_data(record: logging.LogRecord) -> Mapping[str, Any] | None:
+    """Our records carry their data as ``extra={"data": {...}}``, as a mapping message, or as
+    a message object with a ``data`` mapping; the text is the ``message`` field or the
+    record's message."""
+    for candidate in (getattr(record, "data", None), record.msg, getattr(record.msg, "data", None)):
+        if isinstance(candidate, Mapping):
+            data = dict(candidate)
+            data.setdefault("message", record.getMessage() if candidate is not record.msg else "")
+            return data
+    return None
+
+
+def _sansio_client_key(client: Any) -> Any:
+    for name in ("client_id", "topology_id", "_topology_id"):
+        value = getattr(client, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def sansio_driver() -> Driver:
+    """Our blocking client (``mongo_sansio.adapters.blocking.MongoClient``) and
+    ``mongo_sansio.monitoring`` (command listeners only until that module exists)."""
+    blocking = importlib.import_module("mongo_sansio.adapters.blocking")
+    errors = importlib.import_module("mongo_sansio.errors")
+    extjson = importlib.import_module("mongo_sansio.bson.extjson")
+    write_concern = importlib.import_module("mongo_sansio.ops.write_concern")
+    selection = importlib.import_module("mongo_sansio.selection")
+    try:
+        monitoring: Any = importlib.import_module("mongo_sansio.monitoring")
+    except ImportError:
+        monitoring = SimpleNamespace()  # the client calls started/succeeded/failed by name
+
+    def wc(document: Mapping[str, Any]) -> Any:
+        return write_concern.WriteConcern(
+            w=document.get("w"),
+            wtimeout_ms=document.get("wtimeoutMS"),
+            journal=document.get("journal"),
+        )
+
+    def read_preference(document: Mapping[str, Any]) -> Any:
+        options: dict[str, Any] = {"mode": document["mode"]}
+        if "tagSets" in document:
+            options["tag_sets"] = document["tagSets"]
+        if "maxStalenessSeconds" in document:
+            options["max_staleness_seconds"] = document["maxStalenessSeconds"]
+        if "hedge" in document:
+            options["hedge"] = document["hedge"]
+        return selection.ReadPreference(**options)
+
+    timeout_types = tuple(
+        t for t in (getattr(errors, "NetworkTimeout", None), getattr(errors, "ExecutionTimeout", None))
+        if isinstance(t, type)
+    )
+    return Driver(
+        name="sansio",
+        client_class=blocking.MongoClient,
+        monitoring=monitoring,
+        base_error=(errors.MongoError,),
+        server_error=(errors.ServerError,),
+        timeout_error=lambda error: bool(getattr(error, "timeout", False))
+        or isinstance(error, timeout_types),
+        error_code=lambda error: getattr(error, "code", None),
+        error_code_name=lambda error: getattr(error, "code_name", None),
+        error_labels=lambda error: frozenset(getattr(error, "error_labels", ()) or ()),
+        error_details=lambda error: getattr(error, "details", None),
+        load_json=extjson.loads,
+        read_concern=write_concern.ReadConcern.from_document,
+        write_concern=wc,
+        read_preference=read_preference,
+        server_api=lambda document: importlib.import_module("mongo_sansio.connection").ServerApi(
+            document["version"],
+            strict=document.get("strict"),
+            deprecation_errors=document.get("deprecationErrors"),
+        ),
+        transaction_options=None,  # no transactions yet
+        gridfs_bucket=None,  # no GridFS
+        write_models=getattr(blocking, "InsertOne", None) and blocking,
+        logger_prefix="mongo_sansio",
+        log_data=_sansio_log_data,
+        client_log_key=_sansio_client_key,
+    )
+
+
+DRIVERS: dict[str, Callable[[], Driver]] = {"pymongo": pymongo_driver, "sansio": sansio_driver}
+
+
+def selected_driver() -> Driver:
+    """The driver named by ``$MONGO_SANSIO_UNIFIED_DRIVER`` (default ``sansio``)."""
+    name = os.environ.get(DRIVER_ENV, "sansio").strip().lower() or "sansio"
+    if name not in DRIVERS:
+        raise ValueError(f"{DRIVER_ENV}={name!r}: expected one of {sorted(DRIVERS)}")
+    return DRIVERS[name]()
+
+
+def dumps(value: Any) -> str:
+    """A short text of a value for assertion messages."""
+    try:
+        return json.dumps(value, default=repr)[:2000]
+    except (TypeError, ValueError):
+        return repr(value)[:2000]

@@ -1,0 +1,294 @@
+"""Entity operations: the format's operation names turned into calls of the client's
+PyMongo-shaped API.
+
+Input: the entity (client, database, collection, session, cursor or change stream), the
+operation's name and its arguments (``session`` already resolved, concerns converted).
+Output: the result as the format sees it (model objects as documents, iterables fully
+iterated unless the operation says otherwise).  An operation or option the runner or the client
+under test does not have raises :class:`~.matching.UnsupportedInTest` naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .entities import ClientEntity, call_api
+from .matching import UnsupportedInTest
+
+if TYPE_CHECKING:
+    from .driver import Driver
+
+__all__ = ["entity_kind", "execute", "snake", "to_document"]
+
+SPECIAL_NAMES = {
+    "maxTimeMS": "max_time_ms",
+    "maxAwaitTimeMS": "max_await_time_ms",
+    "maxCommitTimeMS": "max_commit_time_ms",
+    "wtimeoutMS": "wtimeout",
+    "timeoutMS": "timeout",
+}
+RESULT_FIELDS = (
+    ("inserted_id", "insertedId"), ("inserted_ids", "insertedIds"),
+    ("inserted_count", "insertedCount"), ("matched_count", "matchedCount"),
+    ("modified_count", "modifiedCount"), ("deleted_count", "deletedCount"),
+    ("upserted_count", "upsertedCount"), ("upserted_id", "upsertedId"),
+    ("upserted_ids", "upsertedIds"), ("insert_results", "insertResults"),
+    ("update_results", "updateResults"), ("delete_results", "deleteResults"),
+)
+
+
+def snake(name: str) -> str:
+    """``batchSize`` -> ``batch_size`` (PyMongo's keyword names)."""
+    if name in SPECIAL_NAMES:
+        return SPECIAL_NAMES[name]
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def entity_kind(entity: Any) -> str:
+    """What an entity is, from its class (never the instance: PyMongo's Database and
+    Collection answer any attribute with a sub-collection)."""
+    if isinstance(entity, ClientEntity):
+        return "client"
+    cls = type(entity)
+    if hasattr(cls, "insert_one"):
+        return "collection"
+    if hasattr(cls, "get_collection") and hasattr(cls, "command"):
+        return "database"
+    if hasattr(cls, "end_session") or hasattr(cls, "start_transaction"):
+        return "session"
+    if hasattr(cls, "upload_from_stream") or hasattr(cls, "open_download_stream"):
+        return "bucket"
+    if hasattr(cls, "__next__") or hasattr(cls, "try_next"):
+        return "cursor"
+    return cls.__name__
+
+
+def to_document(result: Any) -> Any:
+    """Model objects as documents; everything else as it is."""
+    if result is None or isinstance(result, (Mapping, list, str, int, float, bytes)):
+        return result
+    if getattr(result, "acknowledged", True) is False:
+        return {"acknowledged": False}
+    document: dict[str, Any] = {}
+    for attr, key in RESULT_FIELDS:
+        try:
+            value = getattr(result, attr)
+        except (AttributeError, Exception):  # noqa: BLE001 -- PyMongo raises on unavailable fields
+            continue
+        if key == "insertedIds" and isinstance(value, list):
+            value = dict(enumerate(value))
+        if isinstance(value, Mapping):
+            value = {str(k): to_document(v) for k, v in value.items()}
+        document[key] = value
+    if hasattr(result, "upserted_ids") and "upsertedIds" in document and document["upsertedIds"] is None:
+        document["upsertedIds"] = {}
+    return document if document else result
+
+
+def _options(driver: Driver, arguments: Mapping[str, Any], skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for key, value in arguments.items():
+        if key in skip:
+            continue
+        if key == "sort" and isinstance(value, Mapping):
+            value = list(value.items())
+        if key == "returnDocument":
+            value = str(value).lower() == "after"
+        options[snake(key)] = value
+    return options
+
+
+WATCH_OPTIONS = ("fullDocument", "fullDocumentBeforeChange", "resumeAfter", "startAfter",
+                 "startAtOperationTime", "maxAwaitTimeMS", "batchSize", "collation", "comment",
+                 "showExpandedEvents", "session")
+
+
+def _watch(driver: Driver, target: Any, arguments: Mapping[str, Any]) -> Any:
+    unknown = set(arguments) - set(WATCH_OPTIONS) - {"pipeline"}
+    if unknown:
+        raise UnsupportedInTest(f"createChangeStream option(s) {sorted(unknown)} not supported by this runner")
+    return call_api(target, "watch", list(arguments.get("pipeline", [])), **_options(driver, arguments, ("pipeline",)))
+
+
+def _bulk_models(driver: Driver, requests: list[Mapping[str, Any]], client_level: bool) -> list[Any]:
+    module = driver.write_models
+    if module is None:
+        raise UnsupportedInTest("the client under test has no bulk write models")
+    models = []
+    for request in requests:
+        ((kind, fields),) = request.items()
+        cls = getattr(module, kind[:1].upper() + kind[1:], None)
+        if cls is None:
+            raise UnsupportedInTest(f"the client under test has no {kind} write model")
+        options = _options(driver, fields)
+        if not client_level:
+            options.pop("namespace", None)
+        models.append(call_api_class(cls, options))
+    return models
+
+
+def call_api_class(cls: Callable[..., Any], options: dict[str, Any]) -> Any:
+    return cls(**options)
+
+
+def _run_command(driver: Driver, database: Any, arguments: Mapping[str, Any]) -> Any:
+    command = arguments["command"]
+    options = _options(driver, arguments, ("command", "commandName"))
+    return call_api(database, "command", command, **options)
+
+
+def _index_keys(keys: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    return list(keys.items())
+
+
+def _collection(driver: Driver, collection: Any, name: str, arguments: dict[str, Any]) -> Any:
+    args = dict(arguments)
+    if name in ("insertOne",):
+        return to_document(call_api(collection, "insert_one", args.pop("document"), **_options(driver, args)))
+    if name == "insertMany":
+        return to_document(call_api(collection, "insert_many", args.pop("documents"), **_options(driver, args)))
+    if name in ("updateOne", "updateMany"):
+        method = "update_one" if name == "updateOne" else "update_many"
+        return to_document(call_api(collection, method, args.pop("filter"), args.pop("update"), **_options(driver, args)))
+    if name == "replaceOne":
+        return to_document(
+            call_api(collection, "replace_one", args.pop("filter"), args.pop("replacement"), **_options(driver, args))
+        )
+    if name in ("deleteOne", "deleteMany"):
+        method = "delete_one" if name == "deleteOne" else "delete_many"
+        return to_document(call_api(collection, method, args.pop("filter"), **_options(driver, args)))
+    if name in ("find", "createFindCursor"):
+        cursor = call_api(collection, "find", args.pop("filter", {}), **_options(driver, args))
+        return cursor if name == "createFindCursor" else list(cursor)
+    if name == "aggregate":
+        return list(call_api(collection, "aggregate", list(args.pop("pipeline")), **_options(driver, args)))
+    if name == "countDocuments":
+        return call_api(collection, "count_documents", args.pop("filter"), **_options(driver, args))
+    if name == "estimatedDocumentCount":
+        return call_api(collection, "estimated_document_count", **_options(driver, args))
+    if name == "distinct":
+        return call_api(collection, "distinct", args.pop("fieldName"), args.pop("filter", None), **_options(driver, args))
+    if name in ("findOneAndUpdate", "findOneAndReplace", "findOneAndDelete"):
+        method = snake(name)
+        positional = [args.pop("filter")]
+        if name != "findOneAndDelete":
+            positional.append(args.pop("update" if name == "findOneAndUpdate" else "replacement"))
+        return call_api(collection, method, *positional, **_options(driver, args))
+    if name == "bulkWrite":
+        models = _bulk_models(driver, args.pop("requests"), client_level=False)
+        return to_document(call_api(collection, "bulk_write", models, **_options(driver, args)))
+    if name == "createChangeStream":
+        return _watch(driver, collection, args)
+    if name == "createIndex":
+        keys = _index_keys(args.pop("keys"))
+        if hasattr(type(collection), "create_index"):
+            return call_api(collection, "create_index", keys, **_options(driver, args))
+        index = {"key": dict(keys), **args}
+        return collection.database.command({"createIndexes": collection.name, "indexes": [index]})
+    if name == "dropIndex":
+        if hasattr(type(collection), "drop_index"):
+            return call_api(collection, "drop_index", args.pop("name"), **_options(driver, args))
+        return collection.database.command({"dropIndexes": collection.name, "index": args["name"]})
+    if name == "listIndexes":
+        return list(call_api(collection, "list_indexes", **_options(driver, args)))
+    if name == "drop":
+        return call_api(collection, "drop", **_options(driver, args))
+    if name == "rename":
+        if hasattr(type(collection), "rename"):
+            to = args.pop("to")
+            return call_api(collection, "rename", to, **{k: v for k, v in args.items()})
+        command: dict[str, Any] = {
+            "renameCollection": collection.full_name,
+            "to": f"{collection.database.name}.{args['to']}",
+        }
+        if "dropTarget" in args:
+            command["dropTarget"] = args["dropTarget"]
+        return collection.database.client.admin.command(command)
+    raise UnsupportedInTest(f"collection operation {name!r} is not implemented by this runner")
+
+
+def _database(driver: Driver, database: Any, name: str, arguments: dict[str, Any]) -> Any:
+    args = dict(arguments)
+    if name == "runCommand":
+        return _run_command(driver, database, args)
+    if name == "createCollection":
+        collection = args.pop("collection")
+        session = args.pop("session", None)
+        extra = {"session": session} if session is not None else {}
+        return call_api(database, "create_collection", collection, **extra, **args)
+    if name == "dropCollection":
+        return call_api(database, "drop_collection", args.pop("collection"), **_options(driver, args))
+    if name == "listCollections":
+        return list(call_api(database, "list_collections", **_options(driver, args)))
+    if name == "listCollectionNames":
+        return call_api(database, "list_collection_names", **_options(driver, args))
+    if name == "aggregate":
+        return list(call_api(database, "aggregate", list(args.pop("pipeline")), **_options(driver, args)))
+    if name == "createChangeStream":
+        return _watch(driver, database, args)
+    if name == "drop":
+        return call_api(database, "drop", **_options(driver, args))
+    raise UnsupportedInTest(f"database operation {name!r} is not implemented by this runner")
+
+
+def _client(driver: Driver, entity: ClientEntity, name: str, arguments: dict[str, Any]) -> Any:
+    client = entity.client
+    args = dict(arguments)
+    if name == "close":
+        entity.close()
+        return None
+    if name == "listDatabases":
+        return list(call_api(client, "list_databases", **_options(driver, args)))
+    if name == "listDatabaseNames":
+        return call_api(client, "list_database_names", **_options(driver, args))
+    if name == "createChangeStream":
+        return _watch(driver, client, args)
+    if name == "clientBulkWrite":
+        models = _bulk_models(driver, args.pop("models"), client_level=True)
+        return to_document(call_api(client, "bulk_write", models, **_options(driver, args)))
+    raise UnsupportedInTest(f"client operation {name!r} is not implemented by this runner")
+
+
+def _cursor(cursor: Any, name: str) -> Any:
+    if name == "iterateUntilDocumentOrError":
+        return next(cursor)
+    if name == "iterateOnce":
+        if hasattr(cursor, "try_next"):
+            return cursor.try_next()
+        try:
+            return next(cursor)
+        except StopIteration:
+            return None
+    if name == "close":
+        try:
+            cursor.close()
+        except Exception:  # noqa: BLE001 -- the format says errors of close are suppressed
+            pass
+        return None
+    raise UnsupportedInTest(f"cursor operation {name!r} is not implemented by this runner")
+
+
+def _session(driver: Driver, session: Any, name: str, arguments: dict[str, Any]) -> Any:
+    if name == "startTransaction":
+        return call_api(session, "start_transaction", **_options(driver, arguments))
+    if name in ("commitTransaction", "abortTransaction", "endSession"):
+        return call_api(session, snake(name))
+    raise UnsupportedInTest(f"session operation {name!r} is not implemented by this runner")
+
+
+def execute(driver: Driver, entity: Any, name: str, arguments: dict[str, Any]) -> Any:
+    """Run operation ``name`` on ``entity`` (see the module docstring)."""
+    kind = entity_kind(entity)
+    if kind == "collection":
+        return _collection(driver, entity, name, arguments)
+    if kind == "database":
+        return _database(driver, entity, name, arguments)
+    if kind == "client":
+        return _client(driver, entity, name, arguments)
+    if kind == "cursor":
+        return _cursor(entity, name)
+    if kind == "session":
+        return _session(driver, entity, name, arguments)
+    raise UnsupportedInTest(f"operation {name!r} on a {kind} entity is not implemented by this runner")

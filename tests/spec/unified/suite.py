@@ -1,0 +1,160 @@
+"""What a thin test module needs: cases, deployments, and one call to run a case.
+
+* :func:`unified_cases` -- one pytest param per test of every file of a suite folder (found by
+  ``tests/spec/_specs.py``), id ``file: description``, parsed with the driver's Extended JSON
+  parser; with our driver, the reason-named marks of :mod:`.known_gaps`.
+* :class:`DeploymentPool` -- simulators started lazily per topology (a replica set; a
+  standalone when the simulator offers ``standalone=True``), reused by every test of a module.
+* :func:`run_case` -- pick the first deployment whose topology meets the file's and the test's
+  runOnRequirements (else skip with the reason), run the test, and turn
+  :class:`~.matching.UnsupportedInTest` into a skip naming what is missing.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .driver import Driver
+from .known_gaps import gap_reasons
+from .matching import UnsupportedInTest
+from .requirements import Deployment, requirements_reason
+from .runner import TestRunner
+
+if TYPE_CHECKING:
+    from adapters.sim import SimulatedReplicaSet
+else:
+    from mongo_sansio.adapters.sim import SimulatedReplicaSet
+
+__all__ = ["DeploymentPool", "run_case", "unified_cases"]
+
+TOPOLOGIES = ("replicaset", "single")
+
+
+def standalone_supported() -> bool:
+    return "standalone" in inspect.signature(SimulatedReplicaSet).parameters
+
+
+def unified_cases(suite: str, driver: Driver, *, prefix: str = "") -> list[Any]:
+    """pytest params for every test of every file under ``suite`` (see the module docstring);
+    ``prefix`` starts every id (to tell apart suites with the same file names)."""
+    from _specs import suite_cases  # tests/spec is on sys.path for spec modules
+
+    def expand(path: Path, _parsed: Any) -> Iterable[tuple[str, Any]]:
+        file = driver.load_json(path.read_text(encoding="utf-8"))
+        for test in file["tests"]:
+            yield test["description"], (file, test)
+
+    params = suite_cases(suite, expand)
+    marked = []
+    for param in params:
+        marks = list(param.marks)
+        if param.values[0] is not None:
+            file, test = param.values[0]
+            marks += [
+                pytest.mark.xfail(reason=r, strict=False)
+                for r in gap_reasons(file, test, our_client=driver.name == "sansio")
+            ]
+        marked.append(pytest.param(*param.values, id=f"{prefix}{param.id}", marks=marks))
+    return marked
+
+
+class DeploymentPool:
+    """Simulated deployments by topology, started on first use and closed by :meth:`close`."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self._deployments: dict[str, Deployment] = {}
+        self._simulators: list[Any] = []
+
+    def available(self) -> tuple[str, ...]:
+        return TOPOLOGIES if standalone_supported() else TOPOLOGIES[:1]
+
+    def get(self, topology: str) -> Deployment:
+        if topology not in self._deployments:
+            self._deployments[topology] = self._start(topology)
+        return self._deployments[topology]
+
+    def _start(self, topology: str) -> Deployment:
+        if topology == "single":
+            simulator = SimulatedReplicaSet(standalone=True)  # type: ignore[call-arg]
+        else:
+            simulator = SimulatedReplicaSet(members=3)
+        simulator.start()
+        self._simulators.append(simulator)
+        deployment = Deployment(
+            members=list(simulator.members),
+            topology=topology,
+            server_version="0",
+            replset=simulator.replset if topology == "replicaset" else None,
+            simulator=simulator,
+        )
+        client = self.driver.client_class(deployment.uri(), serverSelectionTimeoutMS=10000)
+        try:
+            info = client.admin.command("buildInfo")
+        finally:
+            client.close()
+        array = info.get("versionArray")
+        deployment.server_version = (
+            ".".join(str(int(p)) for p in array[:3]) if array else str(info["version"])
+        )
+        deployment.server_parameter = functools.lru_cache(maxsize=None)(
+            functools.partial(_server_parameter, self.driver, deployment)
+        )
+        return deployment
+
+    def close(self) -> None:
+        for simulator in self._simulators:
+            simulator.close()
+        self._simulators.clear()
+        self._deployments.clear()
+
+    def __enter__(self) -> DeploymentPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _server_parameter(driver: Driver, deployment: Deployment, name: str) -> Any:
+    client = driver.client_class(deployment.uri(), serverSelectionTimeoutMS=10000)
+    try:
+        reply = client.admin.command({"getParameter": 1, name: 1})
+    except driver.base_error as error:
+        raise KeyError(name) from error
+    finally:
+        client.close()
+    if name not in reply:
+        raise KeyError(name)
+    return reply[name]
+
+
+def choose_deployment(pool: DeploymentPool, file: Any, test: Any) -> Deployment:
+    """The first deployment meeting both requirement lists, else skip with the reason."""
+    first_reason = None
+    for topology in pool.available():
+        deployment = pool.get(topology)
+        reason = requirements_reason(file.get("runOnRequirements"), deployment) or requirements_reason(
+            test.get("runOnRequirements"), deployment
+        )
+        if reason is None:
+            return deployment
+        first_reason = first_reason or reason
+    pytest.skip(first_reason or "no deployment")
+
+
+def run_case(case: Any, pool: DeploymentPool, driver: Driver, **options: Any) -> None:
+    """Run one case of :func:`unified_cases` (see the module docstring)."""
+    file, test = case
+    if test.get("skipReason"):
+        pytest.skip(f"the test file skips it: {test['skipReason']}")
+    deployment = choose_deployment(pool, file, test)
+    try:
+        TestRunner(driver, deployment, file, test, **options).run()
+    except UnsupportedInTest as missing:
+        pytest.skip(str(missing))
