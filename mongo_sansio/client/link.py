@@ -191,9 +191,11 @@ def exchange(
     buffers = link.machine.send_command(
         db, body, sequences=sequences, op_query=op_query, exhaust_allowed=exhaust_allowed
     )
-    if before_send is not None:
-        before_send()
     try:
+        # the machine now awaits this request's reply: whatever fails from here on, even
+        # before a byte was written (a publish hook that raises), leaves the link out of step
+        if before_send is not None:
+            before_send()
         yield SendAll(link.stream, buffers, deadline)
         return (yield from _read_reply(link, deadline))
     except BaseException:

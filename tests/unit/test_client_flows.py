@@ -9,7 +9,8 @@ times, so "fails after its deadline" means at the deadline, not before and not l
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import datetime
+from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -623,3 +624,54 @@ class TestDrive:
         assert core.pool(A).in_use_connection_count == 0
         assert loop.run(drive(core, ping()))["ok"] == 1
         assert core.description.type is TopologyType.SINGLE
+
+    def test_a_publish_hook_raising_at_command_started_does_not_poison_the_link(self) -> None:
+        # The started event is published once the request is encoded: the connection machine
+        # then awaits its reply.  A raising hook must not leave that link in the pool.
+        server = FakeServer(A)
+        loop = Loop(server)
+        raising = [True]
+
+        def publish(event: object) -> None:
+            if raising[0] and isinstance(event, CommandStartedEvent):
+                raise RuntimeError("listener")
+
+        core = make_core(loop, "mongodb://a/?directConnection=true", publish=publish)
+        with pytest.raises(RuntimeError):
+            loop.run(drive(core, ping()))
+        assert core.pool(A).in_use_connection_count == 0
+        assert server.commands("ping") == []
+        raising[0] = False
+        assert loop.run(drive(core, ping()))["ok"] == 1
+        assert loop.run(drive(core, ping()))["ok"] == 1
+
+    def test_values_that_raise_while_encoded_leave_the_link_usable(self) -> None:
+        class BadZone(datetime.tzinfo):
+            def utcoffset(self, dt: datetime.datetime | None) -> datetime.timedelta:
+                raise RuntimeError("utcoffset")
+
+            def dst(self, dt: datetime.datetime | None) -> None:
+                return None
+
+        class BadMapping(Mapping[str, Any]):
+            def __getitem__(self, key: str) -> Any:
+                raise KeyError(key)
+
+            def __len__(self) -> int:
+                return 1
+
+            def __iter__(self) -> Iterator[str]:
+                raise RuntimeError("iter")
+
+        server = FakeServer(A)
+        loop = Loop(server)
+        core, _ = standalone_core(loop)
+        bad_values = [datetime.datetime(2020, 1, 1, tzinfo=BadZone()), BadMapping()]
+        for _ in range(5):
+            for value in bad_values:
+                with pytest.raises(RuntimeError):
+                    loop.run(drive(core, ping(filter=value)))
+                assert core.pool(A).in_use_connection_count == 0
+        assert server.commands("ping") == []
+        assert core.pool(A).total_connection_count == 1  # one connection, never broken
+        assert loop.run(drive(core, ping()))["ok"] == 1
