@@ -100,10 +100,12 @@ class MongoClient(ClosesOnExit):
         emit_uri_warnings(uri.warnings[len(parsed.warnings) :], stacklevel=2)
         self._settings = ClientSettings.from_connection_string(uri, server_api=server_api)
         topology_id = ObjectId()
+        metadata = client_metadata(self._settings.handshake.app_name)
         publisher = Publisher(event_listeners, log_settings=log_settings, topology_id=topology_id)
         self._engine = Engine(
             self._settings,
-            metadata=client_metadata(self._settings.handshake.app_name),
+            metadata=metadata,
+            faas="name" in metadata.get("env", {}),
             publish=publisher.publish if publisher.active else None,
             topology_id=topology_id,
         )
