@@ -137,6 +137,7 @@ class _Server:
         self.links: dict[int, Link] = {}
         self.waiters: dict[int, _Waiter] = {}
         self.abandoned: set[int] = set()  # pending connections the pool closed meanwhile
+        self.opening: dict[int, Link] = {}  # pending connections whose handshake is running
 
 
 class ClientCore:
@@ -369,6 +370,9 @@ class ClientCore:
                 link = server.links.get(output.connection_id)
                 if link is None:
                     server.abandoned.add(output.connection_id)
+                    opening = server.opening.pop(output.connection_id, None)
+                    if opening is not None:
+                        opening.close()  # cuts its handshake: the open task ends at once
                 else:
                     if isinstance(output, CloseConnection):
                         del server.links[output.connection_id]
@@ -397,6 +401,13 @@ class ClientCore:
                 self.settings.credential, nonce=self._nonce(), cache=self._scram_cache
             )
         generation = server.pool.generation
+
+        def stream_opened(link: Link) -> None:
+            if connection_id in server.abandoned or server.pool.state is PoolState.CLOSED:
+                link.close()
+            else:
+                server.opening[connection_id] = link
+
         try:
             link = yield from open_link(
                 connection_id,
@@ -404,16 +415,25 @@ class ClientCore:
                 self.link_options,
                 deadline=deadline,
                 authenticator=authenticator,
+                on_stream=stream_opened,
             )
         except MongoError as error:
+            server.opening.pop(connection_id, None)
             now = yield Now()
             self.last_now = now
+            if connection_id in server.abandoned:
+                server.abandoned.discard(connection_id)  # cut by the pool: not the server's fault
+                return
             if not self._closed and server.address in self._servers:
                 self._handshake_failed(server.address, error, generation, now)
             if server.pool.state is not PoolState.CLOSED:
                 server.pool.connection_failed(connection_id, now, error)
                 self._drain_pool(server)
             return
+        except BaseException:
+            server.opening.pop(connection_id, None)
+            raise
+        server.opening.pop(connection_id, None)
         now = yield Now()
         self.last_now = now
         if connection_id in server.abandoned or server.pool.state is PoolState.CLOSED:
@@ -580,6 +600,9 @@ class ClientCore:
             if link.pooled is None:
                 link.close()
         server.links.clear()
+        for link in list(server.opening.values()):
+            link.close()
+        server.opening.clear()
 
     # -- SDAM outputs ---------------------------------------------------------------------------
 

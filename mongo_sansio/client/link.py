@@ -128,9 +128,12 @@ def open_link(
     *,
     deadline: float | None,
     authenticator: AuthenticatorLike | None = None,
+    on_stream: Callable[[Link], None] | None = None,
 ) -> LinkFlow:
     """Open and establish a link to ``address`` before ``deadline``; returns the link (its
-    ``description`` set, ``round_trip_time`` the first hello's)."""
+    ``description`` set, ``round_trip_time`` the first hello's).  ``on_stream`` gets the link
+    as soon as its stream is open, before the handshake: its owner can then close it (closing
+    the client or cancelling a check) and so cut a handshake that is still running."""
     stream = yield OpenStream(address, deadline)
     machine = Connection(
         address,
@@ -139,6 +142,12 @@ def open_link(
         zlib_compression_level=options.zlib_compression_level,
     )
     link = Link(link_id, address, stream, machine, options.close_stream)
+    if on_stream is not None:
+        try:
+            on_stream(link)
+        except BaseException:
+            link.close()
+            raise
     flow = establish(
         address=address,
         options=options.handshake,

@@ -188,11 +188,24 @@ class ServerMonitor:
     def _open(self, action: OpenMonitorConnection) -> TaskFlow:
         now = yield Now()
         deadline = None if action.timeout is None else now + action.timeout
+
+        def stream_opened(link: Link) -> None:
+            # known from now on, so that close() or a cancelled check cuts the handshake
+            if self.closed or self._current(action) != action.connection_id:
+                link.close()
+            else:
+                self._links[action.connection_id] = link
+
         try:
             link = yield from open_link(
-                self._next_link_id(), self._transport_address, self._link_options, deadline=deadline
+                self._next_link_id(),
+                self._transport_address,
+                self._link_options,
+                deadline=deadline,
+                on_stream=stream_opened,
             )
         except ServerError as error:  # the hello itself failed (ok: 0): a command error
+            self._links.pop(action.connection_id, None)
             now = yield Now()
             if not self.closed and action.channel is Channel.CHECK:
                 reply = dict(error.details) or {"ok": 0, "errmsg": str(error)}
@@ -201,18 +214,19 @@ class ServerMonitor:
                 self._failed(action.channel, action.connection_id, error, now)
             return
         except MongoError as error:
+            self._links.pop(action.connection_id, None)
             now = yield Now()
             if not self.closed:
                 self._failed(action.channel, action.connection_id, error, now)
             return
+        except BaseException:
+            self._links.pop(action.connection_id, None)
+            raise
         now = yield Now()
         description = link.description
-        current = (
-            self.machine.connection_id
-            if action.channel is Channel.CHECK
-            else self.machine.rtt_connection_id
-        )
-        if self.closed or current != action.connection_id or description is None:
+        if self.closed or self._current(action) != action.connection_id or description is None:
+            if self._links.get(action.connection_id) is link:
+                del self._links[action.connection_id]
             link.close()
             return
         self._links[action.connection_id] = link
@@ -231,6 +245,12 @@ class ServerMonitor:
                     action.connection_id, now=now, round_trip_time=link.round_trip_time
                 )
             )
+
+    def _current(self, action: OpenMonitorConnection) -> int | None:
+        """The connection the machine expects on ``action``'s channel now."""
+        if action.channel is Channel.CHECK:
+            return self.machine.connection_id
+        return self.machine.rtt_connection_id
 
     def _failed(self, channel: Channel, connection_id: int, error: MongoError, now: float) -> None:
         if channel is Channel.CHECK:

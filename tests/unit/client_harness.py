@@ -247,7 +247,8 @@ class FakeServer:
     to a function of the body returning a reply or a :class:`Behaviour`; ``script`` queues
     behaviours per command name, used first.  ``down`` refuses connections; ``hangs`` never
     completes them; ``chunk`` bounds the bytes of one ``Receive``; ``hello_behaviour`` answers
-    the handshake's hello instead of the hello document (e.g. :class:`Hang`); ``hello_delay``
+    the handshake's hello instead of the hello document (e.g. :class:`Hang`), ``hello_script``
+    the handshakes of the next connections in turn (None: the hello document); ``hello_delay``
     delays every hello that is not awaitable (a round trip time the monitors measure).
     """
 
@@ -262,6 +263,7 @@ class FakeServer:
         self.hangs = False
         self.chunk: int | None = None
         self.hello_behaviour: Behaviour | None = None
+        self.hello_script: deque[Behaviour | None] = deque()
         self.hello_delay = 0.0
         self.streams: list[FakeStream] = []
         self.requests: list[Seen] = []
@@ -317,7 +319,9 @@ class FakeServer:
         legacy = isinstance(message, OpQuery)
         if name.lower() in ("hello", "ismaster"):
             if len([r for r in self.requests if r.stream == stream.id]) == 1:
-                behaviour = self.hello_behaviour
+                behaviour = (
+                    self.hello_script.popleft() if self.hello_script else self.hello_behaviour
+                )
                 if behaviour is not None:
                     self._act(stream, message.request_id, behaviour, legacy)
                     return

@@ -371,6 +371,35 @@ class TestServerMonitor:
         loop.run_for(1.0)  # then it waits for the next heartbeat
         assert len(kinds(reports)) == 6
 
+    def test_close_during_the_handshake_cuts_it(self) -> None:
+        server = FakeServer(A)
+        server.hello_behaviour = Hang()
+        loop = Loop(server)
+        monitor, reports = monitor_on(loop)
+        loop.run_for(1.0)
+        assert kinds(reports) == ["Started"]
+        monitor.close(loop.now)
+        loop.settle()  # no time passes: the handshake is cut, not timed out
+        assert loop.open_streams() == []
+        assert loop.task_names() == []
+        assert kinds(reports) == ["Started"]
+        assert loop.background_failures == []
+
+    def test_cancel_during_the_handshake_closes_its_connection(self) -> None:
+        server = FakeServer(A)
+        server.hello_script.extend([Hang(), None])
+        loop = Loop(server)
+        monitor, reports = monitor_on(loop, heartbeat=2.0)
+        loop.run_for(1.0)
+        monitor.cancel_check(loop.now)
+        loop.settle()
+        assert loop.streams[0].closed
+        assert kinds(reports) == ["Started"]  # the cancelled check reports nothing
+        loop.run_for(3.0)  # the next check, on a new connection, succeeds
+        assert kinds(reports)[:3] == ["Started", "Started", "Succeeded"]
+        assert reports[2].now == 1003.0  # a heartbeat after the cancelled check
+        assert loop.background_failures == []
+
     def test_close_ends_the_tasks_and_closes_the_streams(self) -> None:
         server = FakeServer(A)
         loop = Loop(server)
@@ -518,6 +547,23 @@ class TestCheckOut:
         assert loop.now == pytest.approx(start + 0.3)
         assert pool.wait_queue_length == 0
         core.check_in(first)
+
+    def test_close_cuts_a_pooled_connections_handshake(self) -> None:
+        server = FakeServer(A)
+        server.hello_script.extend([None, Hang()])  # the monitor's, then the pool's
+        loop = Loop(server)
+        core = make_core(loop, "mongodb://a/?directConnection=true&serverMonitoringMode=poll")
+        loop.run(core.select_server(SelectServer()))
+        waiter = loop.start(core.check_out(A), "check-out")
+        loop.run_for(1.0)
+        assert core.pool(A).pending_connection_count == 1
+        assert len(loop.open_streams()) == 2
+        core.close(loop.now)
+        loop.settle()  # no time passes: closing cuts the handshake
+        assert loop.open_streams() == []
+        assert loop.task_names() == []
+        assert waiter.done and isinstance(waiter.failure, MongoError)
+        assert loop.background_failures == []
 
     def test_a_broken_link_is_closed_at_check_in(self) -> None:
         loop = Loop(FakeServer(A))
