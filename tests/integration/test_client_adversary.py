@@ -1,0 +1,379 @@
+"""The adversary's defects: peers and inputs that used to hold or leak the blocking client.
+
+* A server that trickles its replies one byte every 0.3 s (so that no single read ever waits
+  long) must not hold the client past the limit that governs the exchange: connectTimeoutMS
+  (the handshake), socketTimeoutMS (a command's reply), serverSelectionTimeoutMS, timeoutMS.
+  Each bounds the *whole* exchange, not each read.
+* Values that raise while a filter is encoded, and a command listener that raises, leave no
+  connection checked out, and nothing open once the client is closed.
+* Server selection against an address nobody listens on waits its full timeout (not 0 s) and
+  says how long it waited.
+* 32 threads selecting while the deployment is being discovered do not make connections to
+  the members they do not use.
+"""
+
+from __future__ import annotations
+
+import datetime
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+from client_tap import Tap, mongo_sansio_threads
+
+from mongo_sansio.adapters.blocking import MongoClient
+from mongo_sansio.adapters.sim import SimulatedReplicaSet
+from mongo_sansio.bson import Int64
+from mongo_sansio.cmap.events import ConnectionClosed, ConnectionCreated
+from mongo_sansio.errors import MongoError, NetworkTimeout
+from mongo_sansio.monitoring import CommandListener
+from mongo_sansio.sdam.events import ServerHeartbeatFailedEvent
+from mongo_sansio.selection import ServerSelectionTimeoutError
+from mongo_sansio.wire import MessageReader, OpQuery, encode_op_msg, encode_op_reply
+
+MARGIN = 1.5
+DRIBBLE_INTERVAL = 0.3
+
+HELLO: Mapping[str, Any] = {
+    "ok": 1.0,
+    "helloOk": True,
+    "isWritablePrimary": True,
+    "minWireVersion": 0,
+    "maxWireVersion": 21,
+    "maxBsonObjectSize": 16 * 1024 * 1024,
+    "maxMessageSizeBytes": 48_000_000,
+    "maxWriteBatchSize": 100_000,
+    "connectionId": Int64(1),
+}
+
+
+class Dribbler:
+    """A loopback server that answers slowly, one byte every 0.3 s.
+
+    ``honest_connections``: how many connections (in accept order) get their replies at once
+    before the dribbling starts; ``honest_hellos``: hellos are always answered at once (only
+    other commands dribble); ``header_only``: a command gets a header announcing a megabyte,
+    then nothing.  No topologyVersion in the hello: monitors poll, with one
+    connection each."""
+
+    def __init__(
+        self, *, honest_connections: int = 0, honest_hellos: bool = False, header_only: bool = False
+    ) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.05)  # accept() wakes up to see ``stop``
+        self.address = self.listener.getsockname()[:2]
+        self.honest_connections = honest_connections
+        self.honest_hellos = honest_hellos
+        self.header_only = header_only
+        self.stop = threading.Event()
+        self.sockets: list[socket.socket] = []
+        self.accepted = 0
+        self.thread = threading.Thread(target=self._accept, name="dribbler", daemon=True)
+        self.thread.start()
+
+    @property
+    def uri(self) -> str:
+        return f"mongodb://{self.address[0]}:{self.address[1]}/?directConnection=true"
+
+    def close(self) -> None:
+        self.stop.set()
+        self.listener.close()
+        for sock in self.sockets:
+            try:
+                sock.close()
+            except OSError:
+                pass
+        self.thread.join(2)
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                sock, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            sock.settimeout(None)
+            self.accepted += 1
+            self.sockets.append(sock)
+            honest = self.accepted <= self.honest_connections
+            threading.Thread(target=self._serve, args=(sock, honest), daemon=True).start()
+
+    def _serve(self, sock: socket.socket, honest: bool) -> None:
+        reader = MessageReader()
+        try:
+            while not self.stop.is_set():
+                data = sock.recv(65536)
+                if not data:
+                    return
+                reader.receive_data(data)
+                while True:
+                    message = reader.next_message()
+                    if not hasattr(message, "request_id"):
+                        break
+                    name = next(iter(message.body), "").lower()
+                    is_hello = name in ("hello", "ismaster")
+                    body = dict(HELLO) if is_hello else {"ok": 1.0}
+                    if isinstance(message, OpQuery):
+                        reply = encode_op_reply(
+                            [body], request_id=1, response_to=message.request_id
+                        )
+                    else:
+                        reply = encode_op_msg(body, request_id=1, response_to=message.request_id)
+                    if honest or (is_hello and self.honest_hellos):
+                        sock.sendall(reply)
+                        continue
+                    if self.header_only:
+                        sock.sendall(struct.pack("<iiii", 1_000_000, 2, message.request_id, 2013))
+                        self.stop.wait()
+                        return
+                    for i in range(len(reply)):
+                        if self.stop.wait(DRIBBLE_INTERVAL):
+                            return
+                        sock.sendall(reply[i : i + 1])
+        except OSError:
+            return
+
+
+@pytest.fixture
+def dribbler_factory() -> Iterator[Any]:
+    made: list[Dribbler] = []
+
+    def make(**options: Any) -> Dribbler:
+        server = Dribbler(**options)
+        made.append(server)
+        return server
+
+    yield make
+    for server in made:
+        server.close()
+
+
+def timed(call: Any) -> tuple[BaseException, float]:
+    start = time.monotonic()
+    try:
+        call()
+    except MongoError as exc:
+        return exc, time.monotonic() - start
+    raise AssertionError("the call succeeded against a dribbling server")
+
+
+class TestTricklingServer:
+    def test_connect_timeout_bounds_the_monitors_handshake(self, dribbler_factory: Any) -> None:
+        server = dribbler_factory()
+        start = time.monotonic()
+        client = MongoClient(server.uri, connectTimeoutMS=1000, serverSelectionTimeoutMS=5000)
+        try:
+            tap = Tap(client)
+            deadline = start + 1.0 + MARGIN
+            while not tap.of(ServerHeartbeatFailedEvent) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            failed = tap.of(ServerHeartbeatFailedEvent)
+            assert failed, "the monitor's handshake was not cut at connectTimeoutMS"
+            assert isinstance(failed[0].failure, NetworkTimeout)
+        finally:
+            client.close()
+
+    def test_connect_timeout_bounds_a_pooled_connections_handshake(
+        self, dribbler_factory: Any
+    ) -> None:
+        # the monitor's connection is answered; every later one dribbles its handshake
+        server = dribbler_factory(honest_connections=1)
+        client = MongoClient(server.uri, connectTimeoutMS=1000, serverSelectionTimeoutMS=8000)
+        try:
+            client.topology_description  # noqa: B018 - the monitor connects first
+            deadline = time.monotonic() + 5
+            while server.accepted < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.1)
+            error, elapsed = timed(lambda: client.admin.command("ping"))
+            assert elapsed < 1.0 + MARGIN, elapsed
+            assert error.timeout is True, repr(error)
+        finally:
+            client.close()
+
+    def test_close_cuts_the_handshakes_in_progress(self, dribbler_factory: Any) -> None:
+        # the monitor's handshake dribbles (connectTimeoutMS 20 s by default), and so does a
+        # pooled connection's: close() must not wait for either, nor leave their threads
+        server = dribbler_factory(honest_connections=0)
+        client = MongoClient(server.uri, serverSelectionTimeoutMS=800)
+        error, _ = timed(lambda: client.admin.command("ping"))
+        assert isinstance(error, ServerSelectionTimeoutError)
+        start = time.monotonic()
+        client.close()
+        assert time.monotonic() - start < 1.0
+        assert mongo_sansio_threads() == []
+
+        server = dribbler_factory(honest_connections=1)
+        client = MongoClient(server.uri)
+        client.topology_description  # noqa: B018
+        runner = threading.Thread(target=lambda: timed(lambda: client.admin.command("ping")))
+        runner.start()
+        deadline = time.monotonic() + 5
+        while server.accepted < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.accepted == 2  # the pool's connection is in its handshake
+        start = time.monotonic()
+        client.close()
+        assert time.monotonic() - start < 1.0
+        runner.join(2)
+        assert not runner.is_alive()
+        assert mongo_sansio_threads() == []
+
+    def test_server_selection_timeout_bounds_discovery(self, dribbler_factory: Any) -> None:
+        server = dribbler_factory()
+        client = MongoClient(server.uri, serverSelectionTimeoutMS=1000)
+        try:
+            error, elapsed = timed(lambda: client.admin.command("ping"))
+            assert isinstance(error, ServerSelectionTimeoutError), repr(error)
+            assert 0.9 < elapsed < 1.0 + MARGIN, elapsed
+        finally:
+            client.close()
+
+    def test_socket_timeout_bounds_the_whole_reply(self, dribbler_factory: Any) -> None:
+        server = dribbler_factory(honest_hellos=True)
+        client = MongoClient(server.uri, socketTimeoutMS=1000)
+        try:
+            error, elapsed = timed(lambda: client.admin.command("ping"))
+            assert isinstance(error, NetworkTimeout), repr(error)
+            assert elapsed < 1.0 + MARGIN, elapsed
+        finally:
+            client.close()
+
+    def test_timeout_ms_bounds_the_whole_operation(self, dribbler_factory: Any) -> None:
+        server = dribbler_factory(honest_hellos=True)
+        client = MongoClient(server.uri, timeoutMS=1000)
+        try:
+            error, elapsed = timed(lambda: client.admin.command("ping"))
+            assert error.timeout is True, repr(error)
+            assert elapsed < 1.0 + MARGIN, elapsed
+        finally:
+            client.close()
+
+
+class _BadZone(datetime.tzinfo):
+    def utcoffset(self, dt: datetime.datetime | None) -> datetime.timedelta:
+        raise RuntimeError("utcoffset raised")
+
+    def dst(self, dt: datetime.datetime | None) -> None:
+        return None
+
+
+class _BadMapping(Mapping[str, Any]):
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __len__(self) -> int:
+        return 1
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("__iter__ raised")
+
+
+class _RaisingListener(CommandListener):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def started(self, event: Any) -> None:
+        self.calls += 1
+        raise RuntimeError("started raised")
+
+    def succeeded(self, event: Any) -> None:
+        raise RuntimeError("succeeded raised")
+
+    def failed(self, event: Any) -> None:
+        raise RuntimeError("failed raised")
+
+
+def test_raising_values_and_listeners_leak_nothing() -> None:
+    listener = _RaisingListener()
+    with SimulatedReplicaSet(members=1, standalone=True) as rs:
+        client = MongoClient(rs.uri, event_listeners=[listener])
+        tap = Tap(client)
+        core = client._engine.core
+        collection = client.test.raising
+        collection.insert_one({"_id": 1})
+        bad_filters = [{"at": datetime.datetime(2020, 1, 1, tzinfo=_BadZone())}, _BadMapping()]
+        for _ in range(10):
+            for bad in bad_filters:
+                with pytest.raises(RuntimeError):
+                    collection.find_one(bad)
+                assert all(n == 0 for n in core.in_use_counts().values())
+            # the listener raises on every event, the operation still works
+            assert collection.find_one({"_id": 1}) == {"_id": 1}
+            assert all(n == 0 for n in core.in_use_counts().values())
+        assert listener.calls >= 10
+        client.close()
+        created, closed = tap.of(ConnectionCreated), tap.of(ConnectionClosed)
+        assert created and len(closed) == len(created)
+        assert mongo_sansio_threads() == []
+
+
+def test_server_selection_against_nobody_waits_its_timeout() -> None:
+    probe = socket.create_server(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nobody listens there now: connections are refused at once
+    client = MongoClient(f"mongodb://127.0.0.1:{port}/?serverSelectionTimeoutMS=500")
+    try:
+        start = time.monotonic()
+        with pytest.raises(ServerSelectionTimeoutError) as info:
+            client.admin.command("ping")
+        elapsed = time.monotonic() - start
+        assert 0.45 <= elapsed < 0.5 + MARGIN, elapsed
+        assert "timed out after 0.5" in str(info.value), str(info.value)
+        assert info.value.timeout is True
+    finally:
+        client.close()
+
+
+def test_threads_selecting_during_discovery_leave_secondaries_alone() -> None:
+    with SimulatedReplicaSet(members=3) as rs:
+        client = MongoClient(rs.uri, maxConnecting=2)
+        try:
+            tap = Tap(client)  # before discovery is over: the monitors run already
+            barrier = threading.Barrier(32)
+            errors: list[BaseException] = []
+
+            def select() -> None:
+                try:
+                    barrier.wait(5)
+                    client.test.discovery.find_one({})
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=select) for _ in range(32)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(10)
+            assert errors == []
+            primary = rs.primary
+            assert primary is not None
+            for member in rs.members:
+                made = tap.max_connections.get(member, 0)
+                if member == primary:
+                    assert 1 <= made <= 32
+                else:
+                    assert made == 0, f"{member}: {made} connections for reads on the primary"
+            for server in client._engine.core._servers.values():
+                pool = server.pool
+                assert pool.in_use_connection_count == 0
+                assert pool.total_connection_count <= 32
+        finally:
+            client.close()
+
+
+def test_a_reply_header_then_silence_is_cut_by_socket_timeout(dribbler_factory: Any) -> None:
+    """A reply header announcing a megabyte, then nothing: socketTimeoutMS ends the wait."""
+    server = dribbler_factory(honest_hellos=True, header_only=True)
+    client = MongoClient(server.uri, socketTimeoutMS=800)
+    try:
+        error, elapsed = timed(lambda: client.admin.command("ping"))
+        assert isinstance(error, NetworkTimeout), repr(error)
+        assert elapsed < 0.8 + MARGIN, elapsed
+    finally:
+        client.close()
