@@ -51,12 +51,16 @@ __all__ = [
     "kill_cursors",
     "operation_deadline",
     "UPKEEP_INTERVAL",
+    "KILL_CURSORS_TIMEOUT",
 ]
 
 Flow = Generator[Any, Any, Any]
 
 UPKEEP_INTERVAL: Final = 1.0
 """Seconds between two runs of the upkeep task when nothing is due sooner (dropped cursors)."""
+
+KILL_CURSORS_TIMEOUT: Final = 5.0
+"""Seconds that one round of best-effort killCursors (:func:`kill_cursors`) may take."""
 
 # Commands that never get a maxTimeMS from the operation's deadline: a getMore's server-side
 # wait belongs to its cursor; killCursors and endSessions are clean-up that must not fail.
@@ -239,7 +243,11 @@ def command_timeout(
 
 
 def kill_cursors(core: ClientCore, cursors: list[KillCursor]) -> Flow:
-    """Best-effort killCursors for dropped cursors (errors swallowed, servers gone skipped)."""
+    """Best-effort killCursors for dropped cursors (errors swallowed, servers gone skipped),
+    all within :data:`KILL_CURSORS_TIMEOUT`: a server that does not answer must not hold the
+    upkeep task (pool deadlines wait behind it) or ``close()``."""
+    now = yield Now()
+    deadline = now + KILL_CURSORS_TIMEOUT
     for cursor in cursors:
         if core.closed:
             return
@@ -248,7 +256,9 @@ def kill_cursors(core: ClientCore, cursors: list[KillCursor]) -> Flow:
             continue
         server = core.server_info(address)
         try:
-            yield from drive(core, run_command_quietly(server, cursor.db, cursor.body))
+            yield from drive(
+                core, run_command_quietly(server, cursor.db, cursor.body), deadline=deadline
+            )
         except MongoError:
             pass
 

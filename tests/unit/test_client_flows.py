@@ -28,8 +28,10 @@ from client_harness import (
     standalone_hello,
 )
 
+from mongo_sansio.bson import Int64
+from mongo_sansio.client.core import KillCursor
 from mongo_sansio.client.events import CommandStartedEvent, CommandSucceededEvent
-from mongo_sansio.client.execute import drive
+from mongo_sansio.client.execute import KILL_CURSORS_TIMEOUT, drive
 from mongo_sansio.client.link import Link, LinkOptions, exchange, open_link, read_more
 from mongo_sansio.client.monitors import ServerMonitor
 from mongo_sansio.cmap.errors import WaitQueueTimeoutError
@@ -721,3 +723,44 @@ class TestDrive:
         assert server.commands("ping") == []
         assert core.pool(A).total_connection_count == 1  # one connection, never broken
         assert loop.run(drive(core, ping()))["ok"] == 1
+
+
+# -- the upkeep task ------------------------------------------------------------------------------
+
+
+class TestUpkeep:
+    def test_dropped_cursors_are_killed(self) -> None:
+        server = FakeServer(A)
+        loop = Loop(server)
+        core, _ = standalone_core(loop)
+        core.kill_cursor_later(KillCursor(A, "db", {"killCursors": "c", "cursors": [Int64(7)]}))
+        loop.run_for(1.5)
+        [kill] = server.commands("killCursors")
+        assert kill.body["cursors"] == [7] and "maxTimeMS" not in kill.body
+        assert core.pool(A).in_use_connection_count == 0
+
+    def test_a_hanging_kill_cursors_does_not_stall_the_pools_upkeep(self) -> None:
+        # killCursors is best effort: a server that never answers it must not keep the
+        # upkeep task from closing idle connections (maxIdleTimeMS) for ever
+        server = FakeServer(A)
+        server.queue("killCursors", Hang())
+        loop = Loop(server)
+        core, events = standalone_core(loop, "&maxIdleTimeMS=30000")
+        loop.run(drive(core, ping()))
+        core.kill_cursor_later(KillCursor(A, "db", {"killCursors": "c", "cursors": [Int64(7)]}))
+        start = loop.now
+        loop.run_for(10.0)
+        # the kill gave up (its connection closed: its exchange was cut) ...
+        assert len(server.commands("killCursors")) == 1
+        cut = [e for e in events if isinstance(e, ConnectionClosed)]
+        assert [e.reason for e in cut] == ["error"]
+        assert loop.now - start >= KILL_CURSORS_TIMEOUT
+        # ... and the upkeep task goes on: the next idle connection is closed in time
+        loop.run(drive(core, ping()))
+        loop.run_for(35.0)
+        reasons = [e.reason for e in events if isinstance(e, ConnectionClosed)]
+        assert reasons == ["error", "idle"], reasons
+        assert core.pool(A).in_use_connection_count == 0
+        core.close(loop.now)
+        loop.settle()
+        assert loop.task_names() == []
