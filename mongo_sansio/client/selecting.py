@@ -71,43 +71,45 @@ def select(
     try:
         while True:
             core.require_open()
-            server = select_server(
-                core.description,
-                criteria,
-                heartbeat_frequency=settings.heartbeat_frequency,
-                local_threshold=settings.local_threshold,
-                draw=core.draw,
-                operation_counts=core.in_use_counts(),
-            )
-            if server is not None:
-                if publish is not None:
+            # asked for before looking: a change while this flow is away from the core (it
+            # yields Now below) then still wakes it, instead of the end of its time
+            signal = core.wait_for_topology_change()
+            try:
+                server = select_server(
+                    core.description,
+                    criteria,
+                    heartbeat_frequency=settings.heartbeat_frequency,
+                    local_threshold=settings.local_threshold,
+                    draw=core.draw,
+                    operation_counts=core.in_use_counts(),
+                )
+                if server is not None:
+                    if publish is not None:
+                        publish(
+                            ServerSelectionSucceeded(
+                                topology_description=core.description,
+                                address=server.address,
+                                **ids,
+                            )
+                        )
+                    return core.server_info(server.address)
+                now = yield Now()
+                core.last_now = now
+                if now >= limit:
+                    raise ServerSelectionTimeoutError(
+                        f"Server selection timed out after {now - start:.3g} s: no server "
+                        f"suitable for {criteria}; {describe_topology(core.description)}"
+                    )
+                if publish is not None and not waited:
                     publish(
-                        ServerSelectionSucceeded(
+                        ServerSelectionWaiting(
                             topology_description=core.description,
-                            address=server.address,
+                            remaining_time=limit - now,
                             **ids,
                         )
                     )
-                return core.server_info(server.address)
-            now = yield Now()
-            core.last_now = now
-            if now >= limit:
-                raise ServerSelectionTimeoutError(
-                    f"Server selection timed out after {now - start:.3g} s: no server "
-                    f"suitable for {criteria}; {describe_topology(core.description)}"
-                )
-            if publish is not None and not waited:
-                publish(
-                    ServerSelectionWaiting(
-                        topology_description=core.description,
-                        remaining_time=limit - now,
-                        **ids,
-                    )
-                )
-            waited = True
-            core.request_checks(now)
-            signal = core.wait_for_topology_change()
-            try:
+                waited = True
+                core.request_checks(now)
                 yield Wait(signal, limit)
             finally:
                 core.forget_waiter(signal)

@@ -34,6 +34,7 @@ from mongo_sansio.client.events import CommandStartedEvent, CommandSucceededEven
 from mongo_sansio.client.execute import KILL_CURSORS_TIMEOUT, drive
 from mongo_sansio.client.link import Link, LinkOptions, exchange, open_link, read_more
 from mongo_sansio.client.monitors import ServerMonitor
+from mongo_sansio.client.runtime import Wait
 from mongo_sansio.cmap.errors import WaitQueueTimeoutError
 from mongo_sansio.cmap.events import (
     ConnectionCheckedIn,
@@ -50,7 +51,7 @@ from mongo_sansio.errors import (
     NetworkTimeout,
     ServerError,
 )
-from mongo_sansio.flow import SelectServer, ServerInfo
+from mongo_sansio.flow import Now, SelectServer, ServerInfo
 from mongo_sansio.sdam.description import ServerType, TopologyType
 from mongo_sansio.sdam.heartbeat import MonitorSettings
 from mongo_sansio.sdam.heartbeat_actions import (
@@ -481,6 +482,34 @@ class TestSelectServer:
             loop.run(core.select_server(SelectServer()))
         assert loop.now == start + 0.5
         assert "0.5 s" in str(info.value)
+
+    def test_a_change_while_the_flow_reads_the_clock_is_not_lost(self) -> None:
+        # The flow looks at the topology, finds nothing, then yields Now: the runtime lets go
+        # of the core there, and a monitor may change the topology before the flow asks to
+        # be woken.  That change must still wake it (not the end of serverSelectionTimeoutMS).
+        server = FakeServer(A)
+        server.hello_behaviour = Later(5.0, {**standalone_hello(), "connectionId": 1})
+        loop = Loop(server)
+        core = make_core(loop, "mongodb://a/?directConnection=true&serverSelectionTimeoutMS=30000")
+        flow = core.select_server(SelectServer())
+        assert isinstance(next(flow), Now)
+        request = flow.send(loop.now)  # nothing suitable yet: the flow reads the clock
+        assert isinstance(request, Now)
+        loop.run_for(6.0)  # meanwhile the monitor's handshake completes: a standalone
+        assert core.description.servers[A].type is ServerType.STANDALONE
+        answer: Any = loop.now
+        for _ in range(10):  # Now answered with the clock, a fired signal at once
+            try:
+                request = flow.send(answer)
+            except StopIteration as done:
+                assert done.value.address == A
+                break
+            assert not isinstance(request, Wait) or request.signal.fired, (
+                f"the flow waits on {request!r} although the topology changed"
+            )
+            answer = loop.now if isinstance(request, Now) else True
+        else:
+            raise AssertionError("the selection did not end")
 
     def test_close_wakes_a_waiting_selection(self) -> None:
         servers = replica_set(primary=None)
