@@ -24,12 +24,16 @@ member's from :func:`member_hello`), awaitable hellos held until :meth:`FakeServ
 commands a reply document or a scripted :class:`Behaviour` (:class:`Hang`, :class:`Drop`,
 :class:`Cut`, :class:`Later`).
 
-:meth:`Loop.run` can also cut its flow: ``cut_after=k`` closes the generator (or throws
+``Loop(order_seed=n)`` shuffles the order in which the tasks that can move take their steps,
+round by round, and lets each take a step only with its own chance (a random speed), so that
+some run ahead of others: other interleavings of the same events.  :meth:`Loop.run` can also cut its
+flow: ``cut_after=k`` closes the generator (or throws
 ``throw`` into it) when it yields its k-th primitive, as a runtime cancelling a task does.
 """
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
@@ -437,6 +441,7 @@ class _Task:
         "token",
         "primitive_log",
         "watched",
+        "speed",
     )
 
     def __init__(self, gen: Task, name: str) -> None:
@@ -453,6 +458,7 @@ class _Task:
         self.token: list[bool] | None = None  # a wait's wake-up flag
         self.primitive_log: list[str] = []
         self.watched = False
+        self.speed = 1.0  # with a shuffling Loop: the chance to take a step in a round
 
     def __repr__(self) -> str:
         return f"<task {self.name} pending={self.pending!r}>"
@@ -461,8 +467,14 @@ class _Task:
 class Loop:
     """The scripted runtime (see the module docstring).  ``servers`` are keyed by address."""
 
-    def __init__(self, *servers: FakeServer, start: float = 1000.0) -> None:
+    def __init__(
+        self, *servers: FakeServer, start: float = 1000.0, order_seed: int | None = None
+    ) -> None:
         self.now = start
+        # with a seed, the tasks that can move take their steps in a shuffled order each
+        # round, and some of them only in a later round: other interleavings of the same
+        # events (the runtime lets go of the core at every primitive)
+        self._order = None if order_seed is None else random.Random(order_seed)
         self.servers: dict[Address, FakeServer] = {s.address: s for s in servers}
         self.tasks: list[_Task] = []
         self.streams: list[FakeStream] = []
@@ -474,7 +486,13 @@ class Loop:
     # -- what the core is given ---------------------------------------------------------------
 
     def spawn(self, task: Task, name: str) -> None:
-        self.tasks.append(_Task(task, name))
+        self._add(_Task(task, name))
+
+    def _add(self, task: _Task) -> _Task:
+        if self._order is not None:
+            task.speed = self._order.choice([0.05, 0.2, 0.5, 1.0])
+        self.tasks.append(task)
+        return task
 
     def close_stream(self, stream: Any) -> None:
         assert isinstance(stream, FakeStream)
@@ -496,8 +514,7 @@ class Loop:
         ``failure``) after running the loop."""
         task = _Task(flow, name)
         task.watched = True
-        self.tasks.append(task)
-        return task
+        return self._add(task)
 
     def run_until(self, predicate: Callable[[], bool], limit: float = 120.0) -> None:
         """Run until ``predicate()`` holds (AssertionError after ``limit`` fake seconds)."""
@@ -519,8 +536,7 @@ class Loop:
         its ``cut_after``-th primitive, and return :data:`NOT_FINISHED` (the thrown exception
         propagates if the flow lets it through; it must be ``throw`` itself).  ``limit``: fake
         seconds after which the flow counts as hung (an AssertionError)."""
-        main = _Task(flow, "main")
-        self.tasks.append(main)
+        main = self._add(_Task(flow, "main"))
         horizon = self.now + limit
         try:
             while not main.done:
@@ -580,10 +596,16 @@ class Loop:
 
     def _round(self) -> bool:
         moved = False
-        for task in list(self.tasks):
+        tasks = list(self.tasks)
+        if self._order is not None:
+            self._order.shuffle(tasks)
+        order = self._order
+        for task in tasks:
             if task.done:
                 continue
             if task.pending is None or self._resolve(task):
+                if order is not None and moved and order.random() >= task.speed:
+                    continue  # this one steps in a later round (its answer is kept)
                 self._step(task)
                 moved = True
         self.tasks = [t for t in self.tasks if not t.done or t.name == "main" or t.watched]

@@ -54,6 +54,7 @@ class Scenario:
     delay: float = 0.0  # the server's answer to ping comes this late
     monitored: bool = True  # command monitoring (publish) on
     select: bool = True  # the operation selects its server (else it is given)
+    seed: int | None = None  # shuffles the tasks' steps (client_harness.Loop's order_seed)
 
 
 class World:
@@ -62,7 +63,7 @@ class World:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.server = FakeServer(A)
-        self.loop = Loop(self.server)
+        self.loop = Loop(self.server, order_seed=scenario.seed)
         self.events: list[Any] = []
         options = "&maxPoolSize=1" if scenario.contended else ""
         self.core: ClientCore = make_core(
@@ -220,6 +221,7 @@ scenarios = st.builds(
     delay=st.sampled_from([0.0, 0.05, 0.7]),
     monitored=st.booleans(),
     select=st.booleans(),
+    seed=st.one_of(st.none(), st.integers(0, 2**32 - 1)),
 )
 
 

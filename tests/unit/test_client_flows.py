@@ -27,6 +27,8 @@ from client_harness import (
     member_hello,
     standalone_hello,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mongo_sansio.bson import Int64
 from mongo_sansio.client.core import KillCursor
@@ -793,3 +795,55 @@ class TestUpkeep:
         core.close(loop.now)
         loop.settle()
         assert loop.task_names() == []
+
+
+# -- no lost wake-ups, whatever the interleaving ----------------------------------------------------
+
+
+class TestWakeUps:
+    """A waiting flow resumes at the fake instant what it waits for happens, in every order the
+    tasks may take their steps (the runtime lets go of the core at each primitive)."""
+
+    @settings(max_examples=60, deadline=None)
+    @given(seed=st.integers(0, 2**32 - 1), delay=st.sampled_from([0.0, 0.5, 2.0]))
+    def test_selection_resumes_when_the_server_is_discovered(self, seed: int, delay: float) -> None:
+        server = FakeServer(A)
+        server.hello_delay = delay
+        loop = Loop(server, order_seed=seed)
+        core = make_core(loop, "mongodb://a/?directConnection=true&serverSelectionTimeoutMS=30000")
+        start = loop.now
+        assert loop.run(core.select_server(SelectServer())).address == A
+        assert loop.now == start + delay
+
+    @settings(max_examples=60, deadline=None)
+    @given(seed=st.integers(0, 2**32 - 1), hold=st.sampled_from([0.0, 0.3, 1.0]))
+    def test_a_waiter_gets_the_connection_when_it_is_checked_in(
+        self, seed: int, hold: float
+    ) -> None:
+        loop = Loop(FakeServer(A), order_seed=seed)
+        core = make_core(loop, "mongodb://a/?directConnection=true&maxPoolSize=1")
+        loop.run(core.select_server(SelectServer()))
+        first = loop.run(core.check_out(A))
+        start = loop.now
+        loop.at(start + hold, lambda: core.check_in(first))
+        second = loop.run(core.check_out(A))
+        assert second is first
+        assert loop.now == start + hold
+        core.check_in(second)
+        assert core.pool(A).in_use_connection_count == 0
+
+    @settings(max_examples=40, deadline=None)
+    @given(seed=st.integers(0, 2**32 - 1))
+    def test_operations_in_parallel_all_finish_at_once(self, seed: int) -> None:
+        server = FakeServer(A)
+        server.handlers["ping"] = lambda body: Later(0.1, {"ok": 1.0})
+        loop = Loop(server, order_seed=seed)
+        core = make_core(loop, "mongodb://a/?directConnection=true&maxPoolSize=2")
+        start = loop.now
+        tasks = [loop.start(drive(core, ping()), f"op {i}") for i in range(6)]
+        loop.run_until(lambda: all(t.done for t in tasks), limit=10)
+        assert all(t.failure is None and t.result["ok"] == 1 for t in tasks)
+        # 6 pings of 0.1 s on 2 connections: 3 rounds, no time lost waiting for a wake-up
+        assert loop.now == pytest.approx(start + 0.3)
+        assert core.pool(A).total_connection_count <= 2
+        assert core.pool(A).in_use_connection_count == 0
