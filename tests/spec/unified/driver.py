@@ -15,6 +15,7 @@ and the simulator) and :func:`sansio_driver` (ours).  :func:`selected_driver` pi
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -23,6 +24,8 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import attrs
+
+LogSink = Callable[[str, str, Mapping[str, Any]], None]
 
 __all__ = ["DRIVER_ENV", "Driver", "pymongo_driver", "sansio_driver", "selected_driver"]
 
@@ -69,6 +72,12 @@ class Driver:
     logger_prefix: str
     log_data: Callable[[logging.LogRecord], Mapping[str, Any] | None]
     client_log_key: Callable[[Any], Any]
+    #: per-client log capture, when the library has one: ``(levels, sink) -> client kwargs``;
+    #: ``sink(component, level_name, data)`` receives each message of that client only
+    client_log_options: Callable[[Mapping[str, int], LogSink], dict[str, Any]] | None = None
+    #: a session's transaction state as the format names it (none, starting, in_progress,
+    #: committed, aborted), or None when the library does not tell
+    transaction_state: Callable[[Any], str | None] = lambda _session: None
 
     def listener_bases(self) -> tuple[type, ...]:
         bases = tuple(getattr(self.monitoring, n) for n in LISTENER_BASES if hasattr(self.monitoring, n))
@@ -87,6 +96,14 @@ def _pymongo_log_data(record: logging.LogRecord) -> Mapping[str, Any] | None:
         return None
     str(message)  # PyMongo redacts and serializes documents when the message is formatted
     return dict(message._kwargs)
+
+
+PYMONGO_TXN_STATES = {1: "none", 2: "starting", 3: "in_progress", 4: "committed", 5: "committed", 6: "aborted"}
+
+
+def _pymongo_transaction_state(session: Any) -> str | None:
+    state = getattr(getattr(session, "_transaction", None), "state", None)
+    return PYMONGO_TXN_STATES.get(state) if isinstance(state, int) else None
 
 
 def _pymongo_client_key(client: Any) -> Any:
@@ -200,6 +217,7 @@ def pymongo_driver() -> Driver:
         logger_prefix="pymongo",
         log_data=_pymongo_log_data,
         client_log_key=_pymongo_client_key,
+        transaction_state=_pymongo_transaction_state,
     )
 
 
@@ -219,11 +237,24 @@ def _sansio_log_data(record: logging.LogRecord) -> Mapping[str, Any] | None:
 
 
 def _sansio_client_key(client: Any) -> Any:
-    for name in ("client_id", "topology_id", "_topology_id"):
-        value = getattr(client, name, None)
+    """The topology id our client stamps on its log messages (as text, as they carry it)."""
+    engine = getattr(client, "_engine", None)
+    for holder, name in ((client, "topology_id"), (getattr(engine, "core", None), "topology_id")):
+        value = getattr(holder, name, None)
         if value is not None:
-            return value
+            return str(value)
     return None
+
+
+def _sansio_log_options(levels: Mapping[str, int], sink: LogSink) -> dict[str, Any]:
+    """``log_settings=`` with a sink: our client hands this client's messages to the runner
+    directly (no global logger, so clients never see each other's messages)."""
+    publish = importlib.import_module("mongo_sansio.adapters._publish")
+    settings = publish.LogSettings(
+        levels=dict(levels),
+        sink=lambda message: sink(message.component, message.level, message.data),
+    )
+    return {"log_settings": settings}
 
 
 def sansio_driver() -> Driver:
@@ -287,6 +318,9 @@ def sansio_driver() -> Driver:
         logger_prefix="mongo_sansio",
         log_data=_sansio_log_data,
         client_log_key=_sansio_client_key,
+        client_log_options=_sansio_log_options
+        if importlib.util.find_spec("mongo_sansio.adapters._publish") is not None
+        else None,
     )
 
 

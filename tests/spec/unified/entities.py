@@ -56,7 +56,12 @@ def call_api(target: Any, method: str, *args: Any, **kwargs: Any) -> Any:
 
 
 class EntityMap(dict[str, Any]):
-    """Entities by name; adding a name twice is an error of the test file."""
+    """Entities by name; adding a name twice is an error of the test file.  ``lsids`` keeps
+    each session entity's id as it was at creation (it must stay readable after endSession)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lsids: dict[str, Any] = {}
 
     def add(self, name: str, value: Any) -> None:
         if name in self:
@@ -156,6 +161,8 @@ def _client(driver: Driver, deployment: Deployment, spec: Mapping[str, Any], ent
         stores,
     )
     logs = LogCapture(driver, spec["observeLogMessages"]) if spec.get("observeLogMessages") else None
+    if logs is not None:
+        options.update(logs.client_options)
     try:
         client = driver.client_class(deployment.uri(direct=direct), event_listeners=[make_listener(driver, events)], **options)
     except BaseException:
@@ -197,7 +204,9 @@ def create_entity(
                 options["default_transaction_options"] = driver.transaction_options(value)
             else:
                 raise UnsupportedInTest(f"session option {key!r} is not supported by this runner")
-        entities.add(name, call_api(client, "start_session", **options))
+        session = call_api(client, "start_session", **options)
+        entities.add(name, session)
+        entities.lsids[name] = getattr(session, "session_id", None)
     elif kind == "thread":
         entities.add(name, ThreadEntity(name))
     elif kind == "bucket":

@@ -329,28 +329,35 @@ class LogCapture(logging.Handler):
         names = list(self.components)
         if "all" in self.components:
             names = ["command", "topology", "serverSelection", "connection"]
+            self.components = dict.fromkeys(names, self.components["all"])
+        self.client_options: dict[str, Any] = {}
+        if driver.client_log_options is not None:
+            self.client_options = driver.client_log_options(self.components, self.add)
+            return
         for component in names:
             logger = logging.getLogger(driver.logger_name(component))
             self._loggers.append((logger, logger.level, logger.propagate))
             logger.setLevel(logging.DEBUG)
             logger.addHandler(self)
 
+    def add(self, component: str, level: str, data: Mapping[str, Any], owner: Any = None) -> None:
+        """One message of this client (from the driver's per-client sink, or a record)."""
+        if LEVELS.get(level.lower(), logging.DEBUG) < self.components.get(component, logging.CRITICAL + 10):
+            return
+        plain = {key: _plain(value) for key, value in data.items()}
+        level = "info" if level.lower() in ("informational", "notice") else level.lower()
+        with self._lock_messages:
+            self.messages.append((owner, {"component": component, "level": level, "data": plain}))
+
     def _component(self, record: logging.LogRecord) -> str:
         return record.name.rsplit(".", 1)[-1]
 
     def emit(self, record: logging.LogRecord) -> None:
-        component = self._component(record)
-        minimum = self.components.get(component, self.components.get("all"))
-        if minimum is None or record.levelno < minimum:
-            return
         data = self.driver.log_data(record)
         if data is None:
             return
-        data = {key: _plain(value) for key, value in data.items()}
         owner = data.get("clientId", data.get("topologyId"))
-        message = {"component": component, "level": level_name(record.levelno), "data": data}
-        with self._lock_messages:
-            self.messages.append((owner, message))
+        self.add(self._component(record), level_name(record.levelno), data, owner)
 
     def snapshot(self) -> list[dict[str, Any]]:
         """This client's messages so far (all of them when the driver cannot tell clients
@@ -358,7 +365,7 @@ class LogCapture(logging.Handler):
         with self._lock_messages:
             messages = list(self.messages)
         key = self.client_key
-        return [m for owner, m in messages if key is None or owner is None or owner == key]
+        return [m for owner, m in messages if key is None or owner is None or str(owner) == str(key)]
 
     def close(self) -> None:
         for logger, level, _propagate in self._loggers:

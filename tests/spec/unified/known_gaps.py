@@ -1,11 +1,15 @@
-"""Known gaps of OUR client, by reason: the one switch for expected failures.
+"""Known gaps by reason: the one switch for expected failures (``xfail(strict=False)``).
 
-Each entry maps a reason (what the client lacks, and the issue that adds it) to a predicate on
-``(file, test)``.  With the default driver (ours), a test a predicate selects is marked
-``xfail(strict=False)`` with that reason: it still runs, and an unexpected pass shows as
-XPASS.  Delete an entry when the client gains the feature.  Nothing here applies when
-``$MONGO_SANSIO_UNIFIED_DRIVER=pymongo``.  No entry names files or tests: predicates look at
-what a test needs.
+Each entry maps a reason to a predicate on ``(file, test)``; a test a predicate selects is
+marked ``xfail(strict=False)`` with that reason: it still runs, and an unexpected pass shows as
+XPASS.  No entry names files or tests: predicates look at what a test needs.
+
+* :data:`OUR_CLIENT_GAPS` -- what OUR client lacks; applied only with the default driver
+  (ours).  Delete an entry when the client gains the feature.
+* :data:`SIMULATOR_GAPS` -- what the simulator (or the deployment) lacks; applied with every
+  driver.  Delete an entry when the simulator gains it.
+* :data:`PYMONGO_DIFFERENCES` -- where the reference driver departs from the specs; applied
+  only with ``$MONGO_SANSIO_UNIFIED_DRIVER=pymongo``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 from .events import CMAP_EVENTS, SDAM_EVENTS
 
-__all__ = ["OUR_CLIENT_GAPS", "SIMULATOR_GAPS", "gap_reasons"]
+__all__ = ["OUR_CLIENT_GAPS", "PYMONGO_DIFFERENCES", "SIMULATOR_GAPS", "gap_reasons"]
 
 Predicate = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
 
@@ -41,13 +45,130 @@ def _mentions(words: frozenset[str]) -> Predicate:
     return predicate
 
 
+def _expected_logs(test: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    for expected in test.get("expectLogMessages", []):
+        yield from expected.get("messages", [])
+
+
+def _logs_component(component: str) -> Predicate:
+    def predicate(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+        return any(m.get("component") == component for m in _expected_logs(test))
+
+    return predicate
+
+
+def _failpoint_data(test: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    for operation in test.get("operations", []):
+        if operation.get("name") == "failPoint":
+            yield operation["arguments"]["failPoint"].get("data", {})
+
+
+def _retryable_write_concern_error(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    return any(
+        "writeConcernError" in data and "RetryableWriteError" in data.get("errorLabels", ())
+        for data in _failpoint_data(test)
+    )
+
+
+def _hello_reply_logged(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A hello reply (a command's or a heartbeat's) expected, parsed, in a log message."""
+    for message in _expected_logs(test):
+        data = message.get("data", {})
+        reply = data.get("reply")
+        hello = str(data.get("commandName", "")).lower() in ("hello", "ismaster")
+        if not (hello or data.get("message") == "Server heartbeat succeeded"):
+            continue
+        if isinstance(reply, Mapping):
+            inner = reply.get("$$matchAsDocument", {})
+            inner = inner.get("$$matchAsRoot", inner) if isinstance(inner, Mapping) else inner
+            if inner:
+                return True
+    return False
+
+
+def _waiting_logged_at_info(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    return any(
+        m.get("level") == "info"
+        and m.get("data", {}).get("message") == "Waiting for suitable server to become available"
+        for m in _expected_logs(test)
+    )
+
+
+SHUTDOWN_CODES = frozenset({91, 11600})
+
+
+def _injected_shutdown_error_acted_on(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A failCommand ShutdownInProgress/InterruptedAtShutdown on an application command (or
+    a pool's handshake) the client must act on (clear the pool, mark the server Unknown)."""
+    pool_handshakes = "minPoolSize" in set(_names(test))
+    injected = any(
+        data.get("errorCode") in SHUTDOWN_CODES
+        and (pool_handshakes or not set(data.get("failCommands", ())) <= {"hello", "isMaster"})
+        for data in _failpoint_data(test)
+    )
+    return injected and any(name == "poolClearedEvent" for name in _names(test))
+
+
+TOP_LEVEL_QUERY_OPERATORS = frozenset({"$and", "$or", "$nor", "$expr", "$where", "$text", "$comment", "$jsonSchema"})
+
+
+def _unknown_query_operator(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    for operation in test.get("operations", []):
+        query = operation.get("arguments", {}).get("filter")
+        if isinstance(query, Mapping) and any(
+            str(k).startswith("$") and k not in TOP_LEVEL_QUERY_OPERATORS for k in query
+        ):
+            return True
+    return False
+
+
+PIPELINE_UPDATE_STAGES = frozenset({"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith"})
+
+
+def _unknown_update_stage(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """An update given as a pipeline with a stage mongod does not allow there."""
+
+    def walk(value: Any) -> bool:
+        if isinstance(value, Mapping):
+            update = value.get("update")
+            if isinstance(update, list) and any(
+                isinstance(stage, Mapping) and not set(stage) <= PIPELINE_UPDATE_STAGES for stage in update
+            ):
+                return True
+            return any(walk(v) for v in value.values())
+        if isinstance(value, list):
+            return any(walk(v) for v in value)
+        return False
+
+    return walk(test.get("operations", []))
+
+
+RETRYABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
+CRUD_COMMANDS = frozenset({"insert", "update", "delete", "find", "aggregate", "findAndModify", "distinct", "count"})
+
+
+def _retry_after_injected_error(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A retryable error injected on a CRUD command (outside change streams): a retry is due."""
+    if "createChangeStream" in set(_names(test)):
+        return False
+    return any(
+        set(data.get("failCommands", ())) & CRUD_COMMANDS
+        and (data.get("closeConnection") or data.get("errorCode") in RETRYABLE_CODES)
+        for data in _failpoint_data(test)
+    )
+
+
 OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "needs CMAP events (pool/connection listeners) from the client -- the new client core":
         _mentions(frozenset(CMAP_EVENTS) | {"assertNumberConnectionsCheckedOut"}),
     "needs SDAM events and background monitoring from the client -- the new client core":
         _mentions(frozenset(SDAM_EVENTS) | {"recordTopologyDescription", "waitForPrimaryChange"}),
-    "needs structured log messages (mongo_sansio.command/topology/serverSelection/connection loggers)":
-        _mentions(frozenset({"observeLogMessages", "expectLogMessages"})),
+    "server selection log messages lack the operation name (data.operation is empty)":
+        _logs_component("serverSelection"),
+    "retryable writes do not retry a writeConcernError labelled RetryableWriteError":
+        _retryable_write_concern_error,
+    "retryable reads and writes: no retry after a retryable error or a network error":
+        _retry_after_injected_error,
 }
 
 
@@ -55,14 +176,42 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
 SIMULATOR_GAPS: dict[str, Predicate] = {
     "simulator gap: its collections have no UUIDs (change events lack collectionUUID)":
         _mentions(frozenset({"collectionUUID"})),
+    "simulator gap: no JavaScript ($where, used with sleep() to hold a connection busy)":
+        _mentions(frozenset({"$where"})),
+    "simulator gap: a pipeline update with a stage not allowed in updates answers a writeError "
+    "(72) instead of failing the command":
+        _unknown_update_stage,
+    "simulator gap: a failCommand-injected shutdown error (91/11600) carries the member's current "
+    "topologyVersion, so SDAM must ignore it as stale (mongod adds topologyVersion to shutdown "
+    "errors only while really shutting down)":
+        _injected_shutdown_error_acted_on,
+    "simulator gap: aggregation stages $collStats, $out, $listLocalSessions":
+        _mentions(frozenset({"$collStats", "$out", "$listLocalSessions"})),
+    "simulator gap: an unknown top-level query operator is accepted (mongod: BadValue)":
+        _unknown_query_operator,
+    "simulator gap: onPrimaryTransactionalWrite's failBeforeCommitExceptionCode":
+        _mentions(frozenset({"failBeforeCommitExceptionCode"})),
+    "simulator gap: find ignores showRecordId and returnKey":
+        _mentions(frozenset({"showRecordId", "returnKey"})),
+    "simulator gap: transactions (commitTransaction/abortTransaction are unknown commands)":
+        _mentions(frozenset({"commitTransaction", "abortTransaction"})),
+    "deployment: the 3-member simulator's hello reply (~1175 characters of JSON) is longer than "
+    "the 1000-character log truncation, so the logged reply cannot be parsed":
+        _hello_reply_logged,
+}
+
+
+#: Where PyMongo (the reference driver) differs from the specs, applied with the pymongo driver.
+PYMONGO_DIFFERENCES: dict[str, Predicate] = {
+    "PyMongo logs 'Waiting for suitable server to become available' at debug (the spec says info)":
+        _waiting_logged_at_info,
 }
 
 
 def gap_reasons(
-    file: Mapping[str, Any], test: Mapping[str, Any], *, our_client: bool
+    file: Mapping[str, Any], test: Mapping[str, Any], *, driver: str
 ) -> list[str]:
-    """The reasons of every gap that applies to ``test`` (ours only with ``our_client``)."""
+    """The reasons of every gap that applies to ``test`` run with ``driver``."""
     gaps = dict(SIMULATOR_GAPS)
-    if our_client:
-        gaps.update(OUR_CLIENT_GAPS)
+    gaps.update(OUR_CLIENT_GAPS if driver == "sansio" else PYMONGO_DIFFERENCES if driver == "pymongo" else {})
     return [reason for reason, applies in gaps.items() if applies(file, test)]

@@ -89,7 +89,7 @@ def _where(path: str) -> str:
 
 class Matcher:
     """Matches values by the format's rules.  ``entities`` resolves ``$$matchesEntity`` and
-    ``$$sessionLsid`` (via ``session_lsid``); ``load_json`` parses ``$$matchAsDocument``'s
+    ``$$sessionLsid`` (``session_lsid(name)`` gives a session entity's lsid); ``load_json`` parses ``$$matchAsDocument``'s
     Extended JSON strings."""
 
     def __init__(
@@ -183,9 +183,7 @@ class Matcher:
             assert data is not None, f"{where}: expected bytes, got {actual!r}"
             assert data == bytes.fromhex(argument), f"{where}: expected {argument}, got {data.hex()}"
         elif operator == "$$sessionLsid":
-            if argument not in self.entities:
-                raise AssertionError(f"{where}: $$sessionLsid names no entity {argument!r}")
-            lsid = self.session_lsid(self.entities[argument])
+            lsid = self.session_lsid(argument)
             assert actual == lsid, f"{where}: expected lsid of {argument} {lsid!r}, got {actual!r}"
         elif operator == "$$lte":
             assert is_number(actual) and is_number(argument), (

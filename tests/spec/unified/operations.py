@@ -2,8 +2,8 @@
 PyMongo-shaped API.
 
 Input: the entity (client, database, collection, session, cursor or change stream), the
-operation's name and its arguments (``session`` already resolved, concerns converted).
-Output: the result as the format sees it (model objects as documents, iterables fully
+operation's name and its arguments (``session`` already resolved, concerns converted), and
+``nested``, which runs a callback's operations (withTransaction).  Output: the result as the format sees it (model objects as documents, iterables fully
 iterated unless the operation says otherwise).  An operation or option the runner or the client
 under test does not have raises :class:`~.matching.UnsupportedInTest` naming it.
 """
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from .driver import Driver
 
 __all__ = ["entity_kind", "execute", "snake", "to_document"]
+
+#: runs a list of operations (withTransaction's callback) with their expectations
+Nested = Callable[[list[Mapping[str, Any]]], None]
 
 SPECIAL_NAMES = {
     "maxTimeMS": "max_time_ms",
@@ -95,7 +98,9 @@ def _options(driver: Driver, arguments: Mapping[str, Any], skip: tuple[str, ...]
         if key == "sort" and isinstance(value, Mapping):
             value = list(value.items())
         if key == "returnDocument":
-            value = str(value).lower() == "after"
+            if value not in ("Before", "After"):
+                raise ValueError(f"returnDocument must be Before or After, not {value!r}")
+            value = value == "After"
         options[snake(key)] = value
     return options
 
@@ -160,7 +165,9 @@ def _collection(driver: Driver, collection: Any, name: str, arguments: dict[str,
         method = "delete_one" if name == "deleteOne" else "delete_many"
         return to_document(call_api(collection, method, args.pop("filter"), **_options(driver, args)))
     if name in ("find", "createFindCursor"):
-        cursor = call_api(collection, "find", args.pop("filter", {}), **_options(driver, args))
+        if "filter" not in args:
+            raise ValueError(f"{name} needs a filter")
+        cursor = call_api(collection, "find", args.pop("filter"), **_options(driver, args))
         return cursor if name == "createFindCursor" else list(cursor)
     if name == "aggregate":
         return list(call_api(collection, "aggregate", list(args.pop("pipeline")), **_options(driver, args)))
@@ -230,6 +237,11 @@ def _database(driver: Driver, database: Any, name: str, arguments: dict[str, Any
         return _watch(driver, database, args)
     if name == "drop":
         return call_api(database, "drop", **_options(driver, args))
+    if name in ("runCursorCommand", "createCommandCursor"):
+        command = args.pop("command")
+        args.pop("commandName", None)
+        cursor = call_api(database, "cursor_command", command, **_options(driver, args))
+        return list(cursor) if name == "runCursorCommand" else cursor
     raise UnsupportedInTest(f"database operation {name!r} is not implemented by this runner")
 
 
@@ -270,7 +282,13 @@ def _cursor(cursor: Any, name: str) -> Any:
     raise UnsupportedInTest(f"cursor operation {name!r} is not implemented by this runner")
 
 
-def _session(driver: Driver, session: Any, name: str, arguments: dict[str, Any]) -> Any:
+def _session(
+    driver: Driver, session: Any, name: str, arguments: dict[str, Any], nested: Nested
+) -> Any:
+    if name == "withTransaction":
+        args = dict(arguments)
+        operations = args.pop("callback")
+        return call_api(session, "with_transaction", lambda _session: nested(operations), **_options(driver, args))
     if name == "startTransaction":
         return call_api(session, "start_transaction", **_options(driver, arguments))
     if name in ("commitTransaction", "abortTransaction", "endSession"):
@@ -278,7 +296,9 @@ def _session(driver: Driver, session: Any, name: str, arguments: dict[str, Any])
     raise UnsupportedInTest(f"session operation {name!r} is not implemented by this runner")
 
 
-def execute(driver: Driver, entity: Any, name: str, arguments: dict[str, Any]) -> Any:
+def execute(
+    driver: Driver, entity: Any, name: str, arguments: dict[str, Any], nested: Nested
+) -> Any:
     """Run operation ``name`` on ``entity`` (see the module docstring)."""
     kind = entity_kind(entity)
     if kind == "collection":
@@ -290,5 +310,5 @@ def execute(driver: Driver, entity: Any, name: str, arguments: dict[str, Any]) -
     if kind == "cursor":
         return _cursor(entity, name)
     if kind == "session":
-        return _session(driver, entity, name, arguments)
+        return _session(driver, entity, name, arguments, nested)
     raise UnsupportedInTest(f"operation {name!r} on a {kind} entity is not implemented by this runner")

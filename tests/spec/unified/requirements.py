@@ -80,15 +80,15 @@ def unmet(requirement: Mapping[str, Any], deployment: Deployment) -> str | None:
     version = version_tuple(deployment.server_version)
     for key, value in requirement.items():
         if key == "minServerVersion" and version < version_tuple(value):
-            return f"needs server version >= {value} ({deployment.describe()})"
+            return f"needs server version >= {value} (the simulator reports {deployment.server_version})"
         if key == "maxServerVersion" and version > version_tuple(value):
-            return f"needs server version <= {value} ({deployment.describe()})"
+            return f"needs server version <= {value} (the simulator reports {deployment.server_version})"
         if key == "topologies":
             wanted = set(value)
             if "sharded-replicaset" in wanted:
                 wanted.add("sharded")
             if deployment.topology not in wanted:
-                return f"needs a {' or '.join(value)} deployment (the simulator is {deployment.describe()})"
+                return f"needs a {' or '.join(value)} deployment (not {deployment.describe()})"
         if key == "serverless":
             if value == "require" and not deployment.serverless:
                 return "needs a serverless deployment"

@@ -60,7 +60,7 @@ class TestRunner:
         self.wait_timeout = wait_timeout
         self.loop_seconds = loop_seconds
         self.entities = EntityMap()
-        self.matcher = Matcher(self.entities, driver.load_json, _session_lsid)
+        self.matcher = Matcher(self.entities, driver.load_json, self._session_lsid)
         self.failpoints: set[str] = set()
         self.loops_stopped = threading.Event()
         self._internal: Any = None
@@ -188,7 +188,7 @@ class TestRunner:
             raise AssertionError(f"operation {name}: no entity named {target!r}")
         entity = self.entities[target]
         try:
-            result = execute(self.driver, entity, name, self.prepare_arguments(arguments))
+            result = execute(self.driver, entity, name, self.prepare_arguments(arguments), self.run_nested)
         except self.operation_errors() as error:
             if operation.get("ignoreResultAndError"):
                 return
@@ -342,16 +342,17 @@ class TestRunner:
             f"outcome {expected['databaseName']}.{expected['collectionName']}: expected {wanted!r}, got {actual!r}"
         )
 
+    def _session_lsid(self, name: str) -> Any:
+        if name not in self.entities.lsids:
+            raise AssertionError(f"$$sessionLsid names no session entity {name!r}")
+        lsid = self.entities.lsids[name]
+        if lsid is None:
+            raise UnsupportedInTest("the client under test's session has no session_id")
+        return lsid
+
     def run_nested(self, operations: Sequence[Mapping[str, Any]]) -> None:
         for operation in operations:
             self.operation(operation)
-
-
-def _session_lsid(session: Any) -> Any:
-    lsid = getattr(session, "session_id", None)
-    if lsid is None:
-        lsid = getattr(session, "lsid", None)
-    return lsid
 
 
 def _bulk_result(details: Any) -> Any:

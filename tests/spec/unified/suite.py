@@ -58,7 +58,7 @@ def unified_cases(suite: str, driver: Driver, *, prefix: str = "") -> list[Any]:
             file, test = param.values[0]
             marks += [
                 pytest.mark.xfail(reason=r, strict=False)
-                for r in gap_reasons(file, test, our_client=driver.name == "sansio")
+                for r in gap_reasons(file, test, driver=driver.name)
             ]
         marked.append(pytest.param(*param.values, id=f"{prefix}{param.id}", marks=marks))
     return marked
@@ -136,7 +136,7 @@ def _server_parameter(driver: Driver, deployment: Deployment, name: str) -> Any:
 
 def choose_deployment(pool: DeploymentPool, file: Any, test: Any) -> Deployment:
     """The first deployment meeting both requirement lists, else skip with the reason."""
-    first_reason = None
+    reasons = []
     for topology in pool.available():
         deployment = pool.get(topology)
         reason = requirements_reason(file.get("runOnRequirements"), deployment) or requirements_reason(
@@ -144,12 +144,16 @@ def choose_deployment(pool: DeploymentPool, file: Any, test: Any) -> Deployment:
         )
         if reason is None:
             return deployment
-        first_reason = first_reason or reason
-    pytest.skip(first_reason or "no deployment")
+        reasons.append(reason)
+    pytest.skip("; ".join(dict.fromkeys(reasons)) or "no deployment")
 
 
-def run_case(case: Any, pool: DeploymentPool, driver: Driver, **options: Any) -> None:
-    """Run one case of :func:`unified_cases` (see the module docstring)."""
+def run_case(
+    case: Any, pool: DeploymentPool, driver: Driver, *, expect_failure: bool = False, **options: Any
+) -> None:
+    """Run one case of :func:`unified_cases` (see the module docstring).  With
+    ``expect_failure`` (the format's own valid-fail files) the test must fail: any assertion
+    or error passes the case, a clean run fails it."""
     file, test = case
     if test.get("skipReason"):
         pytest.skip(f"the test file skips it: {test['skipReason']}")
@@ -158,3 +162,9 @@ def run_case(case: Any, pool: DeploymentPool, driver: Driver, **options: Any) ->
         TestRunner(driver, deployment, file, test, **options).run()
     except UnsupportedInTest as missing:
         pytest.skip(str(missing))
+    except Exception:
+        if not expect_failure:
+            raise
+        return
+    if expect_failure:
+        pytest.fail("this valid-fail test ran without an error or a failed assertion")
