@@ -240,7 +240,10 @@ def _database(driver: Driver, database: Any, name: str, arguments: dict[str, Any
     if name in ("runCursorCommand", "createCommandCursor"):
         command = args.pop("command")
         args.pop("commandName", None)
+        batch_size = args.pop("batchSize", None)  # the getMores' batch size, set on the cursor
         cursor = call_api(database, "cursor_command", command, **_options(driver, args))
+        if batch_size is not None:
+            cursor = call_api(cursor, "batch_size", batch_size)
         return list(cursor) if name == "runCursorCommand" else cursor
     raise UnsupportedInTest(f"database operation {name!r} is not implemented by this runner")
 
