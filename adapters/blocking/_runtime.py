@@ -9,6 +9,7 @@ none is left after the client closed), one re-entrant lock.
 
 from __future__ import annotations
 
+import socket
 import ssl
 import threading
 import time
@@ -33,6 +34,11 @@ class ThreadRuntime:
         self._ssl_context = ssl_context
         self._threads: set[threading.Thread] = set()
         self._threads_lock = threading.Lock()
+        # streams some thread is reading or writing (how many), and those of them whose
+        # close waits for that thread (see close_stream)
+        self._busy: dict[BlockingStream, int] = {}
+        self._close_when_idle: set[BlockingStream] = set()
+        self._streams_lock = threading.Lock()
 
     monotonic = staticmethod(time.monotonic)
     sleep = staticmethod(time.sleep)
@@ -61,15 +67,48 @@ class ThreadRuntime:
     def send_all(
         self, stream: BlockingStream, buffers: Sequence[Buffer], timeout: float | None
     ) -> None:
-        stream.set_timeout(timeout)
-        stream.send_all(buffers)
+        self._enter(stream)
+        try:
+            stream.set_timeout(timeout)
+            stream.send_all(buffers)
+        finally:
+            self._leave(stream)
 
     def receive(self, stream: BlockingStream, timeout: float | None) -> bytes:
-        stream.set_timeout(timeout)
-        return stream.recv()
+        self._enter(stream)
+        try:
+            stream.set_timeout(timeout)
+            return stream.recv()
+        finally:
+            self._leave(stream)
 
     def close_stream(self, stream: BlockingStream) -> None:
-        stream.close()
+        """Close ``stream`` at once, also while another thread reads or writes it.
+
+        That thread holds the socket's file descriptor, not a reference the kernel counts:
+        closed under it, the number can be given to a new socket (another connection of this
+        process) before the thread's next system call, which then reads or waits on the wrong
+        connection.  So a busy stream is only shut down here (which wakes the thread with an
+        error or the end of the stream), and closed by the last thread that leaves it."""
+        with self._streams_lock:
+            if stream not in self._busy:
+                stream.close()
+                return
+            self._close_when_idle.add(stream)
+            _shut_down(stream)
+
+    def _enter(self, stream: BlockingStream) -> None:
+        with self._streams_lock:
+            self._busy[stream] = self._busy.get(stream, 0) + 1
+
+    def _leave(self, stream: BlockingStream) -> None:
+        with self._streams_lock:
+            count = self._busy.pop(stream) - 1
+            if count:
+                self._busy[stream] = count
+            elif stream in self._close_when_idle:
+                self._close_when_idle.discard(stream)
+                stream.close()
 
     def join(self, timeout: float) -> list[str]:
         """Wait up to ``timeout`` seconds for the background threads to end; returns the names
@@ -86,3 +125,17 @@ class ThreadRuntime:
             if remaining <= 0:
                 return [t.name for t in alive]
             alive[0].join(min(remaining, 0.05))
+
+
+def _shut_down(stream: BlockingStream) -> None:
+    """Shut ``stream``'s socket down in both directions, keeping its file descriptor: a thread
+    blocked on it wakes up (the end of the stream, or an error).  The plain socket's method is
+    used on TLS sockets too, so that the TLS object a reading thread uses stays in place."""
+    sock = getattr(stream, "_sock", None)  # transports.blocking has no public way to do this
+    if sock is None:
+        stream.close()
+        return
+    try:
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:
+        pass

@@ -377,3 +377,81 @@ def test_a_reply_header_then_silence_is_cut_by_socket_timeout(dribbler_factory: 
         assert elapsed < 0.8 + MARGIN, elapsed
     finally:
         client.close()
+
+
+class TestClosingABusyStream:
+    """ThreadRuntime.close_stream while another thread reads the stream: the reader wakes, and
+    the socket's file descriptor is released only once it left (a descriptor closed under a
+    reader can be reused by a new socket, which the reader would then wait on or read)."""
+
+    def make(self) -> tuple[Any, Any, socket.socket, socket.socket]:
+        from mongo_sansio.adapters.blocking._runtime import ThreadRuntime
+        from mongo_sansio.transports.blocking import BlockingStream
+
+        ours, peer = socket.socketpair()
+        return ThreadRuntime(None), BlockingStream(ours, "peer", None), ours, peer
+
+    def test_a_reader_keeps_the_descriptor_until_it_leaves(self) -> None:
+        runtime, stream, ours, peer = self.make()
+        entered, release = threading.Event(), threading.Event()
+        real_recv = stream.recv
+
+        def recv(*args: Any) -> bytes:
+            entered.set()
+            release.wait(5)
+            return bytes(real_recv(*args))
+
+        stream.recv = recv
+        outcome: list[object] = []
+
+        def reader() -> None:
+            try:
+                outcome.append(runtime.receive(stream, 5.0))
+            except MongoError as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        try:
+            assert entered.wait(5)
+            runtime.close_stream(stream)
+            assert ours.fileno() != -1, "the descriptor was released under the reader"
+        finally:
+            release.set()
+            thread.join(5)
+            peer.close()
+        assert not thread.is_alive()
+        assert outcome == [b""] or isinstance(outcome[0], MongoError), outcome
+        assert stream.closed and ours.fileno() == -1
+
+    def test_a_blocked_reader_wakes_at_once(self) -> None:
+        runtime, stream, ours, peer = self.make()
+        outcome: list[object] = []
+
+        def reader() -> None:
+            try:
+                outcome.append(runtime.receive(stream, 10.0))
+            except MongoError as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 5
+            while stream not in runtime._busy and time.monotonic() < deadline:
+                time.sleep(0.005)
+            time.sleep(0.05)  # in recv by now
+            start = time.monotonic()
+            runtime.close_stream(stream)
+            thread.join(5)
+            assert time.monotonic() - start < 1.0
+        finally:
+            peer.close()
+        assert outcome == [b""] or isinstance(outcome[0], MongoError), outcome
+        assert stream.closed and ours.fileno() == -1
+
+    def test_an_idle_stream_closes_at_once(self) -> None:
+        runtime, stream, ours, peer = self.make()
+        runtime.close_stream(stream)
+        assert stream.closed and ours.fileno() == -1
+        peer.close()

@@ -173,3 +173,40 @@ def test_close_leaves_no_thread(rs: SimulatedReplicaSet) -> None:
     assert mongo_sansio_threads() == []
     with pytest.raises(MongoError):
         client.test.threads.find_one()
+
+
+def test_clients_opened_and_closed_in_parallel(rs: SimulatedReplicaSet) -> None:
+    """Six threads each open a client, run one operation and close it, six times over.
+
+    Closing a stream another thread is reading used to release its file descriptor under
+    that thread: the number went to a new socket of another client, the thread then waited
+    on (and read from) the wrong connection, and close() waited 5 s for a thread that never
+    ended.  A selection that missed the topology change it waited for also slept to the end
+    of serverSelectionTimeoutMS here (tests/unit/test_client_flows.py::TestWakeUps)."""
+    slow: list[str] = []
+    errors: list[BaseException] = []
+
+    def fresh_clients() -> None:
+        for _ in range(6):
+            client = MongoClient(rs.uri, serverSelectionTimeoutMS=8000)
+            try:
+                start = time.monotonic()
+                client.test.first.find_one({})
+                if time.monotonic() - start > 3.0:
+                    slow.append(f"operation {time.monotonic() - start:.2f} s")
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+            finally:
+                start = time.monotonic()
+                client.close()
+                if time.monotonic() - start > 2.0:
+                    slow.append(f"close {time.monotonic() - start:.2f} s")
+
+    threads = [threading.Thread(target=fresh_clients) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(40)
+    assert errors == []
+    assert slow == []
+    assert mongo_sansio_threads() == []
