@@ -7,31 +7,15 @@ reason-named xfails in :mod:`unified.known_gaps`.
 
 from __future__ import annotations
 
-import faulthandler
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from unified import DeploymentPool, run_case, selected_driver, unified_cases
 
 SUITES = ("server-discovery-and-monitoring/tests/unified",)
-HARD_TIMEOUT_SECONDS = 60.0
-DRIVER = selected_driver()
+DRIVER = selected_driver()  # the conftest's deployments fixture reads it
+pytestmark = pytest.mark.usefixtures("watchdog")
 CASES = [case for suite in SUITES for case in unified_cases(suite, DRIVER)]
-
-
-@pytest.fixture(scope="module")
-def deployments() -> Iterator[DeploymentPool]:
-    with DeploymentPool(DRIVER) as pool:
-        yield pool
-
-
-@pytest.fixture(autouse=True)
-def watchdog() -> Iterator[None]:
-    """A test that hangs must not stall the run."""
-    faulthandler.dump_traceback_later(HARD_TIMEOUT_SECONDS, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.mark.spec

@@ -7,31 +7,15 @@ chosen by ``$MONGO_SANSIO_UNIFIED_DRIVER`` (ours by default, ``pymongo`` to vali
 
 from __future__ import annotations
 
-import faulthandler
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from unified import DeploymentPool, run_case, selected_driver, unified_cases
 
-HARD_TIMEOUT_SECONDS = 60.0
-DRIVER = selected_driver()
+DRIVER = selected_driver()  # the conftest's deployments fixture reads it
+pytestmark = pytest.mark.usefixtures("watchdog")
 PASS_CASES = unified_cases("unified-test-format/tests/valid-pass", DRIVER)
 FAIL_CASES = unified_cases("unified-test-format/tests/valid-fail", DRIVER)
-
-
-@pytest.fixture(scope="module")
-def deployments() -> Iterator[DeploymentPool]:
-    with DeploymentPool(DRIVER) as pool:
-        yield pool
-
-
-@pytest.fixture(autouse=True)
-def watchdog() -> Iterator[None]:
-    """A test that hangs must not stall the run."""
-    faulthandler.dump_traceback_later(HARD_TIMEOUT_SECONDS, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.mark.spec
