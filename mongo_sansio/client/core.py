@@ -463,12 +463,6 @@ class ClientCore:
     def _handshake_failed(
         self, address: Address, error: MongoError, generation: int, now: float
     ) -> None:
-        if isinstance(error, NetworkTimeout):
-            kind = ErrorKind.TIMEOUT
-        elif isinstance(error, ServerError | AuthenticationError):
-            kind = ErrorKind.COMMAND
-        else:
-            kind = ErrorKind.NETWORK
         phase = (
             ErrorPhase.AUTHENTICATING
             if isinstance(error, AuthenticationError)
@@ -479,7 +473,7 @@ class ClientCore:
             self._topology.application_error(
                 ApplicationError(
                     address=address,
-                    kind=kind,
+                    kind=_error_kind(error),
                     phase=phase,
                     generation=generation,
                     reply=reply or None,
@@ -505,18 +499,13 @@ class ClientCore:
             return
         error = request.error
         reply: Mapping[str, Any] | None = None
-        if isinstance(error, NetworkTimeout):
-            kind = ErrorKind.TIMEOUT
-        elif isinstance(error, ServerError):
-            kind = ErrorKind.COMMAND
+        if isinstance(error, ServerError):
             reply = error.details or {"ok": 0, "code": error.code, "errmsg": error.errmsg}
-        else:
-            kind = ErrorKind.NETWORK
         self._apply(
             self._topology.application_error(
                 ApplicationError(
                     address=address,
-                    kind=kind,
+                    kind=_error_kind(error),
                     generation=generation,
                     max_wire_version=server.max_wire_version if server.is_known else None,
                     reply=reply,
@@ -700,3 +689,12 @@ class ClientCore:
 def _server_gone(address: tuple[str, int]) -> MongoError:
     return NetworkError(f"{address[0]}:{address[1]} is no longer part of the topology")
 
+
+def _error_kind(error: BaseException) -> ErrorKind:
+    """How SDAM sees an error a connection met: a timeout, a server's (or authentication's)
+    refusal, or any other network failure."""
+    if isinstance(error, NetworkTimeout):
+        return ErrorKind.TIMEOUT
+    if isinstance(error, ServerError | AuthenticationError):
+        return ErrorKind.COMMAND
+    return ErrorKind.NETWORK
