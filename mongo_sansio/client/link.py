@@ -97,10 +97,6 @@ class Link:
         self._close_stream = close_stream
 
     @property
-    def closed(self) -> bool:
-        return self.broken
-
-    @property
     def server_connection_id(self) -> int | None:
         return None if self.description is None else self.description.server_connection_id
 
