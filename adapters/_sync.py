@@ -110,18 +110,14 @@ class SyncInterpreter:
 
     def _carry_out(self, request: object) -> Any:
         runtime = self.runtime
-        kind = type(request)
-        if kind is Receive:
-            assert isinstance(request, Receive)
+        if isinstance(request, Receive):
             return runtime.receive(request.stream, self._remaining(request.deadline))
-        if kind is SendAll:
-            assert isinstance(request, SendAll)
+        if isinstance(request, SendAll):
             runtime.send_all(request.stream, request.buffers, self._remaining(request.deadline))
             return None
-        if kind is Now:
+        if isinstance(request, Now):
             return runtime.monotonic()
-        if kind is Wait:
-            assert isinstance(request, Wait)
+        if isinstance(request, Wait):
             signal = request.signal
             with self.lock:
                 if signal.fired:
@@ -131,11 +127,9 @@ class SyncInterpreter:
             if request.deadline is None:
                 return event.wait()
             return event.wait(max(0.0, request.deadline - runtime.monotonic()))
-        if kind is OpenStream:
-            assert isinstance(request, OpenStream)
+        if isinstance(request, OpenStream):
             return runtime.open_stream(request.address, self._remaining(request.deadline))
-        if kind is Sleep:
-            assert isinstance(request, Sleep)
+        if isinstance(request, Sleep):
             runtime.sleep(max(0.0, request.seconds))
             return None
         raise LocalProtocolError(f"a flow yielded {request!r}, which is not a primitive")
