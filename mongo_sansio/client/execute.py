@@ -128,9 +128,9 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
             operation.generations[server.address] = pooled.generation
         body = core.command_body(server, request.body)
         now = yield Now()
-        exchange_deadline: float | None
+        exchange_deadline = deadline
         if deadline is not None:
-            body, exchange_deadline = _with_deadline(core, server.address, body, deadline, now)
+            body = _with_max_time(core, server.address, body, deadline, now)
         else:
             timeout = command_timeout(core, request.timeout, body)
             exchange_deadline = None if timeout is None else now + timeout
@@ -197,26 +197,28 @@ def _monitored(
     return reply.document
 
 
-def _with_deadline(
+def _with_max_time(
     core: ClientCore,
     address: tuple[str, int],
     body: Mapping[str, Any],
     deadline: float,
     now: float,
-) -> tuple[Mapping[str, Any], float]:
+) -> Mapping[str, Any]:
+    """``body`` with the ``maxTimeMS`` the operation's ``deadline`` leaves (minus the server's
+    minimum round trip); NetworkTimeout when nothing is left."""
     remaining = deadline - now
     name = next(iter(body), "")
     if name in _NO_MAX_TIME:
         if remaining <= 0:
             raise NetworkTimeout("the operation's timeout expired before the command was sent")
-        return body, deadline
+        return body
     max_time = remaining - core.min_round_trip_time(address)
     if max_time <= 0:
         raise NetworkTimeout(
             "the operation's timeout expired before the command was sent "
             f"({remaining * 1000:.0f} ms left, less than the server's round trip)"
         )
-    return {**body, "maxTimeMS": max(1, int(max_time * 1000))}, deadline
+    return {**body, "maxTimeMS": max(1, int(max_time * 1000))}
 
 
 def command_timeout(
