@@ -73,21 +73,6 @@ def address_of(member: str) -> tuple[str, int]:
     return host, int(port)
 
 
-@pytest.fixture
-def rs() -> Iterator[SimulatedReplicaSet]:
-    with SimulatedReplicaSet(members=3) as replica_set:
-        yield replica_set
-
-
-@pytest.fixture
-def clients() -> Iterator[list[MongoClient]]:
-    """Clients a test opens; closed before its server stops."""
-    opened: list[MongoClient] = []
-    yield opened
-    for client in opened:
-        client.close()
-
-
 def open_client(clients: list[MongoClient], uri: str, **options: Any) -> MongoClient:
     client = MongoClient(uri, **{**OPTIONS, **options})
     clients.append(client)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,12 +19,6 @@ from mongo_sansio.adapters.blocking import MongoClient
 from mongo_sansio.adapters.sim import SimulatedReplicaSet
 from mongo_sansio.cmap.events import ConnectionCheckedOut, PoolCleared
 from mongo_sansio.errors import MongoError, NetworkError
-
-
-@pytest.fixture
-def rs() -> Iterator[SimulatedReplicaSet]:
-    with SimulatedReplicaSet(members=3) as replica_set:
-        yield replica_set
 
 
 def primary_of(client: MongoClient) -> tuple[str, int] | None:

@@ -36,21 +36,6 @@ CLIENT_OPTIONS: dict[str, Any] = {
 }
 
 
-@pytest.fixture
-def rs() -> Iterator[SimulatedReplicaSet]:
-    with SimulatedReplicaSet(members=3) as replica_set:
-        yield replica_set
-
-
-@pytest.fixture
-def clients() -> Iterator[list[MongoClient[Any]]]:
-    """Clients a test opens are appended here and closed before its server stops."""
-    opened: list[MongoClient[Any]] = []
-    yield opened
-    for client in opened:
-        client.close()
-
-
 def open_client(clients: list[MongoClient[Any]], uri: str, **options: Any) -> MongoClient[Any]:
     client: MongoClient[Any] = MongoClient(uri, **{**CLIENT_OPTIONS, **options})
     clients.append(client)

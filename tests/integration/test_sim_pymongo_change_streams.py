@@ -29,12 +29,6 @@ OPTIONS: dict[str, Any] = {"serverSelectionTimeoutMS": 5000, "connectTimeoutMS":
 
 
 @pytest.fixture
-def rs() -> Iterator[SimulatedReplicaSet]:
-    with SimulatedReplicaSet(members=3) as replica_set:
-        yield replica_set
-
-
-@pytest.fixture
 def listener() -> Commands:
     return Commands()
 

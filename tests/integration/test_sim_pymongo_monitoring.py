@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,20 +23,6 @@ from mongo_sansio.testing.server import ReplicaSet  # noqa: E402
 
 OPTIONS: dict[str, Any] = {"serverSelectionTimeoutMS": 5000, "connectTimeoutMS": 3000, "socketTimeoutMS": 10000}
 HEARTBEAT_MS = 60_000  # far longer than any test waits: only a streamed reply can bring news
-
-
-@pytest.fixture
-def rs() -> Iterator[SimulatedReplicaSet]:
-    with SimulatedReplicaSet(members=3) as replica_set:
-        yield replica_set
-
-
-@pytest.fixture
-def clients() -> Iterator[list[MongoClient[Any]]]:
-    opened: list[MongoClient[Any]] = []
-    yield opened
-    for client in opened:
-        client.close()
 
 
 def open_client(clients: list[MongoClient[Any]], uri: str, **options: Any) -> MongoClient[Any]:
