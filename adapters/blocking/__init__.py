@@ -1,7 +1,7 @@
 """The blocking client: ``from mongo_sansio.adapters.blocking import MongoClient``.
 
 * :class:`MongoClient`, :class:`Database` (:mod:`.client`);
-* :class:`Collection`, :class:`Cursor` (:mod:`.collection`);
+* :class:`Collection` (:mod:`.collection`), :class:`Cursor` (:mod:`.cursor`);
 * :class:`ChangeStream` (:mod:`.change_stream`);
 * :class:`Engine`, the interpreter of the core's flows over blocking sockets (:mod:`._engine`).
 """
@@ -10,7 +10,8 @@ from .._timeout import timeout
 from ._engine import Engine
 from .change_stream import ChangeStream
 from .client import Database, MongoClient
-from .collection import Collection, Cursor
+from .collection import Collection
+from .cursor import Cursor
 
 __all__ = [
     "ChangeStream",

@@ -41,7 +41,8 @@ from ..environment import client_metadata
 from ._closing import ClosesOnExit
 from ._engine import Engine
 from .change_stream import ChangeStream, watch_options
-from .collection import Collection, Cursor
+from .collection import Collection
+from .cursor import Cursor
 
 if TYPE_CHECKING:
     from transports.dns import BlockingResolver, Resolver, resolve_seedlist
