@@ -72,9 +72,10 @@ class Engine:
         with self.runtime.lock:
             self.core.open(self.runtime.monotonic())
 
-    def run(self, flow: Flow[T], *, timeout: float | None = None) -> T:
+    def run(self, flow: Flow[T], *, timeout: float | None = None, session: Any = None) -> T:
         """Run an operation flow of the core to its result.  ``timeout`` (seconds) is the
-        collection's or database's timeoutMS, when one was set there."""
+        collection's or database's timeoutMS, when one was set there; ``session`` the
+        caller's explicit session (a blocking ``ClientSession``), None for an implicit one."""
         now = self.runtime.monotonic()
         deadline = operation_deadline(
             now, context=current_deadline(), own=timeout, client=self.settings.timeout
