@@ -1,12 +1,32 @@
-"""The library's exception hierarchy, typed by blame.
+"""The library's exception hierarchy, typed by blame and named as PyMongo names it.
 
-Every error the library raises derives from :class:`MongoError`.  Two branches say who is at
-fault, in the manner of h11:
+Every error the library raises derives from :class:`MongoError` (also importable as
+PyMongo's name, :class:`PyMongoError`).  Two branches say who is at fault, in the manner of h11:
 
 * :class:`LocalProtocolError` -- the caller misused a machine or passed a value the library
   cannot represent (our side's mistake).
 * :class:`RemoteProtocolError` -- the peer (a server, a file, a network buffer) sent bytes that
   break the protocol.
+
+Alongside them runs PyMongo's tree, so that code moved over from PyMongo by changing its imports
+catches what it caught before:
+
+* :class:`OperationFailure` (also named :class:`ServerError`): the server refused a command.
+  Under it :class:`WriteError` > :class:`DuplicateKeyError`, :class:`WriteConcernError` >
+  :class:`WTimeoutError`, :class:`BulkWriteError`, :class:`ExecutionTimeout`,
+  :class:`CursorNotFound`.
+* :class:`ConnectionFailure` > :class:`AutoReconnect` > :class:`NetworkError` (ours: the
+  connection broke) > :class:`NetworkTimeout`; :class:`NotPrimaryError` and
+  ``ServerSelectionTimeoutError`` are AutoReconnects too, ``WaitQueueTimeoutError`` a
+  ConnectionFailure.  The last two live with the machines that raise them (server selection,
+  the pool) and are re-exported here.
+* One deliberate difference: :class:`NotPrimaryError` is an :class:`OperationFailure` as well
+  as an :class:`AutoReconnect` (PyMongo's is only the latter), because it is a server's reply
+  and carries its ``code``, ``details`` and labels; ``except OperationFailure`` therefore also
+  catches a not-primary error that survived the retry.
+
+Every error carries ``error_labels`` (a frozenset) with ``has_error_label``; the retry flows
+add and remove labels (``RetryableWriteError``...) on any error, network errors included.
 
 Codec errors also derive from :class:`ValueError` or :class:`TypeError` so that code written
 against other drivers, which catches those, keeps working.
@@ -14,47 +34,96 @@ against other drivers, which catches those, keeps working.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mongo_sansio._numbers import whole_number
 
+if TYPE_CHECKING:
+    from mongo_sansio.cmap.errors import WaitQueueTimeoutError
+    from mongo_sansio.selection.errors import ServerSelectionTimeoutError
+
 __all__ = [
     "MongoError",
+    "PyMongoError",
     "LocalProtocolError",
     "RemoteProtocolError",
     "ProtocolError",
     "TruncatedMessage",
     "ConfigurationError",
+    "InvalidURI",
+    "InvalidName",
+    "BSONError",
+    "InvalidDocument",
     "DocumentTooLarge",
+    "OperationFailure",
     "ServerError",
-    "DuplicateKeyError",
     "WriteError",
+    "DuplicateKeyError",
     "WriteConcernError",
+    "WTimeoutError",
     "BulkWriteError",
     "ExecutionTimeout",
-    "NotPrimaryError",
     "CursorNotFound",
+    "ConnectionFailure",
+    "AutoReconnect",
+    "NotPrimaryError",
     "NetworkError",
     "NetworkTimeout",
+    "ServerSelectionTimeoutError",
+    "WaitQueueTimeoutError",
     "AuthenticationError",
     "IncompatibleServerError",
     "InvalidOperation",
     "server_error_from_reply",
+    "write_concern_error_class",
     "check_reply",
     "command_succeeded",
 ]
 
 
 class MongoError(Exception):
-    """Base class of every error raised by mongo-sansio.
+    """Base class of every error raised by mongo-sansio (PyMongo's ``PyMongoError``).
 
     ``timeout`` is True when the error means a time limit expired (a network timeout, a
     server selection or wait-queue timeout, the server's MaxTimeMSExpired, an operation's
     ``timeoutMS``), as ``PyMongoError.timeout`` says in PyMongo.
+
+    ``error_labels`` is the set of labels the error carries: the server's ``errorLabels`` for a
+    reply, and those the driver adds (``RetryableWriteError`` on a network error of a retryable
+    write, ``TransientTransactionError`` in a transaction...).
     """
 
     timeout: ClassVar[bool] = False
+    # A class-level default, so that subclasses whose __init__ never reaches ours still have one.
+    _error_labels: frozenset[str] = frozenset()
+
+    def __init__(self, *args: object, error_labels: Iterable[str] | None = None) -> None:
+        super().__init__(*args)
+        if error_labels is not None:
+            self._error_labels = frozenset(error_labels)
+
+    @property
+    def error_labels(self) -> frozenset[str]:
+        return self._error_labels
+
+    @error_labels.setter
+    def error_labels(self, labels: Iterable[str]) -> None:
+        self._error_labels = frozenset(labels)
+
+    def has_error_label(self, label: str) -> bool:
+        """Whether the error carries ``label``."""
+        return label in self._error_labels
+
+    def _add_error_label(self, label: str) -> None:
+        self._error_labels = self._error_labels | {label}
+
+    def _remove_error_label(self, label: str) -> None:
+        self._error_labels = self._error_labels - {label}
+
+
+#: PyMongo's name for the base class.
+PyMongoError = MongoError
 
 
 class LocalProtocolError(MongoError):
@@ -77,13 +146,52 @@ class ConfigurationError(LocalProtocolError, ValueError):
     """An option or setting is invalid; the message names the option."""
 
 
-class DocumentTooLarge(LocalProtocolError, ValueError):
+class InvalidURI(ConfigurationError):
+    """A connection string that cannot be parsed."""
+
+
+class InvalidName(ConfigurationError):
+    """A database or collection name the server would refuse (empty, ``$``, NUL...).
+
+    A :class:`ConfigurationError` too (PyMongo's is not), because names were refused with that
+    class before this one existed."""
+
+
+class InvalidOperation(LocalProtocolError):
+    """The call is not allowed in the object's current state (e.g. iterating a closed cursor)."""
+
+
+# --- codec errors (the rest of the family is in mongo_sansio.bson.errors) ---------------------
+
+
+class BSONError(ValueError):
+    """Base class of the codec's errors."""
+
+
+class InvalidDocument(BSONError, LocalProtocolError):
+    """A value that cannot be encoded as BSON.
+
+    ``path`` names the key path to the offending value (``"a.b.3"``), empty for the top level.
+    """
+
+    def __init__(self, reason: str, path: str = "") -> None:
+        self.reason = reason
+        self.path = path
+        where = f" at key path {path!r}" if path else ""
+        super().__init__(f"cannot encode document{where}: {reason}")
+
+
+class DocumentTooLarge(InvalidDocument):
     """A document to be sent is over a size limit (maxBsonObjectSize, or too large for any
     message under maxMessageSizeBytes); ``index`` is its position in the caller's list (None
-    for a command body), ``size`` and ``limit`` are in bytes."""
+    for a command body), ``size`` and ``limit`` are in bytes.  An :class:`InvalidDocument`, as
+    in PyMongo."""
 
     def __init__(self, message: str, *, index: int | None = None, size: int = 0, limit: int = 0):
-        super().__init__(message)
+        # The message says what was too large; InvalidDocument's "cannot encode" prefix would not.
+        LocalProtocolError.__init__(self, message)
+        self.reason = message
+        self.path = ""
         self.index = index
         self.size = size
         self.limit = limit
@@ -94,53 +202,96 @@ class DocumentTooLarge(LocalProtocolError, ValueError):
 #: Codes the server uses for a duplicate key (insert, update and the legacy index build).
 DUPLICATE_KEY_CODES = frozenset({11000, 11001, 12582})
 
+_MAX_TIME_MS_EXPIRED = 50
 
-class ServerError(MongoError):
-    """A server answered a command with ``ok: 0`` (or with write errors).
+
+class OperationFailure(MongoError):
+    """A server answered a command with ``ok: 0`` (or with write errors); also named
+    :class:`ServerError`.
 
     ``code`` and ``code_name`` are the server's, ``errmsg`` its message, ``error_labels`` the
-    labels it attached, and ``details`` the whole reply document (never holding a secret: the
-    commands whose replies could, the SASL ones, raise :class:`AuthenticationError` instead).
+    labels it attached (by default the ``errorLabels`` of ``details``), and ``details`` the
+    whole reply document (never holding a secret: the commands whose replies could, the SASL
+    ones, raise :class:`AuthenticationError` instead).  The positional arguments are PyMongo's
+    (``error, code, details``); ``timeout`` is True for code 50 (MaxTimeMSExpired), as there.
     """
 
     def __init__(
         self,
         errmsg: str,
-        *,
         code: int | None = None,
-        code_name: str | None = None,
-        error_labels: frozenset[str] | set[str] | list[str] | tuple[str, ...] = (),
         details: Mapping[str, Any] | None = None,
+        *,
+        code_name: str | None = None,
+        error_labels: Iterable[str] | None = None,
     ) -> None:
         super().__init__(errmsg if code is None else f"{errmsg} (code {code}{_name(code_name)})")
         self.errmsg = errmsg
         self.code = code
         self.code_name = code_name
-        self.error_labels = frozenset(error_labels)
         self.details: Mapping[str, Any] = details if details is not None else {}
+        if error_labels is None:
+            found = self.details.get("errorLabels")
+            error_labels = (
+                [x for x in found if isinstance(x, str)] if isinstance(found, list | tuple) else ()
+            )
+        self.error_labels = frozenset(error_labels)
 
-    def has_error_label(self, label: str) -> bool:
-        return label in self.error_labels
+    @property
+    def timeout(self) -> bool:  # type: ignore[override]  # PyMongo: depends on the code
+        return self.code == _MAX_TIME_MS_EXPIRED
+
+
+#: The name the rest of the library uses for :class:`OperationFailure`.
+ServerError = OperationFailure
 
 
 def _name(code_name: str | None) -> str:
     return f", {code_name}" if code_name else ""
 
 
-class DuplicateKeyError(ServerError):
-    """A write was refused because it would duplicate a unique index key (11000 and kin)."""
-
-
-class WriteError(ServerError):
+class WriteError(OperationFailure):
     """One document of a write failed (an entry of the reply's ``writeErrors``)."""
 
 
-class BulkWriteError(ServerError):
+class DuplicateKeyError(WriteError):
+    """A write was refused because it would duplicate a unique index key (11000 and kin)."""
+
+
+class WriteConcernError(OperationFailure):
+    """The write was applied but its write concern was not satisfied (``writeConcernError``)."""
+
+
+class WTimeoutError(WriteConcernError):
+    """The write concern's ``wtimeout`` expired before enough members acknowledged the write
+    (a ``writeConcernError`` with ``errInfo.wtimeout`` true, or code 50)."""
+
+    @property
+    def timeout(self) -> bool:  # type: ignore[override]
+        return True
+
+
+def write_concern_error_class(document: Mapping[str, Any]) -> type[WriteConcernError]:
+    """The class for a ``writeConcernError`` document: :class:`WTimeoutError` when it reports
+    an expired wtimeout (PyMongo's test: code 50 or a true ``errInfo.wtimeout``)."""
+    return WTimeoutError if _is_wtimeout(document) else WriteConcernError
+
+
+def _is_wtimeout(document: Mapping[str, Any]) -> bool:
+    if whole_number(document.get("code")) == _MAX_TIME_MS_EXPIRED:
+        return True
+    info = document.get("errInfo")
+    return isinstance(info, Mapping) and bool(info.get("wtimeout"))
+
+
+class BulkWriteError(OperationFailure):
     """A write of many documents met write errors or write concern errors.
 
     ``details`` is ``{writeErrors, writeConcernErrors, nInserted, nUpserted, nMatched,
     nModified, nRemoved, upserted}``; each write error's ``index`` is the position in the
     caller's list.  Documents after the first error of an ordered write were not sent.
+    ``timeout`` is True when the last write concern error is a wtimeout or the last write
+    error a MaxTimeMSExpired, as in PyMongo.
     """
 
     def __init__(self, details: Mapping[str, Any], *, error_labels: Sequence[str] = ()) -> None:
@@ -161,27 +312,42 @@ class BulkWriteError(ServerError):
         errors = self.details.get("writeConcernErrors", [])
         return list(errors) if isinstance(errors, list) else []
 
+    @property
+    def timeout(self) -> bool:  # type: ignore[override]
+        concerns = self.write_concern_errors
+        if concerns and _is_wtimeout(concerns[-1]):
+            return True
+        errors = self.write_errors
+        return bool(errors) and whole_number(errors[-1].get("code")) == _MAX_TIME_MS_EXPIRED
 
-class WriteConcernError(ServerError):
-    """The write was applied but its write concern was not satisfied (``writeConcernError``)."""
 
-
-class ExecutionTimeout(ServerError):
+class ExecutionTimeout(OperationFailure):
     """The server stopped the operation at its time limit (code 50, MaxTimeMSExpired)."""
 
-    timeout = True
+    @property
+    def timeout(self) -> bool:  # type: ignore[override]
+        return True
 
 
-class NotPrimaryError(ServerError):
-    """The server is not (or is no longer) a writable primary, or is recovering: SDAM's
-    "state change" errors.  The server it came from is marked unknown."""
-
-
-class CursorNotFound(ServerError):
+class CursorNotFound(OperationFailure):
     """The server no longer knows the cursor a getMore named (code 43)."""
 
 
-class NetworkError(MongoError):
+class ConnectionFailure(MongoError):
+    """The client could not talk to a server (PyMongo's base of the connection errors)."""
+
+
+class AutoReconnect(ConnectionFailure):
+    """A connection-level failure after which the operation may succeed if tried again."""
+
+
+class NotPrimaryError(OperationFailure, AutoReconnect):
+    """The server is not (or is no longer) a writable primary, or is recovering: SDAM's
+    "state change" errors.  The server it came from is marked unknown.  Both an
+    :class:`AutoReconnect` (as in PyMongo) and an :class:`OperationFailure` (it is a reply)."""
+
+
+class NetworkError(AutoReconnect):
     """The connection failed: refused, reset, closed mid-reply, or a TLS failure."""
 
 
@@ -205,8 +371,18 @@ class IncompatibleServerError(MongoError):
     """The server's wire version range does not overlap ours; the message names both ranges."""
 
 
-class InvalidOperation(LocalProtocolError):
-    """The call is not allowed in the object's current state (e.g. iterating a closed cursor)."""
+def __getattr__(name: str) -> Any:
+    # The two errors defined beside the machines that raise them (which import this module)
+    # are loaded on first use of their name here.
+    if name == "ServerSelectionTimeoutError":
+        from mongo_sansio.selection.errors import ServerSelectionTimeoutError
+
+        return ServerSelectionTimeoutError
+    if name == "WaitQueueTimeoutError":
+        from mongo_sansio.cmap.errors import WaitQueueTimeoutError
+
+        return WaitQueueTimeoutError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def server_error_from_reply(reply: Mapping[str, Any]) -> ServerError:
@@ -230,7 +406,7 @@ def server_error_from_reply(reply: Mapping[str, Any]) -> ServerError:
 def _error_class(code: int | None, errmsg: str) -> type[ServerError]:
     if code in DUPLICATE_KEY_CODES:
         return DuplicateKeyError
-    if code == 50:
+    if code == _MAX_TIME_MS_EXPIRED:
         return ExecutionTimeout
     if code == 43:
         return CursorNotFound

@@ -3,12 +3,19 @@
 :class:`InvalidBSON` blames the bytes (the peer); :class:`InvalidDocument` blames the value
 handed to :func:`mongo_sansio.bson.encode` (the caller).  Both are :class:`ValueError`
 subclasses; encoding a value of an unsupported Python type raises :class:`UnencodableType`,
-which is also a :class:`TypeError`.
+which is also a :class:`TypeError`.  :class:`BSONError` and :class:`InvalidDocument` are defined
+in :mod:`mongo_sansio.errors`, so that ``DocumentTooLarge`` can be an InvalidDocument there as
+in PyMongo; they are the same classes here.
 """
 
 from __future__ import annotations
 
-from mongo_sansio.errors import LocalProtocolError, RemoteProtocolError
+from mongo_sansio.errors import (
+    BSONError,
+    InvalidDocument,
+    LocalProtocolError,
+    RemoteProtocolError,
+)
 
 __all__ = [
     "BSONError",
@@ -19,10 +26,6 @@ __all__ = [
     "InvalidExtendedJSON",
     "InvalidId",
 ]
-
-
-class BSONError(ValueError):
-    """Base class of the codec's errors."""
 
 
 class InvalidBSON(BSONError, RemoteProtocolError):
@@ -37,19 +40,6 @@ class InvalidBSON(BSONError, RemoteProtocolError):
         self.offset = offset
         where = f" at offset {offset}" if offset is not None else ""
         super().__init__(f"invalid BSON{where}: {reason}")
-
-
-class InvalidDocument(BSONError, LocalProtocolError):
-    """A value that cannot be encoded as BSON.
-
-    ``path`` names the key path to the offending value (``"a.b.3"``), empty for the top level.
-    """
-
-    def __init__(self, reason: str, path: str = "") -> None:
-        self.reason = reason
-        self.path = path
-        where = f" at key path {path!r}" if path else ""
-        super().__init__(f"cannot encode document{where}: {reason}")
 
 
 class UnencodableType(InvalidDocument, TypeError):

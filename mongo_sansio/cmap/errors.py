@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from mongo_sansio.errors import LocalProtocolError, MongoError
+from mongo_sansio.errors import ConnectionFailure, LocalProtocolError, MongoError
 
 __all__ = [
     "PoolError",
@@ -89,8 +89,9 @@ class PoolClearedError(PoolError):
         self.interrupted = interrupted
 
 
-class WaitQueueTimeoutError(PoolError):
-    """The check-out waited longer than its timeout for a connection."""
+class WaitQueueTimeoutError(PoolError, ConnectionFailure):
+    """The check-out waited longer than its timeout for a connection (a ConnectionFailure, as
+    in PyMongo)."""
 
     timeout = True
 

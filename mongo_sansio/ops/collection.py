@@ -28,7 +28,7 @@ import attrs
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.objectid import ObjectId
 from mongo_sansio.cursors.cursor import Cursor, Namespace
-from mongo_sansio.errors import ConfigurationError
+from mongo_sansio.errors import ConfigurationError, InvalidName
 from mongo_sansio.flow import Flow
 from mongo_sansio.ops import crud
 from mongo_sansio.ops.crud_commands import (
@@ -70,7 +70,7 @@ def check_database_name(name: Any) -> str:
     if not isinstance(name, str):
         raise ArgumentTypeError(f"a database name must be a string, not {type(name).__name__}")
     if not name or _BAD_DATABASE_CHARACTERS.intersection(name):
-        raise ConfigurationError(
+        raise InvalidName(
             f"database name {name!r}: must be non-empty without any of ' ./\\\"$' or NUL"
         )
     return name
@@ -90,7 +90,7 @@ def check_collection_name(name: Any) -> str:
         or name.endswith(".")
         or ("$" in name and not dollar_ok)
     ):
-        raise ConfigurationError(
+        raise InvalidName(
             f"collection name {name!r}: must be non-empty, without '$', NUL or '..', and not "
             "start or end with '.'"
         )

@@ -37,6 +37,7 @@ from mongo_sansio.errors import (
     ServerError,
     WriteConcernError,
     WriteError,
+    write_concern_error_class,
 )
 from mongo_sansio.ops.results import reply_count
 
@@ -95,7 +96,7 @@ def write_concern_error_from_document(
     errmsg = _text(document, "errmsg", "write concern error")
     labels = _labels(document, reply) if reply is not None else _labels(document)
     code_name = document.get("codeName")
-    return WriteConcernError(
+    return write_concern_error_class(document)(
         errmsg,
         code=code,
         code_name=code_name if isinstance(code_name, str) else None,

@@ -10,7 +10,7 @@ Invalid read preferences raise :class:`mongo_sansio.errors.ConfigurationError` n
 
 from __future__ import annotations
 
-from mongo_sansio.errors import MongoError
+from mongo_sansio.errors import AutoReconnect, MongoError
 
 __all__ = ["ServerSelectionError", "ServerSelectionTimeoutError", "IncompatibleTopologyError"]
 
@@ -19,8 +19,9 @@ class ServerSelectionError(MongoError):
     """Base class of the errors server selection raises about the deployment."""
 
 
-class ServerSelectionTimeoutError(ServerSelectionError):
-    """No suitable server was found before serverSelectionTimeoutMS elapsed."""
+class ServerSelectionTimeoutError(ServerSelectionError, AutoReconnect):
+    """No suitable server was found before serverSelectionTimeoutMS elapsed (an AutoReconnect,
+    as in PyMongo)."""
 
     timeout = True
 
