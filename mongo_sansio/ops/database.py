@@ -4,9 +4,17 @@
 codec options (shared with its collections through
 :class:`~mongo_sansio.ops.collection.OperationSettings`).  Its methods check their arguments at
 once, build the command and return a flow from :mod:`mongo_sansio.ops.crud`: user commands
-(``db.command(...)``), database aggregates, listing, creating and dropping collections,
-dropping the database.  Each runtime's ``Database`` wraps it as ``Collection`` wraps
-:class:`~mongo_sansio.ops.collection.CollectionOps`.
+(``db.command(...)``, ``db.cursor_command(...)``), database aggregates, listing, creating and
+dropping collections, dropping the database.  Each runtime's ``Database`` wraps it as
+``Collection`` wraps :class:`~mongo_sansio.ops.collection.CollectionOps`.  The client-level
+listing of databases (:func:`list_databases`, :func:`list_database_names`) lives here too.
+
+PyMongo's rules kept here: ``command`` runs on the primary unless told otherwise and ignores
+the database's read preference; ``list_collection_names`` asks for ``nameOnly`` only when the
+filter is empty or names nothing but ``name`` (enumerate-collections spec);
+``create_collection`` first checks that the collection does not exist (``check_exists``) and
+raises :class:`CollectionInvalid` if it does; ``drop_collection`` of a missing collection
+returns the server's "ns not found" reply instead of raising.
 
 Inputs: the caller's arguments, PyMongo-shaped.  Outputs: ``Flow[T]`` generators (see
 :mod:`mongo_sansio.flow`).
@@ -14,12 +22,13 @@ Inputs: the caller's arguments, PyMongo-shaped.  Outputs: ``Flow[T]`` generators
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from mongo_sansio.cursors.cursor import Cursor
+from mongo_sansio.errors import InvalidOperation, MongoError, RemoteProtocolError, ServerError
 from mongo_sansio.flow import Flow
 from mongo_sansio.ops import crud
 from mongo_sansio.ops.collection import (
@@ -31,10 +40,40 @@ from mongo_sansio.ops.collection import (
 from mongo_sansio.ops.crud_commands import ArgumentTypeError, check_mapping, check_non_negative
 from mongo_sansio.selection.read_preference import PRIMARY, ReadPreference
 
-__all__ = ["DatabaseOps", "list_database_names"]
+__all__ = [
+    "CollectionInvalid",
+    "DatabaseOps",
+    "list_databases",
+    "list_database_names",
+]
 
-#: the listDatabases flow (a client-level operation; re-exported here for the adapters)
-list_database_names = crud.list_database_names
+
+class CollectionInvalid(MongoError):
+    """A collection cannot be created as asked (PyMongo's ``CollectionInvalid``): it exists."""
+
+
+def _command_body(
+    command: str | Mapping[str, Any], value: Any, comment: Any, fields: Mapping[str, Any]
+) -> dict[str, Any]:
+    if isinstance(command, str):
+        body: dict[str, Any] = {command: value, **fields}
+    else:
+        body = {**check_mapping(command, "command"), **fields}
+    if comment is not None:
+        body["comment"] = comment
+    return body
+
+
+def _read_preference_or_primary(read_preference: ReadPreference | None) -> ReadPreference:
+    if read_preference is None:
+        return PRIMARY
+    if not isinstance(read_preference, ReadPreference):
+        raise ArgumentTypeError("read_preference must be a ReadPreference")
+    return read_preference
+
+
+def _is_namespace_not_found(error: ServerError) -> bool:
+    return error.code == crud.NAMESPACE_NOT_FOUND or error.errmsg == "ns not found"
 
 
 @attrs.frozen
@@ -51,29 +90,95 @@ class DatabaseOps(OperationSettings):
 
     def get_collection(self, name: str, **changes: Any) -> CollectionOps:
         """The collection ``name``, inheriting this database's settings unless ``changes``
-        override them."""
-        return CollectionOps(self.name, name, **{**self._inherited(), **changes})
+        override them (None values inherit)."""
+        given = {key: value for key, value in changes.items() if value is not None}
+        return CollectionOps(self.name, name, **{**self._inherited(), **given})
+
+    # -- commands ------------------------------------------------------------------------------
 
     def command(
         self,
         command: str | Mapping[str, Any],
         value: Any = 1,
         *,
+        check: bool = True,
+        allowable_errors: Sequence[str | int] | None = None,
         read_preference: ReadPreference | None = None,
+        comment: Any = None,
         **fields: Any,
     ) -> Flow[Mapping[str, Any]]:
         """Run a command as given: ``command("ping")``, ``command("count", "coll", query=...)``
         or ``command({"count": "coll", ...})``.  Like PyMongo it runs on the primary unless a
         ``read_preference`` is passed (the database's own is not used: the command may
-        write).  ``ok: 0`` raises the typed ServerError."""
-        if isinstance(command, str):
-            body: dict[str, Any] = {command: value, **fields}
-        else:
-            body = {**check_mapping(command, "command"), **fields}
-        read_preference = PRIMARY if read_preference is None else read_preference
-        if not isinstance(read_preference, ReadPreference):
-            raise ArgumentTypeError("read_preference must be a ReadPreference")
-        return crud.database_command(self.name, body, read_preference=read_preference)
+        write).  ``ok: 0`` raises the typed ServerError, unless ``check`` is False or the
+        error's message or code is among ``allowable_errors``: its reply is returned then."""
+        body = _command_body(command, value, comment, fields)
+        read_preference = _read_preference_or_primary(read_preference)
+        return self._checked_command(
+            body, read_preference, check, frozenset(allowable_errors or ())
+        )
+
+    def _checked_command(
+        self,
+        body: Mapping[str, Any],
+        read_preference: ReadPreference,
+        check: bool,
+        allowed: frozenset[str | int],
+    ) -> Flow[Mapping[str, Any]]:
+        try:
+            return (
+                yield from crud.database_command(self.name, body, read_preference=read_preference)
+            )
+        except ServerError as error:
+            if check and error.errmsg not in allowed and error.code not in allowed:
+                raise
+            return error.details
+
+    def cursor_command(
+        self,
+        command: str | Mapping[str, Any],
+        value: Any = 1,
+        *,
+        read_preference: ReadPreference | None = None,
+        comment: Any = None,
+        max_await_time_ms: int | None = None,
+        **fields: Any,
+    ) -> Flow[Cursor]:
+        """Run a command that opens a cursor (``find``, ``aggregate``, ``listCollections``...)
+        and return the cursor; a reply without one raises InvalidOperation, as in PyMongo.
+        ``comment`` goes on the command and on its getMores; ``max_await_time_ms`` on the
+        getMores of a tailable-await cursor."""
+        body = _command_body(command, value, comment, fields)
+        if max_await_time_ms is not None:
+            check_non_negative(max_await_time_ms, "max_await_time_ms")
+        return self._cursor_command(
+            body, _read_preference_or_primary(read_preference), comment, max_await_time_ms
+        )
+
+    def _cursor_command(
+        self,
+        body: Mapping[str, Any],
+        read_preference: ReadPreference,
+        comment: Any,
+        max_await_time_ms: int | None,
+    ) -> Flow[Cursor]:
+        try:
+            return (
+                yield from crud.read_cursor(
+                    self.name,
+                    body,
+                    read_preference=read_preference,
+                    comment=comment,
+                    max_await_time_ms=max_await_time_ms,
+                )
+            )
+        except RemoteProtocolError as error:
+            # the cursor machine's words for an ok reply whose "cursor" is not a document
+            if "no 'cursor' document" in str(error):
+                raise InvalidOperation("Command does not return a cursor.") from None
+            raise
+
+    # -- collections ---------------------------------------------------------------------------
 
     def list_collections(
         self,
@@ -83,18 +188,24 @@ class DatabaseOps(OperationSettings):
         authorized_collections: bool | None = None,
         comment: Any = None,
         batch_size: int | None = None,
+        **fields: Any,
     ) -> Flow[Cursor]:
-        """A cursor over the database's collection descriptions (on the primary)."""
+        """A cursor over the database's collection descriptions (on the primary); ``fields``
+        are more listCollections fields in the command's spelling (``nameOnly=True``...)."""
         body = self._list_collections_body(
             filter, name_only, authorized_collections, comment, batch_size
         )
+        body.update(fields)
         return crud.read_cursor(self.name, body, batch_size=batch_size or None, comment=comment)
 
     def list_collection_names(
-        self, filter: Mapping[str, Any] | None = None, *, comment: Any = None
+        self, filter: Mapping[str, Any] | None = None, *, comment: Any = None, **fields: Any
     ) -> Flow[list[str]]:
-        """The names of the database's collections."""
-        body = self._list_collections_body(filter, True, True, comment, None)
+        """The names of the database's collections.  ``nameOnly`` is asked for unless the
+        filter looks at more than the name (the other fields would be missing)."""
+        name_only = filter is None or set(check_mapping(filter, "filter")) <= {"name"}
+        body = self._list_collections_body(filter, name_only, True, comment, None)
+        body.update(fields)
         return crud.list_names(self.name, body)
 
     @staticmethod
@@ -115,25 +226,61 @@ class DatabaseOps(OperationSettings):
         return body
 
     def create_collection(
-        self, name: str, *, comment: Any = None, **options: Any
+        self,
+        name: str,
+        *,
+        check_exists: bool = True,
+        codec_options: Any = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: Any = None,
+        read_concern: Any = None,
+        **options: Any,
     ) -> Flow[CollectionOps]:
         """Create collection ``name``; ``options`` are the create command's, in its own
-        spelling (``capped=True, size=4096``, ``validator={...}``...).  Returns the collection."""
+        spelling (``capped=True, size=4096``, ``validator={...}``, ``comment``...).  Returns
+        the collection, with the given settings.  ``check_exists``: first list the database's
+        collections and raise :class:`CollectionInvalid` if ``name`` is among them."""
         check_collection_name(name)
+        collection = self.get_collection(
+            name,
+            codec_options=codec_options,
+            read_preference=read_preference,
+            write_concern=write_concern,
+            read_concern=read_concern,
+        )
         body: dict[str, Any] = {"create": name, **options}
+        if not collection.write_concern.is_server_default:
+            body["writeConcern"] = collection.write_concern.to_document()
+        return self._create(body, collection, check_exists)
+
+    def _create(
+        self, body: Mapping[str, Any], collection: CollectionOps, check_exists: bool
+    ) -> Flow[CollectionOps]:
+        if check_exists:
+            existing = yield from self.list_collection_names({"name": collection.name})
+            if collection.name in existing:
+                raise CollectionInvalid(f"collection {collection.name} already exists")
+        yield from crud.write_command(self.name, body)
+        return collection
+
+    def drop_collection(self, name: str, *, comment: Any = None) -> Flow[Mapping[str, Any]]:
+        """Drop collection ``name`` and return the server's reply (a missing collection is no
+        error: its "ns not found" reply is returned)."""
+        check_collection_name(name)
+        body: dict[str, Any] = {"drop": name}
         if comment is not None:
             body["comment"] = comment
         if not self.write_concern.is_server_default:
             body["writeConcern"] = self.write_concern.to_document()
-        return self._create(body, name)
+        return self._drop_collection(body)
 
-    def _create(self, body: Mapping[str, Any], name: str) -> Flow[CollectionOps]:
-        yield from crud.write_command(self.name, body)
-        return self.get_collection(name)
-
-    def drop_collection(self, name: str, *, comment: Any = None) -> Flow[None]:
-        """Drop collection ``name`` (not an error when it does not exist)."""
-        return self.get_collection(name).drop(comment=comment)
+    def _drop_collection(self, body: Mapping[str, Any]) -> Flow[Mapping[str, Any]]:
+        try:
+            return (yield from crud.write_command(self.name, body))
+        except ServerError as error:
+            if not _is_namespace_not_found(error):
+                raise
+            return error.details
 
     def drop(self, *, comment: Any = None) -> Flow[None]:
         """Drop the whole database."""
@@ -143,3 +290,29 @@ class DatabaseOps(OperationSettings):
         if not self.write_concern.is_server_default:
             body["writeConcern"] = self.write_concern.to_document()
         return crud.drop(self.name, body)
+
+
+# -- the client's databases ----------------------------------------------------------------------
+
+
+def list_databases(*, comment: Any = None, **fields: Any) -> Flow[list[Mapping[str, Any]]]:
+    """``listDatabases`` on the admin database (the primary): its ``databases`` documents.
+    ``fields`` are more of the command's fields (``nameOnly=True``, ``filter={...}``,
+    ``authorizedDatabases=True``)."""
+    body: dict[str, Any] = {"listDatabases": 1, **fields}
+    if comment is not None:
+        body["comment"] = comment
+    return _list_databases(body)
+
+
+def _list_databases(body: Mapping[str, Any]) -> Flow[list[Mapping[str, Any]]]:
+    reply = yield from crud.read_command("admin", body)
+    databases = reply.get("databases")
+    if not isinstance(databases, list) or not all(isinstance(d, Mapping) for d in databases):
+        raise RemoteProtocolError("listDatabases: reply has no 'databases' array of documents")
+    return databases
+
+
+def list_database_names(*, comment: Any = None) -> Flow[list[str]]:
+    """The names of the client's databases (``listDatabases`` with ``nameOnly``)."""
+    return crud.list_database_names(comment=comment)

@@ -813,7 +813,9 @@ def test_create_collection_returns_it() -> None:
         body={"create": "new", "capped": True, "size": 1024, "writeConcern": {"w": 1}},
     )
     created = run_flow(
-        db.create_collection("new", capped=True, size=1024), select_for_write(), step
+        db.create_collection("new", check_exists=False, capped=True, size=1024),
+        select_for_write(),
+        step,
     )
     assert created.full_name == "db.new" and created.write_concern == WriteConcern(w=1)
 
