@@ -1,61 +1,110 @@
-"""The blocking ``Collection``: one-line wrappers over the core's flows.
+"""The blocking ``Collection``: PyMongo's Collection API as one-line wrappers over the core's flows.
 
-Each :class:`Collection` method builds a flow with
-:class:`~mongo_sansio.ops.collection.CollectionOps` (which checks the arguments at once) and
-runs it on the client's engine.  :meth:`Collection.find` returns a lazily opened
-:class:`~.cursor.Cursor`.
+Each :class:`Collection` method takes PyMongo's arguments (same names, positions and
+keywords), builds a flow with :class:`~mongo_sansio.ops.collection.CollectionOps` (which checks
+the arguments at once) and runs it on the client's engine with the caller's ``session``.
+Keyword options that PyMongo passes to the server in its own spelling (``maxTimeMS``,
+``batchSize``, ``allowDiskUse``...) are accepted as well as our snake_case names.
+:meth:`Collection.find` returns a lazily opened :class:`~.cursor.Cursor`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.cursors import ChangeStreamTarget
+from mongo_sansio.errors import ConfigurationError
 from mongo_sansio.flow import Flow
 from mongo_sansio.ops.collection import CollectionOps
+from mongo_sansio.ops.find_and_modify import ReturnDocument
+from mongo_sansio.ops.indexes import IndexModel
+from mongo_sansio.ops.models import WriteModel
 from mongo_sansio.ops.results import (
+    BulkWriteResult,
     DeleteResult,
     InsertManyResult,
     InsertOneResult,
     UpdateResult,
 )
+from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
 from mongo_sansio.selection import ReadPreference
 
 from ._engine import Engine
 from .change_stream import ChangeStream, watch_options
-from .cursor import Cursor
+from .cursor import CommandCursor, Cursor
 
 if TYPE_CHECKING:
     from .client import Database
 
 __all__ = ["Collection"]
 
+#: PyMongo's spelling of options (passed to the server as they are) -> our keyword names
+_SERVER_SPELLING = {
+    "maxTimeMS": "max_time_ms",
+    "maxAwaitTimeMS": "max_await_time_ms",
+    "batchSize": "batch_size",
+    "allowDiskUse": "allow_disk_use",
+    "bypassDocumentValidation": "bypass_document_validation",
+}
+
+
+def _options(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {_SERVER_SPELLING.get(key, key): value for key, value in kwargs.items()}
+
 
 class Collection:
-    """One collection; methods as in PyMongo (see the module docstring)."""
+    """One collection; methods as in PyMongo (see the module docstring).
+
+    ``codec_options``, ``read_preference``, ``write_concern`` and ``read_concern`` default to
+    the database's.  ``create=True`` (or creation options in ``kwargs``) creates it at once.
+    """
 
     def __init__(
-        self, database: Database, name: str, *, read_preference: ReadPreference | None = None
+        self,
+        database: Database,
+        name: str,
+        create: bool | None = False,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+        session: Any = None,
+        **kwargs: Any,
     ) -> None:
-        self.database = database
-        self.name = name
-        changes = {} if read_preference is None else {"read_preference": read_preference}
+        if not isinstance(name, str):
+            raise TypeError(f"name must be an instance of str, not {type(name)}")
+        settings = {
+            "codec_options": codec_options,
+            "read_preference": read_preference,
+            "write_concern": write_concern,
+            "read_concern": read_concern,
+        }
+        changes = {key: value for key, value in settings.items() if value is not None}
         self._ops: CollectionOps = database.ops.get_collection(name, **changes)
+        self._database = database
+        self._name = name
         self._engine: Engine = database.client.engine
+        if create or kwargs:
+            self._run(
+                database.ops.create_collection(name, check_exists=False, **kwargs),
+                session=session,
+            )
+
+    # -- identity and settings -------------------------------------------------------------------
+
+    @property
+    def database(self) -> Database:
+        return self._database
+
+    @property
+    def name(self) -> str:
+        return self._name
 
     @property
     def full_name(self) -> str:
         return self._ops.full_name
-
-    def __getitem__(self, name: str) -> Collection:
-        """The sub-collection ``<this name>.<name>``."""
-        return self.database.get_collection(f"{self.name}.{name}")
-
-    def __getattr__(self, name: str) -> Collection:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return self[name]
 
     @property
     def ops(self) -> CollectionOps:
@@ -63,34 +112,155 @@ class Collection:
         return self._ops
 
     @property
+    def codec_options(self) -> CodecOptions:
+        return self._ops.codec_options
+
+    @property
     def read_preference(self) -> ReadPreference:
         return self._ops.read_preference
 
-    def _run(self, flow: Flow[Any]) -> Any:
-        return self._engine.run(flow)
+    @property
+    def write_concern(self) -> WriteConcern:
+        return self._ops.write_concern
+
+    @property
+    def read_concern(self) -> ReadConcern:
+        return self._ops.read_concern
+
+    def with_options(
+        self,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> Collection:
+        """This collection with other settings (those not given stay this collection's)."""
+        return Collection(
+            self._database,
+            self._name,
+            False,
+            codec_options or self.codec_options,
+            read_preference or self.read_preference,
+            write_concern or self.write_concern,
+            read_concern or self.read_concern,
+        )
+
+    def __getitem__(self, name: str) -> Collection:
+        """The sub-collection ``<this name>.<name>``, with this collection's settings."""
+        return Collection(
+            self._database,
+            f"{self._name}.{name}",
+            False,
+            self.codec_options,
+            self.read_preference,
+            self.write_concern,
+            self.read_concern,
+        )
+
+    def __getattr__(self, name: str) -> Collection:
+        if name.startswith("_"):
+            full_name = f"{self._name}.{name}"
+            raise AttributeError(
+                f"{type(self).__name__} has no attribute {name!r}. To access the {full_name} "
+                f"collection, use database[{full_name!r}]."
+            )
+        return self[name]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Collection):
+            return self._database == other.database and self._name == other.name
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((self._database, self._name))
+
+    def __bool__(self) -> NoReturn:
+        raise NotImplementedError(
+            f"{type(self).__name__} objects do not implement truth value testing or bool(). "
+            "Please compare with None instead: collection is not None"
+        )
+
+    __iter__ = None
+
+    def __next__(self) -> NoReturn:
+        raise TypeError("'Collection' object is not iterable")
+
+    next = __next__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Calling a collection is a misspelt method name (``coll.insert_on(...)``)."""
+        if "." not in self._name:
+            raise TypeError(
+                f"'{type(self).__name__}' object is not callable. If you meant to call the "
+                f"'{self._name}' method on a 'Database' object it is failing because no such "
+                "method exists."
+            )
+        raise TypeError(
+            f"'{type(self).__name__}' object is not callable. If you meant to call the "
+            f"'{self._name.split('.')[-1]}' method on a '{type(self).__name__}' object it is "
+            "failing because no such method exists."
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._database!r}, {self._name!r})"
+
+    def _run(self, flow: Flow[Any], session: Any = None) -> Any:
+        return self._engine.run(flow, session=session)
 
     # -- writes ----------------------------------------------------------------------------------
 
-    def insert_one(self, document: Mapping[str, Any], **options: Any) -> InsertOneResult:
-        result: InsertOneResult = self._run(self._ops.insert_one(document, **options))
+    def bulk_write(
+        self,
+        requests: Sequence[WriteModel],
+        ordered: bool = True,
+        bypass_document_validation: bool | None = None,
+        session: Any = None,
+        comment: Any = None,
+        let: Mapping[str, Any] | None = None,
+    ) -> BulkWriteResult:
+        """Send InsertOne/UpdateOne/UpdateMany/ReplaceOne/DeleteOne/DeleteMany ``requests``
+        in as few commands as their order allows; errors raise BulkWriteError."""
+        flow = self._ops.bulk_write(
+            requests,
+            ordered,
+            bypass_document_validation=bypass_document_validation,
+            comment=comment,
+            let=let,
+        )
+        result: BulkWriteResult = self._run(flow, session=session)
+        return result
+
+    def insert_one(
+        self,
+        document: Mapping[str, Any],
+        bypass_document_validation: bool | None = None,
+        session: Any = None,
+        comment: Any = None,
+    ) -> InsertOneResult:
+        flow = self._ops.insert_one(
+            document, bypass_document_validation=bypass_document_validation, comment=comment
+        )
+        result: InsertOneResult = self._run(flow, session=session)
         return result
 
     def insert_many(
-        self, documents: Iterable[Mapping[str, Any]], ordered: bool = True, **options: Any
+        self,
+        documents: Iterable[Mapping[str, Any]],
+        ordered: bool = True,
+        bypass_document_validation: bool | None = None,
+        session: Any = None,
+        comment: Any = None,
     ) -> InsertManyResult:
-        result: InsertManyResult = self._run(self._ops.insert_many(documents, ordered, **options))
-        return result
-
-    def update_one(
-        self, filter: Mapping[str, Any], update: Any, upsert: bool = False, **options: Any
-    ) -> UpdateResult:
-        result: UpdateResult = self._run(self._ops.update_one(filter, update, upsert, **options))
-        return result
-
-    def update_many(
-        self, filter: Mapping[str, Any], update: Any, upsert: bool = False, **options: Any
-    ) -> UpdateResult:
-        result: UpdateResult = self._run(self._ops.update_many(filter, update, upsert, **options))
+        flow = self._ops.insert_many(
+            documents,
+            ordered,
+            bypass_document_validation=bypass_document_validation,
+            comment=comment,
+        )
+        result: InsertManyResult = self._run(flow, session=session)
         return result
 
     def replace_one(
@@ -98,68 +268,351 @@ class Collection:
         filter: Mapping[str, Any],
         replacement: Mapping[str, Any],
         upsert: bool = False,
-        **options: Any,
+        bypass_document_validation: bool | None = None,
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        sort: Any = None,
+        comment: Any = None,
     ) -> UpdateResult:
-        result: UpdateResult = self._run(
-            self._ops.replace_one(filter, replacement, upsert, **options)
+        flow = self._ops.replace_one(
+            filter,
+            replacement,
+            upsert,
+            bypass_document_validation=bypass_document_validation,
+            collation=collation,
+            hint=hint,
+            let=let,
+            sort=sort,
+            comment=comment,
         )
+        result: UpdateResult = self._run(flow, session=session)
         return result
 
-    def delete_one(self, filter: Mapping[str, Any], **options: Any) -> DeleteResult:
-        result: DeleteResult = self._run(self._ops.delete_one(filter, **options))
+    def update_one(
+        self,
+        filter: Mapping[str, Any],
+        update: Any,
+        upsert: bool = False,
+        bypass_document_validation: bool | None = None,
+        collation: Mapping[str, Any] | None = None,
+        array_filters: list[Mapping[str, Any]] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        sort: Any = None,
+        comment: Any = None,
+    ) -> UpdateResult:
+        flow = self._ops.update_one(
+            filter,
+            update,
+            upsert,
+            bypass_document_validation=bypass_document_validation,
+            collation=collation,
+            array_filters=array_filters,
+            hint=hint,
+            let=let,
+            sort=sort,
+            comment=comment,
+        )
+        result: UpdateResult = self._run(flow, session=session)
         return result
 
-    def delete_many(self, filter: Mapping[str, Any], **options: Any) -> DeleteResult:
-        result: DeleteResult = self._run(self._ops.delete_many(filter, **options))
+    def update_many(
+        self,
+        filter: Mapping[str, Any],
+        update: Any,
+        upsert: bool = False,
+        array_filters: list[Mapping[str, Any]] | None = None,
+        bypass_document_validation: bool | None = None,
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+    ) -> UpdateResult:
+        flow = self._ops.update_many(
+            filter,
+            update,
+            upsert,
+            array_filters=array_filters,
+            bypass_document_validation=bypass_document_validation,
+            collation=collation,
+            hint=hint,
+            let=let,
+            comment=comment,
+        )
+        result: UpdateResult = self._run(flow, session=session)
         return result
 
-    def drop(self, **options: Any) -> None:
-        self._run(self._ops.drop(**options))
+    def delete_one(
+        self,
+        filter: Mapping[str, Any],
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+    ) -> DeleteResult:
+        flow = self._ops.delete_one(
+            filter, collation=collation, hint=hint, let=let, comment=comment
+        )
+        result: DeleteResult = self._run(flow, session=session)
+        return result
+
+    def delete_many(
+        self,
+        filter: Mapping[str, Any],
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+    ) -> DeleteResult:
+        flow = self._ops.delete_many(
+            filter, collation=collation, hint=hint, let=let, comment=comment
+        )
+        result: DeleteResult = self._run(flow, session=session)
+        return result
+
+    def find_one_and_delete(
+        self,
+        filter: Mapping[str, Any],
+        projection: Any = None,
+        sort: Any = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Delete the first document matching ``filter`` and return it (None if none)."""
+        flow = self._ops.find_one_and_delete(
+            filter, projection, sort, hint, let=let, comment=comment, **kwargs
+        )
+        return self._run(flow, session=session)
+
+    def find_one_and_replace(
+        self,
+        filter: Mapping[str, Any],
+        replacement: Mapping[str, Any],
+        projection: Any = None,
+        sort: Any = None,
+        upsert: bool = False,
+        return_document: bool = ReturnDocument.BEFORE,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Replace the first document matching ``filter``; the document before (or after,
+        with ``return_document=ReturnDocument.AFTER``) the change, None if none matched."""
+        flow = self._ops.find_one_and_replace(
+            filter,
+            replacement,
+            projection,
+            sort,
+            upsert,
+            return_document,
+            hint,
+            let=let,
+            comment=comment,
+            **kwargs,
+        )
+        return self._run(flow, session=session)
+
+    def find_one_and_update(
+        self,
+        filter: Mapping[str, Any],
+        update: Any,
+        projection: Any = None,
+        sort: Any = None,
+        upsert: bool = False,
+        return_document: bool = ReturnDocument.BEFORE,
+        array_filters: list[Mapping[str, Any]] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Update the first document matching ``filter``; the document before (or after,
+        with ``return_document=ReturnDocument.AFTER``) the change, None if none matched."""
+        flow = self._ops.find_one_and_update(
+            filter,
+            update,
+            projection,
+            sort,
+            upsert,
+            return_document,
+            array_filters,
+            hint,
+            let=let,
+            comment=comment,
+            **kwargs,
+        )
+        return self._run(flow, session=session)
+
+    # -- collection-level operations -------------------------------------------------------------
+
+    def drop(
+        self,
+        session: Any = None,
+        comment: Any = None,
+        encrypted_fields: Mapping[str, Any] | None = None,
+    ) -> None:
+        if encrypted_fields is not None:
+            raise ConfigurationError("encrypted_fields: queryable encryption is not supported")
+        self._run(self._ops.drop(comment=comment), session=session)
+
+    def rename(
+        self, new_name: str, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> Mapping[str, Any]:
+        """Rename the collection; ``kwargs`` are renameCollection fields (``dropTarget``)."""
+        reply: Mapping[str, Any] = self._run(
+            self._ops.rename(new_name, comment=comment, **kwargs), session=session
+        )
+        return reply
+
+    def options(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
+        """The collection's creation options (``{}`` when it does not exist)."""
+        options: dict[str, Any] = self._run(self._ops.options(comment=comment), session=session)
+        return options
+
+    # -- indexes ---------------------------------------------------------------------------------
+
+    def create_indexes(
+        self,
+        indexes: Sequence[IndexModel],
+        session: Any = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        names: list[str] = self._run(
+            self._ops.create_indexes(indexes, comment=comment, **kwargs), session=session
+        )
+        return names
+
+    def create_index(
+        self, keys: Any, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> str:
+        """Create an index on ``keys`` ("field", [("a", 1), ("b", -1)] or a mapping); its name."""
+        name: str = self._run(
+            self._ops.create_index(keys, comment=comment, **kwargs), session=session
+        )
+        return name
+
+    def drop_indexes(self, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
+        self._run(self._ops.drop_indexes(comment=comment, **kwargs), session=session)
+
+    def drop_index(
+        self, index_or_name: Any, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> None:
+        self._run(self._ops.drop_index(index_or_name, comment=comment, **kwargs), session=session)
+
+    def list_indexes(self, session: Any = None, comment: Any = None) -> CommandCursor:
+        opened = self._run(self._ops.list_indexes(comment=comment), session=session)
+        return CommandCursor(self, opened, session=session)
+
+    def index_information(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
+        information: dict[str, Any] = self._run(
+            self._ops.index_information(comment=comment), session=session
+        )
+        return information
 
     # -- reads -----------------------------------------------------------------------------------
 
     def find(
-        self, filter: Mapping[str, Any] | None = None, projection: Any = None, **options: Any
+        self, filter: Mapping[str, Any] | None = None, projection: Any = None, **kwargs: Any
     ) -> Cursor:
-        """A lazily opened cursor; ``options`` are find's (sort, skip, limit, batch_size ...)."""
-        return Cursor(self._engine, self._ops, filter, projection, **options)
+        """A lazily opened cursor; ``kwargs`` are find's (sort, skip, limit, batch_size ...)."""
+        session = kwargs.pop("session", None)
+        return Cursor(self, filter, projection, session=session, **kwargs)
 
-    def find_one(self, filter: Any = None, projection: Any = None, **options: Any) -> Any:
-        return self._run(self._ops.find_one(filter, projection, **options))
+    def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """The first document matching ``filter`` (a document, or an ``_id`` value), or None."""
+        session = kwargs.pop("session", None)
+        return self._run(self._ops.find_one(filter, *args, **kwargs), session=session)
 
-    def aggregate(self, pipeline: list[Mapping[str, Any]], **options: Any) -> Cursor:
-        opened = self._run(self._ops.aggregate(pipeline, **options))
-        return Cursor(self._engine, opened=opened)
+    def aggregate(
+        self,
+        pipeline: list[Mapping[str, Any]],
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> CommandCursor:
+        flow = self._ops.aggregate(pipeline, let=let, comment=comment, **_options(kwargs))
+        return CommandCursor(self, self._run(flow, session=session), session=session)
 
-    def count_documents(self, filter: Mapping[str, Any], **options: Any) -> int:
-        count: int = self._run(self._ops.count_documents(filter, **options))
+    def count_documents(
+        self,
+        filter: Mapping[str, Any],
+        session: Any = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> int:
+        flow = self._ops.count_documents(filter, comment=comment, **_options(kwargs))
+        count: int = self._run(flow, session=session)
         return count
 
-    def estimated_document_count(self, **options: Any) -> int:
-        count: int = self._run(self._ops.estimated_document_count(**options))
+    def estimated_document_count(self, comment: Any = None, **kwargs: Any) -> int:
+        session = kwargs.pop("session", None)
+        flow = self._ops.estimated_document_count(comment=comment, **_options(kwargs))
+        count: int = self._run(flow, session=session)
         return count
 
     def distinct(
-        self, key: str, filter: Mapping[str, Any] | None = None, **options: Any
+        self,
+        key: str,
+        filter: Mapping[str, Any] | None = None,
+        session: Any = None,
+        comment: Any = None,
+        hint: Any = None,
+        **kwargs: Any,
     ) -> list[Any]:
-        values: list[Any] = self._run(self._ops.distinct(key, filter, **options))
+        flow = self._ops.distinct(key, filter, comment=comment, hint=hint, **_options(kwargs))
+        values: list[Any] = self._run(flow, session=session)
         return values
 
     # -- change streams --------------------------------------------------------------------------
 
     def watch(
-        self, pipeline: Sequence[Mapping[str, Any]] | None = None, **options: Any
+        self,
+        pipeline: Sequence[Mapping[str, Any]] | None = None,
+        full_document: str | None = None,
+        resume_after: Mapping[str, Any] | None = None,
+        max_await_time_ms: int | None = None,
+        batch_size: int | None = None,
+        collation: Mapping[str, Any] | None = None,
+        start_at_operation_time: Any = None,
+        session: Any = None,
+        start_after: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        full_document_before_change: str | None = None,
+        show_expanded_events: bool | None = None,
     ) -> ChangeStream:
-        """A change stream over this collection; ``options`` are PyMongo's (full_document,
-        resume_after, start_after, max_await_time_ms, ...)."""
+        """A change stream over this collection (PyMongo's options)."""
+        options = {
+            "full_document": full_document,
+            "resume_after": resume_after,
+            "max_await_time_ms": max_await_time_ms,
+            "batch_size": batch_size,
+            "collation": collation,
+            "start_at_operation_time": start_at_operation_time,
+            "start_after": start_after,
+            "comment": comment,
+            "full_document_before_change": full_document_before_change,
+            "show_expanded_events": show_expanded_events,
+        }
+        given = {key: value for key, value in options.items() if value is not None}
         return ChangeStream(
             self._engine,
-            ChangeStreamTarget.collection(self._ops.database, self.name),
+            ChangeStreamTarget.collection(self._ops.database, self._name),
             pipeline,
-            watch_options(**options),
+            watch_options(**given),
             self.read_preference,
             self._ops.read_concern.to_document() or None,
         )
-
-    def __repr__(self) -> str:
-        return f"Collection({self.full_name!r})"

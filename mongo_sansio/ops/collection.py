@@ -15,7 +15,12 @@ Inputs: the caller's arguments, PyMongo-shaped.  Outputs: ``Flow[T]`` generators
 :mod:`mongo_sansio.flow`) returning results, cursors, documents or counts.
 
 Codec options apply to what this layer encodes itself (the documents of writes, which travel
-pre-encoded); replies are decoded by the adapter with its client's options.
+pre-encoded) and to the documents it returns (find_one, distinct, find_one_and_*: see
+:mod:`mongo_sansio.ops.decoding`); the documents of cursors are converted by the adapter's cursor.
+
+The bulk, findAndModify and index methods come from mixins (:mod:`mongo_sansio.ops.bulk`,
+:mod:`mongo_sansio.ops.find_and_modify`, :mod:`mongo_sansio.ops.indexes`), which keeps each
+module small.
 """
 
 from __future__ import annotations
@@ -27,10 +32,11 @@ import attrs
 
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.objectid import ObjectId
-from mongo_sansio.cursors.cursor import Cursor, Namespace
+from mongo_sansio.cursors.cursor import Cursor, Namespace, cursor_close, cursor_next
 from mongo_sansio.errors import ConfigurationError, InvalidName
 from mongo_sansio.flow import Flow
 from mongo_sansio.ops import crud
+from mongo_sansio.ops.bulk import BulkOps
 from mongo_sansio.ops.crud_commands import (
     ArgumentTypeError,
     CursorType,
@@ -46,6 +52,9 @@ from mongo_sansio.ops.crud_commands import (
     update_statement,
     write_command,
 )
+from mongo_sansio.ops.decoding import apply_codec_options
+from mongo_sansio.ops.find_and_modify import FindAndModifyOps
+from mongo_sansio.ops.indexes import IndexOps
 from mongo_sansio.ops.results import DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
 from mongo_sansio.ops.write_concern import (
     DEFAULT_READ_CONCERN,
@@ -212,7 +221,7 @@ class OperationSettings:
 
 
 @attrs.frozen
-class CollectionOps(OperationSettings):
+class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, OperationSettings):
     """One collection's operations (PyMongo's Collection API, as flows)."""
 
     database: str = attrs.field(validator=database_name_validator)
@@ -465,6 +474,28 @@ class CollectionOps(OperationSettings):
             body["writeConcern"] = self.write_concern.to_document()
         return crud.drop(self.database, body)
 
+    def rename(self, new_name: str, *, comment: Any = None, **kwargs: Any) -> Flow[Any]:
+        """Rename the collection to ``new_name`` in the same database (renameCollection on
+        admin); ``kwargs`` are command fields (``dropTarget=True``).  Returns the reply."""
+        check_collection_name(new_name)
+        body: dict[str, Any] = {
+            "renameCollection": self.full_name,
+            "to": f"{self.database}.{new_name}",
+        }
+        body.update(kwargs)
+        if comment is not None:
+            body["comment"] = comment
+        if "writeConcern" not in body and not self.write_concern.is_server_default:
+            body["writeConcern"] = self.write_concern.to_document()
+        return crud.write_command("admin", body)
+
+    def options(self, *, comment: Any = None) -> Flow[dict[str, Any]]:
+        """The collection's creation options (``{}`` when it does not exist)."""
+        body: dict[str, Any] = {"listCollections": 1, "filter": {"name": self.name}, "cursor": {}}
+        if comment is not None:
+            body["comment"] = comment
+        return _collection_options(self.database, body, self.codec_options)
+
     # --- reads -------------------------------------------------------------------------------
 
     def find(
@@ -549,9 +580,10 @@ class CollectionOps(OperationSettings):
         body = find_command(
             self.name, filter, projection, limit=-1, read_concern=self.read_concern, **options
         )
-        return crud.find_one(
+        flow = crud.find_one(
             self.database, body, read_preference=self._read_preference(read_preference)
         )
+        return _decoded(flow, self.codec_options)
 
     def count_documents(
         self,
@@ -624,6 +656,29 @@ class CollectionOps(OperationSettings):
             body["maxTimeMS"] = check_non_negative(max_time_ms, "max_time_ms")
         if hint is not None:
             body["hint"] = hint_value(hint)
-        return crud.distinct(
+        flow = crud.distinct(
             self.database, body, read_preference=self._read_preference(read_preference)
         )
+        return _decoded_values(flow, self.codec_options)
+
+
+def _decoded(flow: Flow[Any], codec_options: CodecOptions) -> Flow[Any]:
+    return apply_codec_options((yield from flow), codec_options)
+
+
+def _decoded_values(flow: Flow[list[Any]], codec_options: CodecOptions) -> Flow[list[Any]]:
+    values = yield from flow
+    return list(apply_codec_options({"values": values}, codec_options)["values"])
+
+
+def _collection_options(
+    db: str, body: Mapping[str, Any], codec_options: CodecOptions
+) -> Flow[dict[str, Any]]:
+    cursor = yield from crud.read_cursor(db, body)
+    document = yield from cursor_next(cursor)
+    yield from cursor_close(cursor)
+    if not isinstance(document, Mapping):
+        return {}
+    options = dict(apply_codec_options(document.get("options") or {}, codec_options))
+    options.pop("create", None)
+    return options

@@ -23,6 +23,7 @@ __all__ = [
     "InsertManyResult",
     "UpdateResult",
     "DeleteResult",
+    "BulkWriteResult",
     "reply_count",
 ]
 
@@ -150,3 +151,47 @@ class DeleteResult:
         if not self.acknowledged:
             raise _unacknowledged("deleted_count")
         return self._deleted_count
+
+
+@attrs.frozen
+class BulkWriteResult:
+    """The outcome of ``bulk_write``: ``bulk_api_result`` is the merged result document
+    (``nInserted``, ``nUpserted``, ``nMatched``, ``nModified``, ``nRemoved``, ``upserted``,
+    ``writeErrors``, ``writeConcernErrors``), ``{}`` for an unacknowledged write.  Indexes are
+    positions in the caller's list of requests."""
+
+    bulk_api_result: Mapping[str, Any]
+    acknowledged: bool = True
+
+    def _count(self, field: str, what: str) -> int:
+        if not self.acknowledged:
+            raise _unacknowledged(what)
+        return reply_count(self.bulk_api_result, field)
+
+    @property
+    def inserted_count(self) -> int:
+        return self._count("nInserted", "inserted_count")
+
+    @property
+    def matched_count(self) -> int:
+        return self._count("nMatched", "matched_count")
+
+    @property
+    def modified_count(self) -> int:
+        return self._count("nModified", "modified_count")
+
+    @property
+    def deleted_count(self) -> int:
+        return self._count("nRemoved", "deleted_count")
+
+    @property
+    def upserted_count(self) -> int:
+        return self._count("nUpserted", "upserted_count")
+
+    @property
+    def upserted_ids(self) -> dict[int, Any]:
+        """``{index of the request: _id of the document it upserted}``."""
+        if not self.acknowledged:
+            raise _unacknowledged("upserted_ids")
+        upserted = self.bulk_api_result.get("upserted") or []
+        return {int(entry["index"]): entry["_id"] for entry in upserted}
