@@ -6,6 +6,19 @@
 * :class:`Engine`, the interpreter of the core's flows over blocking sockets (:mod:`._engine`).
 """
 
+from mongo_sansio.ops.find_and_modify import ReturnDocument
+from mongo_sansio.ops.indexes import IndexModel
+from mongo_sansio.ops.models import (
+    DeleteMany,
+    DeleteOne,
+    InsertOne,
+    ReplaceOne,
+    UpdateMany,
+    UpdateOne,
+)
+from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
+from mongo_sansio.selection.read_preference import ReadPreference
+
 from .._timeout import timeout
 from ._engine import Engine
 from .change_stream import ChangeStream
@@ -21,4 +34,16 @@ __all__ = [
     "Engine",
     "MongoClient",
     "timeout",
+    # Collection API values (PyMongo's names)
+    "IndexModel",
+    "InsertOne",
+    "UpdateOne",
+    "UpdateMany",
+    "ReplaceOne",
+    "DeleteOne",
+    "DeleteMany",
+    "ReturnDocument",
+    "WriteConcern",
+    "ReadConcern",
+    "ReadPreference",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from mongo_sansio.bson.codec_options import CodecOptions
+from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.cursors import ChangeStreamTarget
 from mongo_sansio.errors import ConfigurationError
 from mongo_sansio.flow import Flow
@@ -33,7 +33,12 @@ from mongo_sansio.selection import ReadPreference
 
 from ._engine import Engine
 from .change_stream import ChangeStream, watch_options
-from .cursor import CommandCursor, Cursor
+from .cursor import (
+    CommandCursor,
+    Cursor,
+    RawBatchCommandCursor,
+    RawBatchCursor,
+)
 
 if TYPE_CHECKING:
     from .client import Database
@@ -514,7 +519,7 @@ class Collection:
 
     def list_indexes(self, session: Any = None, comment: Any = None) -> CommandCursor:
         opened = self._run(self._ops.list_indexes(comment=comment), session=session)
-        return CommandCursor(self, opened, session=session)
+        return CommandCursor(self, opened, session=session, codec_options=DEFAULT_CODEC_OPTIONS)
 
     def index_information(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
         information: dict[str, Any] = self._run(
@@ -531,6 +536,13 @@ class Collection:
         session = kwargs.pop("session", None)
         return Cursor(self, filter, projection, session=session, **kwargs)
 
+    def find_raw_batches(
+        self, filter: Mapping[str, Any] | None = None, projection: Any = None, **kwargs: Any
+    ) -> RawBatchCursor:
+        """As :meth:`find`, but each batch comes as the BSON bytes of its documents."""
+        session = kwargs.pop("session", None)
+        return RawBatchCursor(self, filter, projection, session=session, **kwargs)
+
     def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
         """The first document matching ``filter`` (a document, or an ``_id`` value), or None."""
         session = kwargs.pop("session", None)
@@ -546,6 +558,17 @@ class Collection:
     ) -> CommandCursor:
         flow = self._ops.aggregate(pipeline, let=let, comment=comment, **_options(kwargs))
         return CommandCursor(self, self._run(flow, session=session), session=session)
+
+    def aggregate_raw_batches(
+        self,
+        pipeline: list[Mapping[str, Any]],
+        session: Any = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> RawBatchCommandCursor:
+        """As :meth:`aggregate`, but each batch comes as the BSON bytes of its documents."""
+        flow = self._ops.aggregate(pipeline, comment=comment, **_options(kwargs))
+        return RawBatchCommandCursor(self, self._run(flow, session=session), session=session)
 
     def count_documents(
         self,

@@ -103,6 +103,11 @@ class WriteConcern:
             document["j"] = self.journal
         return document
 
+    @property
+    def document(self) -> dict[str, Any]:
+        """PyMongo's name for :meth:`to_document`."""
+        return self.to_document()
+
 
 def _check_level(_instance: Any, _attribute: Any, value: object) -> None:
     # Any string is accepted: servers add levels, and the server is the judge of which it knows.
@@ -135,6 +140,11 @@ class ReadConcern:
     def to_document(self) -> dict[str, Any]:
         """The ``readConcern`` document: ``{level}``, or ``{}`` for the server default."""
         return {} if self.level is None else {"level": self.level}
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """PyMongo's name for :meth:`to_document`."""
+        return self.to_document()
 
 
 DEFAULT_WRITE_CONCERN: Final = WriteConcern()

@@ -26,7 +26,7 @@ import enum
 import math
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import attrs
 
@@ -137,6 +137,13 @@ class ReadPreference:
     max_staleness_seconds: int | None = attrs.field(default=None, converter=_max_staleness)
     hedge: Mapping[str, Any] | None = attrs.field(default=None, converter=_hedge)
 
+    # PyMongo's spelling of the plain modes (``ReadPreference.SECONDARY``), set below
+    PRIMARY: ClassVar[ReadPreference]
+    PRIMARY_PREFERRED: ClassVar[ReadPreference]
+    SECONDARY: ClassVar[ReadPreference]
+    SECONDARY_PREFERRED: ClassVar[ReadPreference]
+    NEAREST: ClassVar[ReadPreference]
+
     def __attrs_post_init__(self) -> None:
         if self.mode is Mode.PRIMARY:
             if self.has_tags:
@@ -190,6 +197,12 @@ class ReadPreference:
 
 PRIMARY: Final = ReadPreference()
 """The default read preference."""
+
+ReadPreference.PRIMARY = PRIMARY
+ReadPreference.PRIMARY_PREFERRED = ReadPreference(mode=Mode.PRIMARY_PREFERRED)
+ReadPreference.SECONDARY = ReadPreference(mode=Mode.SECONDARY)
+ReadPreference.SECONDARY_PREFERRED = ReadPreference(mode=Mode.SECONDARY_PREFERRED)
+ReadPreference.NEAREST = ReadPreference(mode=Mode.NEAREST)
 
 
 def smallest_max_staleness(heartbeat_frequency: float) -> float:
