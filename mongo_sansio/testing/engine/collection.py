@@ -133,6 +133,10 @@ class Collection:
         self.name = name
         self.id_factory = id_factory
         self.on_write = on_write
+        # Called with the key of each document about to be written, before anything changes;
+        # it may raise to refuse the write (the server's transactions use it for write
+        # conflicts and for writes that must wait for a transaction to end).
+        self.guard: Callable[[Any], None] | None = None
         self._documents: dict[Any, dict[str, Any]] = {}
         self._indexes: dict[str, _Index] = {"_id_": _Index(dict(_ID_INDEX))}
 
@@ -199,6 +203,7 @@ class Collection:
         """Put ``new`` in place of the document under ``old_key`` (None: a new document),
         after checking every unique index; nothing changes if one refuses it."""
         new_key = hashable_key(new["_id"])
+        self._check_guard([old_key if old_key is not None else new_key])
         old = self._documents.get(old_key) if old_key is not None else None
         planned: list[tuple[_Index, list[Any], list[Any]]] = []
         for index in self._indexes.values():
@@ -237,7 +242,33 @@ class Collection:
             keyValue=copy_value(key_value),
         )
 
+    def _check_guard(self, keys: Sequence[Any]) -> None:
+        if self.guard is not None:
+            for key in keys:
+                self.guard(key)
+
+    def put_raw(self, key: Any, document: dict[str, Any] | None) -> None:
+        """Set the document stored under ``key`` (None: remove it) with no guard, no
+        ``on_write`` and no uniqueness check, keeping the unique indexes' owners in step: how
+        a transaction's writes are applied at commit and how a snapshot undoes later writes."""
+        old = self._documents.get(key)
+        for index in self._indexes.values():
+            if not index.unique:
+                continue
+            if old is not None:
+                for entry, _ in index.keys(old):
+                    if index.owners.get(entry) == key:
+                        del index.owners[entry]
+            if document is not None:
+                for entry, _ in index.keys(document):
+                    index.owners[entry] = key
+        if document is None:
+            self._documents.pop(key, None)
+        else:  # in place: a replaced document keeps its natural order
+            self._documents[key] = copy_value(document)
+
     def _remove(self, key: Any) -> None:
+        self._check_guard([key])
         old = self._documents.pop(key)
         if self.on_write is not None:
             self.on_write(WriteEvent("delete", copy_value(old), None))
@@ -335,6 +366,7 @@ class Collection:
         rows = self._matching(filter, sort)
         if not multi:
             rows = rows[:1]
+        self._check_guard([key for key, _ in rows])
         if not rows:
             if not upsert:
                 return UpdateOutcome(0, 0)
@@ -375,6 +407,7 @@ class Collection:
         rows = self._matching(filter)
         if limit:
             rows = rows[:1]
+        self._check_guard([key for key, _ in rows])
         for key, _ in rows:
             self._remove(key)
         return len(rows)

@@ -9,6 +9,9 @@ the shared oplog (:mod:`.oplog`) at every getMore, so writes made after the stre
 up.  Failures are CommandErrors: ChangeStreamHistoryLost (286) when the resume point is older
 than the bounded oplog, InvalidResumeToken (260), ChangeStreamFatalError (280).
 
+A committed transaction is one oplog entry; it gives one event per operation, in order, all
+with the commit's clusterTime and each with the transaction's ``txnNumber`` and ``lsid``.
+
 Events (mongod 7.0's shapes): insert, update (``updateDescription``: updatedFields,
 removedFields, truncatedArrays), replace, delete, drop, rename (``to``), dropDatabase and
 invalidate; with ``showExpandedEvents`` also create, createIndexes, dropIndexes and modify
@@ -26,7 +29,7 @@ from typing import Any
 
 import attrs
 
-from mongo_sansio.bson import Timestamp, encode
+from mongo_sansio.bson import Int64, Timestamp, encode
 from mongo_sansio.testing.engine import CommandError, run_pipeline
 from mongo_sansio.testing.engine.aggregate import compile_pipeline
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome
@@ -306,14 +309,27 @@ class ChangeStream:
     # --- events ----------------------------------------------------------------------------
 
     def _events(self, entry: OplogEntry) -> list[tuple[TokenKey, dict[str, Any]]]:
+        if entry.kind == "applyOps":
+            # A committed transaction: one event per operation, in order, each with the
+            # session (mongod's txnNumber and lsid fields) and the commit's clusterTime.
+            out = []
+            for index, op in enumerate(entry.operations()):
+                for key, event in self._operation_events(op, index):
+                    event["txnNumber"] = Int64(op.txn_number or 0)
+                    event["lsid"] = op.lsid
+                    out.append((key, event))
+            return out
+        return self._operation_events(entry, 0)
+
+    def _operation_events(self, entry: OplogEntry, index: int) -> list[tuple[TokenKey, dict[str, Any]]]:
         if entry.op in ("i", "u", "d"):
             db, _, coll = entry.ns.partition(".")
             if not self._in_scope(db, coll):
                 return []
-            return [self._document_event(entry, db, coll)]
+            return [self._document_event(entry, db, coll, index)]
         if entry.op != "c":
             return []
-        return self._command_events(entry)
+        return self._command_events(entry, index)
 
     def _in_scope(self, db: str, coll: str | None) -> bool:
         if self.db is None:
@@ -327,8 +343,8 @@ class ChangeStream:
                                  "clusterTime": entry.ts, "wallTime": entry.wall_datetime}
         return event
 
-    def _document_event(self, entry: OplogEntry, db: str, coll: str) -> tuple[TokenKey, dict[str, Any]]:
-        key = TokenKey(entry.ts.time, entry.ts.inc)
+    def _document_event(self, entry: OplogEntry, db: str, coll: str, index: int) -> tuple[TokenKey, dict[str, Any]]:
+        key = TokenKey(entry.ts.time, entry.ts.inc, index)
         document_key = dict(entry.document_key or {})
         event = self._base(entry, key, entry.kind, document_key)
         if entry.kind in ("insert", "replace") and entry.after is not None:
@@ -368,12 +384,12 @@ class ChangeStream:
             )
         return None
 
-    def _command_events(self, entry: OplogEntry) -> list[tuple[TokenKey, dict[str, Any]]]:
+    def _command_events(self, entry: OplogEntry, index: int) -> list[tuple[TokenKey, dict[str, Any]]]:
         db = entry.ns.partition(".")[0]
         command = dict(entry.command or {})
         kind = entry.kind
-        key = TokenKey(entry.ts.time, entry.ts.inc)
-        invalidate = TokenKey(entry.ts.time, entry.ts.inc, 0, INVALIDATE)
+        key = TokenKey(entry.ts.time, entry.ts.inc, index)
+        invalidate = TokenKey(entry.ts.time, entry.ts.inc, index, INVALIDATE)
         out: list[tuple[TokenKey, dict[str, Any]]] = []
         if kind == "dropDatabase":
             if self.db is None or (self.db == db and self.coll is None):

@@ -53,8 +53,11 @@ def build_info(ctx: Context) -> Outcome:
 
 def create(ctx: Context) -> Outcome:
     name = collection_name(ctx)
-    if ctx.cluster.collection(ctx.db, name) is not None:
+    if ctx.collection(ctx.db, name) is not None:
         raise CommandError(48, "NamespaceExists", f"Collection {ctx.db}.{name} already exists.")
+    if ctx.txn is not None:  # created at commit, with the transaction's writes
+        ctx.collection(ctx.db, name, create=True)
+        return {"ok": 1.0}
     from mongo_sansio.testing.server.changestreams import set_images
 
     set_images(ctx, name, ctx.body.get("changeStreamPreAndPostImages"))
@@ -134,10 +137,16 @@ def create_indexes(ctx: Context) -> Outcome:
     specs = ctx.body.get("indexes")
     if not isinstance(specs, list) or not specs:
         raise CommandError(2, "BadValue", "Must specify at least one index to create")
-    created = ctx.cluster.collection(ctx.db, name) is None
-    collection = ctx.cluster.collection(ctx.db, name, create=True)
+    created = ctx.collection(ctx.db, name) is None
+    if ctx.txn is not None and not created and (ctx.db, name) not in ctx.txn.view.created:
+        raise CommandError(263, "OperationNotSupportedInTransaction",
+                           f"Cannot create new indexes on existing collection {ctx.db}.{name} in a multi-document transaction.")
+    collection = ctx.collection(ctx.db, name, create=True)
     assert collection is not None
     reply = dict(collection.create_indexes(specs, created_collection=created))
+    if ctx.txn is not None:  # built at commit, when the collection is created
+        reply["ok"] = 1.0
+        return reply
     ctx.cluster.log("c", "createIndexes", f"{ctx.db}.$cmd", command={"createIndexes": name, "indexes": list(specs)})
     reply["ok"] = 1.0
     return reply
@@ -208,19 +217,25 @@ def list_collections(ctx: Context) -> Outcome:
 def end_sessions(ctx: Context) -> Outcome:
     lsids = ctx.body.get(ctx.request.name)
     ctx.cluster.sessions.end(lsids)
+    ctx.cluster.transactions.end_sessions(_session_keys(lsids))
     return {"ok": 1.0}
+
+
+def _session_keys(lsids: Any) -> set[bytes]:
+    return {k for k in (session_key(x) for x in (lsids if isinstance(lsids, list) else [])) if k is not None}
 
 
 def kill_all_sessions(ctx: Context) -> Outcome:
     ctx.cluster.sessions.kill_all()
+    ctx.cluster.transactions.end_sessions(None)
     for member in ctx.cluster.members.values():
         member.cursors.kill_for_sessions(None)
     return {"ok": 1.0}
 
 
 def kill_sessions(ctx: Context) -> Outcome:
-    lsids = ctx.body.get("killSessions")
-    keys = {k for k in (session_key(x) for x in (lsids if isinstance(lsids, list) else [])) if k is not None}
+    keys = _session_keys(ctx.body.get("killSessions"))
+    ctx.cluster.transactions.end_sessions(keys)
     for member in ctx.cluster.members.values():
         member.cursors.kill_for_sessions(keys)
     return {"ok": 1.0}

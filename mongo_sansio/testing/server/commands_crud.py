@@ -10,13 +10,19 @@ Failures are raised as CommandError (the dispatcher turns them into ``ok: 0`` re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mongo_sansio.testing.engine import Collection, CommandError, run_pipeline
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome, Waiting
 from mongo_sansio.testing.server.cursors import Cursor
 from mongo_sansio.testing.server.tailable import check_tailable, tailable_source
+from mongo_sansio.testing.server.transactions import (
+    TRANSIENT_CODES,
+    WriteBlocked,
+    wait_for_transaction,
+)
 
 __all__ = ["CRUD_COMMANDS"]
 
@@ -62,6 +68,33 @@ def _items(ctx: Context, field: str) -> list[Any]:
     return value
 
 
+def _statements(ctx: Context, items: list[Any], run: Callable[[int, Any], None],
+                finish: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> Outcome:
+    """Run a write command's statements in order (``run(index, statement)``), collecting write
+    errors (an ordered command stops at the first).  A statement that meets a document an
+    open transaction holds waits for it, then the command goes on from that statement.  In a
+    transaction, a transient error (a write conflict) fails the whole command instead, as
+    mongod's does."""
+    ordered = ctx.body.get("ordered", True) is not False
+    errors: list[dict[str, Any]] = []
+
+    def go(start: int) -> Outcome:
+        for index in range(start, len(items)):
+            try:
+                run(index, items[index])
+            except WriteBlocked as blocked:
+                return wait_for_transaction(ctx, blocked.holder, functools.partial(go, index))
+            except CommandError as error:
+                if ctx.txn is not None and error.code in TRANSIENT_CODES:
+                    raise
+                errors.append(_write_error(index, error))
+                if ordered or ctx.txn is not None:
+                    break
+        return finish(errors)
+
+    return go(0)
+
+
 def _write_error(index: int, error: CommandError) -> dict[str, Any]:
     return {"index": index, "code": error.code, "errmsg": error.errmsg, **error.extra}
 
@@ -74,82 +107,71 @@ def _finish_write(reply: dict[str, Any], errors: list[dict[str, Any]]) -> dict[s
 
 
 def _target(ctx: Context) -> Collection:
-    collection = ctx.cluster.collection(ctx.db, collection_name(ctx), create=True)
+    collection = ctx.collection(ctx.db, collection_name(ctx), create=True)
     assert collection is not None
     return collection
 
 
 def insert(ctx: Context) -> Outcome:
     documents = _items(ctx, "documents")
-    ordered = ctx.body.get("ordered", True) is not False
     collection = _target(ctx)
-    errors: list[dict[str, Any]] = []
-    n = 0
-    for index, document in enumerate(documents):
-        try:
-            if not isinstance(document, Mapping):
-                raise CommandError(2, "BadValue", "a document to insert must be an object")
-            collection.insert_one(document)
-            n += 1
-        except CommandError as error:
-            errors.append(_write_error(index, error))
-            if ordered:
-                break
-    return _finish_write({"n": n}, errors)
+    counts = {"n": 0}
+
+    def run(_index: int, document: Any) -> None:
+        if not isinstance(document, Mapping):
+            raise CommandError(2, "BadValue", "a document to insert must be an object")
+        collection.insert_one(document)
+        counts["n"] += 1
+
+    return _statements(ctx, documents, run, lambda errors: _finish_write({"n": counts["n"]}, errors))
 
 
 def update(ctx: Context) -> Outcome:
     statements = _items(ctx, "updates")
-    ordered = ctx.body.get("ordered", True) is not False
     collection = _target(ctx)
-    errors: list[dict[str, Any]] = []
     upserted: list[dict[str, Any]] = []
-    n = modified = 0
-    for index, statement in enumerate(statements):
-        try:
-            if not isinstance(statement, Mapping) or "q" not in statement or "u" not in statement:
-                raise CommandError(40414, "Location40414", "BSON field 'update.updates.q' is missing but a required field")
-            outcome = collection.update(
-                statement["q"], statement["u"],
-                multi=bool(statement.get("multi", False)), upsert=bool(statement.get("upsert", False)),
-                now=ctx.cluster.write_datetime(), array_filters=statement.get("arrayFilters"),
-                sort=statement.get("sort"),
-            )
-            if outcome.upserted:
-                upserted.append({"index": index, "_id": outcome.upserted_id})
-                n += 1
-            n += outcome.matched
-            modified += outcome.modified
-        except CommandError as error:
-            errors.append(_write_error(index, error))
-            if ordered:
-                break
-    reply: dict[str, Any] = {"n": n, "nModified": modified}
-    if upserted:
-        reply["upserted"] = upserted
-    return _finish_write(reply, errors)
+    counts = {"n": 0, "modified": 0}
+
+    def run(index: int, statement: Any) -> None:
+        if not isinstance(statement, Mapping) or "q" not in statement or "u" not in statement:
+            raise CommandError(40414, "Location40414", "BSON field 'update.updates.q' is missing but a required field")
+        outcome = collection.update(
+            statement["q"], statement["u"],
+            multi=bool(statement.get("multi", False)), upsert=bool(statement.get("upsert", False)),
+            now=ctx.cluster.write_datetime(), array_filters=statement.get("arrayFilters"),
+            sort=statement.get("sort"),
+        )
+        if outcome.upserted:
+            upserted.append({"index": index, "_id": outcome.upserted_id})
+            counts["n"] += 1
+        counts["n"] += outcome.matched
+        counts["modified"] += outcome.modified
+
+    def finish(errors: list[dict[str, Any]]) -> dict[str, Any]:
+        reply: dict[str, Any] = {"n": counts["n"], "nModified": counts["modified"]}
+        if upserted:
+            reply["upserted"] = upserted
+        return _finish_write(reply, errors)
+
+    return _statements(ctx, statements, run, finish)
 
 
 def delete(ctx: Context) -> Outcome:
     statements = _items(ctx, "deletes")
-    ordered = ctx.body.get("ordered", True) is not False
-    collection = ctx.cluster.collection(ctx.db, collection_name(ctx))
-    errors: list[dict[str, Any]] = []
-    n = 0
-    for index, statement in enumerate(statements):
-        try:
-            if not isinstance(statement, Mapping) or "q" not in statement or "limit" not in statement:
-                raise CommandError(40414, "Location40414", "BSON field 'delete.deletes.q' is missing but a required field")
-            limit = statement["limit"]
-            if limit not in (0, 1):
-                raise CommandError(9, "FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
-            if collection is not None:
-                n += collection.delete(statement["q"], limit=int(limit))
-        except CommandError as error:
-            errors.append(_write_error(index, error))
-            if ordered:
-                break
-    return _finish_write({"n": n}, errors)
+    name = collection_name(ctx)
+    counts = {"n": 0}
+
+    def run(_index: int, statement: Any) -> None:
+        if not isinstance(statement, Mapping) or "q" not in statement or "limit" not in statement:
+            raise CommandError(40414, "Location40414", "BSON field 'delete.deletes.q' is missing but a required field")
+        limit = statement["limit"]
+        if limit not in (0, 1):
+            raise CommandError(9, "FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
+        collection = ctx.collection(ctx.db, name)
+        if collection is not None:
+            counts["n"] += collection.delete(statement["q"], limit=int(limit))
+
+    return _statements(ctx, statements, run, lambda errors: _finish_write({"n": counts["n"]}, errors))
 
 
 def find_and_modify(ctx: Context) -> Outcome:
@@ -182,7 +204,7 @@ def find(ctx: Context) -> Outcome:
         raise CommandError(51024, "Location51024", f"SKIP value must be non-negative, but received: {skip}")
     batch_size = _batch_size(ctx, None)
     tailable, await_data = check_tailable(ctx, ns)
-    collection = ctx.cluster.collection(ctx.db, name)
+    collection = ctx.collection(ctx.db, name)
     documents: list[dict[str, Any]] = []
     if collection is not None:
         documents = collection.find(
@@ -271,10 +293,8 @@ def aggregate(ctx: Context) -> Outcome:
         from mongo_sansio.testing.server.changestreams import open_change_stream
 
         return open_change_stream(ctx, target, pipeline, batch_size)
-    databases = ctx.cluster.databases
-
     def lookup(name: str) -> list[dict[str, Any]]:
-        found = databases.get(ctx.db, {}).get(name)
+        found = ctx.collection(ctx.db, name)
         return list(found) if found is not None else []
 
     if isinstance(target, str):
@@ -290,7 +310,7 @@ def aggregate(ctx: Context) -> Outcome:
 
 
 def count(ctx: Context) -> Outcome:
-    collection = ctx.cluster.collection(ctx.db, collection_name(ctx))
+    collection = ctx.collection(ctx.db, collection_name(ctx))
     skip = _int(ctx, "skip", 0) or 0
     limit = _int(ctx, "limit", 0) or 0
     if skip < 0:
@@ -300,7 +320,7 @@ def count(ctx: Context) -> Outcome:
 
 
 def distinct(ctx: Context) -> Outcome:
-    collection = ctx.cluster.collection(ctx.db, collection_name(ctx))
+    collection = ctx.collection(ctx.db, collection_name(ctx))
     key = ctx.body.get("key")
     if not isinstance(key, str):
         raise _type_error("BSON field 'distinct.key' is the wrong type, expected type 'string'")

@@ -12,12 +12,16 @@ the connection must drop without a reply.  Failures are raised as the engine's
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from mongo_sansio.testing.engine import Collection
 from mongo_sansio.testing.server.auth import SaslConversation
 from mongo_sansio.testing.server.replset import Member, ReplicaSet
+
+if TYPE_CHECKING:
+    from mongo_sansio.testing.server.transactions import SnapshotView, Transaction
 
 __all__ = ["Close", "CommandSpec", "ConnectionState", "Context", "Outcome", "Request", "Waiting", "NO_REPLY"]
 
@@ -90,6 +94,10 @@ class Context:
     state: ConnectionState
     request: Request
     now: float
+    # The transaction this command runs in (set by the dispatcher), or None.
+    txn: Transaction | None = None
+    # A read at an earlier cluster time (readConcern snapshot with atClusterTime), or None.
+    snapshot: SnapshotView | None = None
 
     @property
     def body(self) -> Mapping[str, Any]:
@@ -98,6 +106,25 @@ class Context:
     @property
     def db(self) -> str:
         return self.request.db
+
+    @property
+    def view(self) -> SnapshotView | None:
+        """The data as this command sees it when that is not the latest committed state."""
+        return self.txn.view if self.txn is not None else self.snapshot
+
+    def collection(self, database: str, name: str, *, create: bool = False) -> Collection | None:
+        """A collection as this command sees it: its transaction's (own writes, snapshot of the
+        others'), a snapshot read's, or the committed one."""
+        view = self.view
+        if view is not None:
+            return view.collection(database, name, create=create)
+        return self.cluster.collection(database, name, create=create)
+
+    def collection_names(self, database: str) -> list[str]:
+        view = self.view
+        if view is not None:
+            return view.names(database)
+        return list(self.cluster.databases.get(database, {}))
 
 
 Handler = Callable[[Context], Outcome]

@@ -7,8 +7,10 @@ Inputs: a :class:`~.context.Context` for a request.  Outputs: a reply document c
 The steps, in mongod's order: find the command (CommandNotFound 59); authentication
 (Unauthorized 13); the failCommand failpoint (block, close, error, writeConcernError);
 the member's role (NotWritablePrimary 10107 for writes on a secondary,
-NotPrimaryNoSecondaryOk 13435 for reads without secondaryOk); a retried write answered from
-the session's record; the handler; the reply recorded for retries; the
+NotPrimaryNoSecondaryOk 13435 for reads without secondaryOk); the transaction the command
+runs in (:mod:`.transactions`: started, continued, or refused); a retried write answered from
+the session's record; the handler (a statement that fails aborts its transaction; a write that
+meets a document an open transaction holds waits for it); the reply recorded for retries; the
 onPrimaryTransactionalWrite failpoint.  A handler's CommandError becomes an ``ok: 0`` reply; a
 bug in a handler (any other exception) becomes InternalError (1) rather than escaping.
 """
@@ -29,6 +31,7 @@ from mongo_sansio.testing.server.changestreams import (
 from mongo_sansio.testing.server.commands_admin import ADMIN_COMMANDS
 from mongo_sansio.testing.server.commands_crud import CRUD_COMMANDS
 from mongo_sansio.testing.server.commands_hello import HELLO_COMMANDS
+from mongo_sansio.testing.server.commands_txn import TRANSACTION_COMMANDS
 from mongo_sansio.testing.server.context import (
     NO_REPLY,
     Close,
@@ -40,6 +43,14 @@ from mongo_sansio.testing.server.context import (
 from mongo_sansio.testing.server.failpoints import FailAction, Target
 from mongo_sansio.testing.server.handshake import topology_version
 from mongo_sansio.testing.server.replset import PRIMARY
+from mongo_sansio.testing.server.transactions import (
+    ABORT,
+    COMMIT,
+    WriteBlocked,
+    enter,
+    transaction_labels,
+    wait_for_transaction,
+)
 
 __all__ = [
     "CODE_NAMES", "COMMANDS", "HELLO_NAMES", "RETRYABLE_CODES", "error_reply", "execute", "failpoint_target",
@@ -49,7 +60,8 @@ __all__ = [
 HELLO_NAMES = ("hello", "isMaster", "ismaster")
 
 COMMANDS: dict[str, CommandSpec] = {
-    spec.name: spec for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *ADMIN_COMMANDS, *CHANGE_STREAM_COMMANDS)
+    spec.name: spec
+    for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *ADMIN_COMMANDS, *CHANGE_STREAM_COMMANDS, *TRANSACTION_COMMANDS)
 }
 
 RETRYABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
@@ -68,7 +80,8 @@ CODE_NAMES = {
     91: "ShutdownInProgress", 96: "OperationFailed", 100: "UnsatisfiableWriteConcern",
     112: "WriteConflict", 133: "FailedToSatisfyReadPreference", 134: "ReadConcernMajorityNotAvailableYet",
     136: "CappedPositionLost", 175: "QueryPlanKilled", 189: "PrimarySteppedDown", 211: "KeyNotFound",
-    225: "TransactionTooOld", 234: "RetryChangeStream", 237: "CursorKilled", 251: "NoSuchTransaction",
+    117: "ConflictingOperationInProgress", 225: "TransactionTooOld", 239: "SnapshotTooOld",
+    246: "SnapshotUnavailable", 256: "TransactionCommitted", 263: "OperationNotSupportedInTransaction", 234: "RetryChangeStream", 237: "CursorKilled", 251: "NoSuchTransaction",
     262: "ExceededTimeLimit", 280: "ChangeStreamFatalError", 286: "ChangeStreamHistoryLost",
     9001: "SocketException", 10107: "NotWritablePrimary", 11000: "DuplicateKey",
     11600: "InterruptedAtShutdown", 11601: "Interrupted", 11602: "InterruptedDueToReplStateChange",
@@ -108,6 +121,9 @@ def _is_retryable_write(ctx: Context, spec: CommandSpec | None) -> bool:
 
 def _with_labels(ctx: Context, spec: CommandSpec | None, reply: dict[str, Any], code: int | None,
                  *, change_stream: bool = True) -> dict[str, Any]:
+    labels = transaction_labels(ctx, code, RETRYABLE_CODES) if "errorLabels" not in reply else []
+    if labels:
+        reply["errorLabels"] = labels
     if code in RETRYABLE_CODES and _is_retryable_write(ctx, spec) and "errorLabels" not in reply:
         reply["errorLabels"] = ["RetryableWriteError"]
     return change_stream_labels(ctx, reply, code) if change_stream else reply
@@ -236,6 +252,7 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
             # the failpoint that gets the label).
             return _with_labels(ctx, spec, reply, action.error_code, change_stream=False)
     _check_role(ctx, spec)
+    ctx.txn = enter(ctx)
     retryable = _is_retryable_write(ctx, spec)
     request = ctx.request
     txn_number = request.txn_number
@@ -246,14 +263,50 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
     ctx.cluster.sessions.touch(request.lsid)
     if spec.access == _WRITE:
         ctx.cluster.begin_write(ctx.now, request.lsid if retryable else None, txn_number if retryable else None)
-    outcome = _run(ctx, spec)
-    if isinstance(outcome, dict):
+    outcome = _run_statement(ctx, spec)
+
+    def after(outcome: Outcome) -> Outcome:
+        if not isinstance(outcome, dict):
+            return outcome
+        if ctx.txn is not None and outcome.get("writeErrors") and request.name not in (COMMIT, ABORT):
+            ctx.cluster.transactions.abort(ctx.txn, "a write in the transaction failed")
         if retryable and txn_number is not None and outcome.get("ok") == 1.0:
             ctx.cluster.sessions.record(request.lsid, txn_number, outcome)
         if retryable and ctx.member.failpoints.close_after_write():
             return Close("onPrimaryTransactionalWrite failpoint closed the connection after the write")
         return _add_write_concern_error(ctx, spec, outcome)
-    return outcome
+
+    def wrap(waiting: Waiting) -> Waiting:
+        # A write waiting for a transaction's lock: its reply, when it comes, is recorded and
+        # checked like any other write's.
+        inner = waiting.poll
+
+        def poll(now: float, timed_out: bool) -> Outcome | None:
+            ctx.cluster.begin_write(now, request.lsid if retryable else None, txn_number if retryable else None)
+            result = inner(now, timed_out)
+            if isinstance(result, Waiting):
+                return wrap(result)
+            return None if result is None else after(result)
+
+        waiting.poll = poll
+        return waiting
+
+    if isinstance(outcome, Waiting) and spec.access == _WRITE:
+        return wrap(outcome)
+    return after(outcome)
+
+
+def _run_statement(ctx: Context, spec: CommandSpec) -> Outcome:
+    """The handler; in a transaction a failing statement aborts it (mongod does), and outside
+    one a write that meets a document an open transaction holds waits for it to end."""
+    try:
+        return _run(ctx, spec)
+    except WriteBlocked as blocked:
+        return wait_for_transaction(ctx, blocked.holder, lambda: _run_statement(ctx, spec))
+    except CommandError:
+        if ctx.txn is not None and ctx.request.name not in (COMMIT, ABORT):
+            ctx.cluster.transactions.abort(ctx.txn, "a statement of the transaction failed")
+        raise
 
 
 def _add_write_concern_error(ctx: Context, spec: CommandSpec, reply: dict[str, Any]) -> dict[str, Any]:
@@ -283,7 +336,7 @@ def _check_role(ctx: Context, spec: CommandSpec) -> None:
 def _run(ctx: Context, spec: CommandSpec) -> Outcome:
     try:
         return spec.handler(ctx)
-    except CommandError:
+    except (CommandError, WriteBlocked):
         raise
     except Exception as bug:  # noqa: BLE001 -- a handler bug must answer, not kill the connection
         raise CommandError(1, "InternalError", f"simulator error in {spec.name}: {type(bug).__name__}: {bug}") from bug

@@ -21,7 +21,11 @@ document_key {_id: ...} of the document written (None for commands and noops)
 before      the document before the write (None for inserts), a pre-image copy
 after       the document after the write (None for deletes), a post-image copy
 command     for "c": the command's details, e.g. {"to": "db.new"} for a rename
-lsid, txn_number  the session and transaction number of a retryable write (else None)
+lsid, txn_number  the session and transaction number of a retryable write or of a committed
+            transaction (else None)
+ops         for "c" "applyOps" (a committed transaction, one entry however many writes): the
+            transaction's operations in order, as entries of their own (their ``ts``, ``wall``,
+            ``lsid`` and ``txn_number`` are the transaction's: :meth:`OplogEntry.operations`)
 images      True when the collection had changeStreamPreAndPostImages enabled at the write
             (a change stream may then serve ``before``/``after`` as pre- and post-images)
 ========== =================================================================================
@@ -58,6 +62,15 @@ class OplogEntry:
     lsid: Any = None
     txn_number: int | None = None
     images: bool = False
+    ops: tuple[OplogEntry, ...] = ()
+
+    def operations(self) -> list[OplogEntry]:
+        """The document and catalogue operations of this entry: itself, or for an applyOps
+        entry its operations stamped with the entry's time and session."""
+        if self.kind != "applyOps":
+            return [self]
+        return [attrs.evolve(op, ts=self.ts, wall=self.wall, t=self.t, lsid=self.lsid, txn_number=self.txn_number)
+                for op in self.ops]
 
     @property
     def wall_datetime(self) -> datetime.datetime:
@@ -115,6 +128,13 @@ class Oplog:
         return self.entries[0] if self.entries else None
 
     def after(self, ts: Timestamp) -> list[OplogEntry]:
-        """Entries strictly after ``ts``, in order."""
+        """Entries strictly after ``ts``, in order (scanned from the newest end, so a recent
+        ``ts`` costs little)."""
         key = (ts.time, ts.inc)
-        return [e for e in self.entries if (e.ts.time, e.ts.inc) > key]
+        found: list[OplogEntry] = []
+        for entry in reversed(self.entries):
+            if (entry.ts.time, entry.ts.inc) <= key:
+                break
+            found.append(entry)
+        found.reverse()
+        return found

@@ -42,6 +42,7 @@ from mongo_sansio.testing.server.cursors import CursorRegistry
 from mongo_sansio.testing.server.failpoints import FailPoints
 from mongo_sansio.testing.server.oplog import Oplog, OplogEntry, wall_datetime
 from mongo_sansio.testing.server.sessions import Sessions
+from mongo_sansio.testing.server.transactions import Transactions
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.server.connection import ServerConnection
@@ -100,6 +101,9 @@ class ReplicaSet:
         self.election_id = ObjectId(b"\x7f\xff\xff\xff" + bytes(8))
         self.oplog = Oplog(oplog_size)
         self.sessions = Sessions()
+        self.transactions = Transactions(self)
+        # setParameter / getParameter values (mongod's defaults).
+        self.parameters: dict[str, Any] = {"transactionLifetimeLimitSeconds": 60}
         self.databases: dict[str, dict[str, Collection]] = {}
         # "db.coll" of collections with changeStreamPreAndPostImages enabled (create / collMod).
         self.image_namespaces: set[str] = set()
@@ -252,6 +256,7 @@ class ReplicaSet:
         self.oplog.append(term=self.term, wall=self.wall(now), op="n", kind="new primary", ns="")
 
     def _demote(self, member: Member, now: float) -> None:
+        self.transactions.abort_all("the primary stepped down")  # as mongod, on stepdown
         member.state = SECONDARY
         member.counter += 1  # as mongod: the new topologyVersion is on the interrupted replies
         self.primary = None
@@ -334,7 +339,9 @@ class ReplicaSet:
 
     def tick(self, now: float) -> None:
         """Time passed: an idle primary writes its periodic noop (mongod does every 10 s), so
-        secondaries' lastWriteDate stays meaningful for maxStalenessSeconds."""
+        secondaries' lastWriteDate stays meaningful for maxStalenessSeconds; transactions past
+        their lifetime limit are aborted."""
+        self.transactions.expire(now)
         last = self.oplog.last
         if self.primary is not None and last is not None and self.wall(now) - last.wall >= PERIODIC_NOOP_SECONDS:
             self.oplog.append(term=self.term, wall=self.wall(now), op="n", kind="periodic noop", ns="")
@@ -351,6 +358,10 @@ class ReplicaSet:
         )
         self._poke_all_later = True
         return entry
+
+    def changed(self) -> None:
+        """Something waiters may wait for changed without a write (a transaction ended)."""
+        self._poke_all_later = True
 
     def wake_waiters(self, now: float) -> None:
         """After a command that wrote: let awaitData cursors see the new entries."""
@@ -370,6 +381,13 @@ class ReplicaSet:
             self.log("c", "create", f"{database}.$cmd", command={"create": name})
         return found
 
+    def install(self, database: str, name: str) -> Collection:
+        """A new empty collection, not logged (a committing transaction logs its creation in
+        its own entry)."""
+        found = self._new_collection(database, name)
+        self.databases.setdefault(database, {})[name] = found
+        return found
+
     def _new_collection(self, database: str, name: str) -> Collection:
         ns = f"{database}.{name}"
 
@@ -380,12 +398,15 @@ class ReplicaSet:
             self.log(op, event.kind, ns, document_key=key, before=event.before, after=event.after,
                      images=ns in self.image_namespaces)
 
-        return Collection(database, name, id_factory=self.new_object_id, on_write=on_write)
+        collection = Collection(database, name, id_factory=self.new_object_id, on_write=on_write)
+        collection.guard = self.transactions.committed_guard(ns)
+        return collection
 
     def adopt(self, collection: Collection) -> None:
         """Install ``collection`` (e.g. renamed) with this cluster's write hook."""
         fresh = self._new_collection(collection.database, collection.name)
         copy = collection.clone()
         copy.on_write = fresh.on_write
+        copy.guard = fresh.guard
         copy.id_factory = self.new_object_id
         self.databases.setdefault(collection.database, {})[collection.name] = copy

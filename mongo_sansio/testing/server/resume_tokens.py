@@ -11,7 +11,7 @@ field    digits meaning
 ======== ====== ==============================================================================
 time     8      the entry's Timestamp seconds
 inc      8      the entry's Timestamp increment
-index    4      the operation's index inside the entry (always 0: no transactions yet);
+index    4      the operation's index inside the entry (0, or its place in a transaction);
                 ``FFFF`` in a high-water mark that covers every event of that Timestamp
 type     2      00 high-water mark (a scanned position, no event), 01 event, 02 invalidate
 fragment 4      0 for a whole event; 1..N for a ``$changeStreamSplitLargeEvent`` fragment

@@ -3,7 +3,7 @@
 Inputs: a write command's ``lsid`` and ``txnNumber`` before it runs (:meth:`Sessions.replay`)
 and its reply after (:meth:`Sessions.record`); ``endSessions`` / ``killAllSessions``.
 Outputs: the stored reply for a retried write (the write is not applied again), or None when
-the write is new.  A txnNumber lower than the session's newest answers
+the write is new.  Transactions (:mod:`.transactions`) share the session's txnNumber order.  A txnNumber lower than the session's newest answers
 TransactionTooOld (225), as mongod does.
 
 The records are cluster-wide (mongod replicates them in ``config.transactions``), so a retry
@@ -57,6 +57,17 @@ class Sessions:
             )
         stored = self._replies.get((key, txn_number))
         return None if stored is None else dict(stored)
+
+    def latest(self, lsid: Any) -> int | None:
+        """The newest txnNumber the session has used (retryable write or transaction)."""
+        key = session_key(lsid)
+        return None if key is None else self._latest.get(key)
+
+    def advance(self, lsid: Any, txn_number: int) -> None:
+        """A transaction started with ``txn_number``: older numbers are now too old."""
+        key = session_key(lsid)
+        if key is not None:
+            self._latest[key] = max(txn_number, self._latest.get(key, txn_number))
 
     def record(self, lsid: Any, txn_number: int, reply: dict[str, Any]) -> None:
         key = session_key(lsid)
