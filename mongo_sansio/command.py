@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mongo_sansio.errors import MongoError, NetworkError, NotPrimaryError, check_reply
-from mongo_sansio.flow import Flow, MarkServerUnknown, RunCommand, ServerInfo
+from mongo_sansio.flow import Flow, MarkServerUnknown, RunCommand, ServerInfo, TxnSlot
 
 __all__ = ["run_command", "run_command_quietly"]
 
@@ -30,10 +30,14 @@ def run_command(
     *,
     sequences: Mapping[str, Sequence[Any]] | None = None,
     timeout: float | None = None,
+    session: Any = None,
+    txn: TxnSlot | None = None,
 ) -> Flow[Mapping[str, Any]]:
-    """Run ``body`` on ``server``; return the ``ok: 1`` reply or raise the typed error."""
+    """Run ``body`` on ``server``; return the ``ok: 1`` reply or raise the typed error.
+    ``session`` overrides the operation's (a cursor's own session); ``txn`` marks a retryable
+    write (:class:`~mongo_sansio.flow.TxnSlot`)."""
     try:
-        reply = yield RunCommand(server, db, body, sequences, timeout)
+        reply = yield RunCommand(server, db, body, sequences, timeout, session, txn)
     except NetworkError as error:
         yield MarkServerUnknown(server.address, error)
         raise
@@ -44,10 +48,12 @@ def run_command(
         raise
 
 
-def run_command_quietly(server: ServerInfo, db: str, body: Mapping[str, Any]) -> Flow[None]:
+def run_command_quietly(
+    server: ServerInfo, db: str, body: Mapping[str, Any], *, session: Any = None
+) -> Flow[None]:
     """Run a best-effort command (killCursors, endSessions): every library error is swallowed,
     after the topology has been told about it as :func:`run_command` does."""
     try:
-        yield from run_command(server, db, body)
+        yield from run_command(server, db, body, session=session)
     except MongoError:
         pass

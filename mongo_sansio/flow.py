@@ -20,6 +20,7 @@ request                    the adapter's answer (sent into the flow)            
 :class:`RunCommand`        the reply document, ``ok: 0`` included (flows turn it     thrown in
                            into :class:`~mongo_sansio.errors.ServerError`)
 :class:`MarkServerUnknown`  None (the adapter hands it to the client's core state)   --
+:class:`GetContext`        the :class:`OperationContext` of the running operation    --
 :class:`Now`               the monotonic time in seconds (float)                    --
 :class:`Sleep`             None, after ``seconds`` have passed                      --
 =========================  =======================================================  ==========
@@ -42,6 +43,9 @@ __all__ = [
     "SelectServer",
     "RunCommand",
     "MarkServerUnknown",
+    "GetContext",
+    "OperationContext",
+    "TxnSlot",
     "Now",
     "Sleep",
     "Request",
@@ -65,6 +69,8 @@ class ServerInfo:
     max_bson_object_size: int = 16 * 1024 * 1024
     max_message_size_bytes: int = 48_000_000
     max_write_batch_size: int = 100_000
+    supports_retryable_writes: bool = False
+    """A replica set member or mongos that supports sessions: it accepts ``txnNumber``."""
 
 
 @attrs.frozen
@@ -107,6 +113,39 @@ class RunCommand:
     body: Mapping[str, Any]
     sequences: Mapping[str, Sequence[Any]] | None = None
     timeout: float | None = None
+    session: Any = attrs.field(default=None, eq=False)
+    """The session to send with (a cursor's own); None: the operation's session."""
+    txn: TxnSlot | None = attrs.field(default=None, eq=False)
+    """A retryable write's transaction number holder (None: not a retryable write)."""
+
+
+@attrs.define(eq=False)
+class TxnSlot:
+    """The ``txnNumber`` of one retryable write: drawn from the session when the write is
+    first sent, the same on its retry."""
+
+    number: int | None = None
+
+
+@attrs.frozen
+class GetContext:
+    """Ask for the running operation's :class:`OperationContext`."""
+
+
+@attrs.frozen
+class OperationContext:
+    """What an operation flow may need to know about the operation it runs in: its session
+    (explicit, or the implicit one), whether the client retries reads and writes, and the
+    operation's deadline (client-side operations timeout; None without one)."""
+
+    session: Any = attrs.field(eq=False)
+    retry_reads: bool = True
+    retry_writes: bool = True
+    deadline: float | None = None
+
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self.session is not None and self.session.in_transaction)
 
 
 @attrs.frozen
@@ -130,7 +169,9 @@ class Sleep:
     seconds: float
 
 
-Request: TypeAlias = ConnectionCommand | SelectServer | RunCommand | MarkServerUnknown | Now | Sleep
+Request: TypeAlias = (
+    ConnectionCommand | SelectServer | RunCommand | MarkServerUnknown | GetContext | Now | Sleep
+)
 
 T = TypeVar("T")
 

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from mongo_sansio.bson import ObjectId
 from mongo_sansio.client import ClientSettings
 from mongo_sansio.client.core import ClientCore, KillCursor
-from mongo_sansio.client.execute import drive, kill_cursors, operation_deadline
+from mongo_sansio.client.execute import drive, end_sessions, kill_cursors, operation_deadline
 from mongo_sansio.flow import Flow
+from mongo_sansio.sessions import Session
 
 from .._sync import SyncInterpreter, SyncRuntime
 from .._timeout import current_deadline
@@ -82,15 +83,34 @@ class Engine:
         )
         with self.runtime.lock:
             self.core.require_open()
-        result: T = self.interpreter.run(drive(self.core, flow, deadline=deadline))
+        core_session = None if session is None else session.core_session(self)
+        result: T = self.interpreter.run(
+            drive(self.core, flow, deadline=deadline, session=core_session)
+        )
         return result
 
+    def new_session(self, **options: Any) -> Session:
+        """A new explicit session of this client (the core's half of ``ClientSession``)."""
+        with self.runtime.lock:
+            self.core.require_open()
+            return Session(self.core, implicit=False, **options)
+
+    def end_session(self, session: Session) -> None:
+        with self.runtime.lock:
+            self.core.sessions.end(session, self.runtime.monotonic())
+
+    def bind_session(self, session: Session) -> None:
+        """Give ``session`` its server session now (``session_id`` was asked for)."""
+        with self.runtime.lock:
+            if session.server_session is None and not session.ended:
+                self.core.sessions.bind(session, self.runtime.monotonic())
+
     def kill_cursor_later(
-        self, address: tuple[str, int], db: str, body: Mapping[str, Any]
+        self, address: tuple[str, int], db: str, body: Mapping[str, Any], session: Any = None
     ) -> None:
         """A dropped cursor's killCursors, sent by the client's upkeep task (no I/O and no
-        lock here: safe in a finalizer)."""
-        self.core.kill_cursor_later(KillCursor(address, db, body))
+        lock here: safe in a finalizer); ``session`` is the cursor's."""
+        self.core.kill_cursor_later(KillCursor(address, db, body, session))
 
     def close(self) -> None:
         """Stop the monitors and pools, close every connection, end the background threads."""
@@ -103,9 +123,12 @@ class Engine:
                 self.interpreter.run(kill_cursors(self.core, cursors))
             except Exception:  # noqa: BLE001 - best effort, the client is going away
                 pass
+        try:
+            self.interpreter.run(end_sessions(self.core))
+        except Exception:  # noqa: BLE001 - best effort, the client is going away
+            pass
         with self.runtime.lock:
             self.core.close(self.runtime.monotonic())
         join = getattr(self.runtime, "join", None)
         if join is not None:
             join(_CLOSE_JOIN_SECONDS)
-

@@ -47,6 +47,7 @@ from mongo_sansio.client.link import Link, LinkOptions, open_link
 from mongo_sansio.client.monitors import ServerMonitor
 from mongo_sansio.client.runtime import Signal, Task, Wait
 from mongo_sansio.client.selecting import select
+from mongo_sansio.client.sessions import ClientSessions
 from mongo_sansio.client.settings import ClientSettings
 from mongo_sansio.cmap import Pool
 from mongo_sansio.cmap.actions import (
@@ -99,6 +100,9 @@ from mongo_sansio.wire import RequestIds
 
 __all__ = ["ClientCore", "KillCursor"]
 
+#: MongoDB 3.6, the first to accept txnNumber (retryable writes)
+RETRYABLE_WRITES_WIRE_VERSION: Final = 6
+
 _READ_WITHOUT_PREFERENCE: Final = frozenset(
     {ServerType.MONGOS, ServerType.LOAD_BALANCER, ServerType.STANDALONE}
 )
@@ -114,6 +118,7 @@ class KillCursor:
     address: tuple[str, int]
     db: str
     body: Mapping[str, Any] = attrs.field(eq=False)
+    session: Any = attrs.field(default=None, eq=False)
 
 
 class _Waiter:
@@ -181,6 +186,10 @@ class ClientCore:
         self._topology_waiters: list[Signal] = []
         self._monitor_ids = 0
         self._kill_queue: deque[KillCursor] = deque()
+        self.sessions = ClientSessions(
+            random16=lambda: nonce()[:16],
+            timeout_minutes=lambda: self._topology.description.logical_session_timeout_minutes,
+        )
         self.upkeep_signal: Signal | None = None
         self.last_now = 0.0
         self._closed = False
@@ -252,6 +261,9 @@ class ClientCore:
             max_write_batch_size=described.max_write_batch_size
             if described is not None
             else DEFAULT_MAX_WRITE_BATCH_SIZE,
+            supports_retryable_writes=server.type is not ServerType.STANDALONE
+            and server.logical_session_timeout_minutes is not None
+            and server.max_wire_version >= RETRYABLE_WRITES_WIRE_VERSION,
         )
 
     # -- server selection -----------------------------------------------------------------------

@@ -37,9 +37,20 @@ from typing import TYPE_CHECKING, Any, Final
 from mongo_sansio.client.events import CommandMonitor
 from mongo_sansio.client.link import exchange
 from mongo_sansio.client.runtime import Signal, Wait
+from mongo_sansio.client.sessions import TRANSIENT_TRANSACTION_ERROR
 from mongo_sansio.command import run_command_quietly
-from mongo_sansio.errors import LocalProtocolError, MongoError, NetworkTimeout
-from mongo_sansio.flow import MarkServerUnknown, Now, RunCommand, SelectServer, Sleep
+from mongo_sansio.errors import InvalidOperation, LocalProtocolError, MongoError, NetworkTimeout
+from mongo_sansio.flow import (
+    GetContext,
+    MarkServerUnknown,
+    Now,
+    OperationContext,
+    RunCommand,
+    SelectServer,
+    Sleep,
+)
+from mongo_sansio.selection.read_preference import Mode, ReadPreference
+from mongo_sansio.sessions import Session
 
 if TYPE_CHECKING:
     from mongo_sansio.client.core import ClientCore, KillCursor
@@ -49,6 +60,7 @@ __all__ = [
     "run_command",
     "upkeep_task",
     "kill_cursors",
+    "end_sessions",
     "operation_deadline",
     "UPKEEP_INTERVAL",
     "KILL_CURSORS_TIMEOUT",
@@ -70,21 +82,87 @@ _NO_MAX_TIME: Final = frozenset({"getMore", "killCursors", "endSessions", "hello
 class _Operation:
     """What :func:`drive` remembers while one operation runs."""
 
-    __slots__ = ("deadline", "generations", "operation_id")
+    __slots__ = (
+        "core",
+        "deadline",
+        "generations",
+        "operation_id",
+        "explicit",
+        "sessions",
+        "context",
+    )
 
-    def __init__(self, deadline: float | None, operation_id: int | None) -> None:
+    def __init__(
+        self,
+        core: ClientCore,
+        deadline: float | None,
+        operation_id: int | None,
+        explicit: Session | None,
+    ) -> None:
+        self.core = core
         self.deadline = deadline
         self.generations: dict[tuple[str, int], int] = {}
         self.operation_id = operation_id
+        self.explicit = explicit
+        self.sessions: list[Session] = []  # every session a command of the operation used
+        self.context: OperationContext | None = None
+
+    def session(self) -> Session:
+        """The operation's session: the caller's, else an implicit one made on first use."""
+        if self.explicit is not None:
+            return self.explicit
+        context = self.get_context()
+        session: Session = context.session
+        return session
+
+    def get_context(self) -> OperationContext:
+        if self.context is None:
+            session = self.explicit or Session(self.core, implicit=True)
+            settings = self.core.settings
+            self.context = OperationContext(
+                session=session,
+                retry_reads=settings.retry_reads,
+                retry_writes=settings.retry_writes,
+                deadline=self.deadline,
+            )
+        return self.context
+
+    def used(self, session: Session) -> None:
+        if not any(seen is session for seen in self.sessions):
+            self.sessions.append(session)
+
+    def finish(self) -> None:
+        """The operation ended: the caller's session is free again; implicit sessions nothing
+        holds go back to the pool."""
+        core = self.core
+        if self.explicit is not None:
+            self.explicit.in_use = False
+        context = self.context
+        if context is not None:
+            self.used(context.session)
+        for session in self.sessions:
+            core.sessions.finish(session, core.last_now)
 
 
-def drive(core: ClientCore, flow: Flow, *, deadline: float | None = None) -> Flow:
+def drive(
+    core: ClientCore, flow: Flow, *, deadline: float | None = None, session: Session | None = None
+) -> Flow:
     """Run the operation ``flow`` on ``core``; returns its result (see the module docstring).
+    ``session`` is the caller's explicit session (None: an implicit one when needed).
 
     Whatever stops this flow (an error, the runtime closing it), ``flow`` is closed too and
     no connection stays checked out."""
+    if session is not None:
+        session.require_usable(core)
+        if session.in_use:
+            flow.close()
+            raise InvalidOperation(
+                "this session is in use by another operation (a session must not be used by "
+                "two threads or tasks at once)"
+            )
+        session.in_use = True
     operation = _Operation(
-        deadline, core.next_request_id() if core.publish is not None else None
+        core, deadline, core.next_request_id() if core.publish is not None else None, session
     )
     answer: Any = None
     error: MongoError | None = None
@@ -100,9 +178,19 @@ def drive(core: ClientCore, flow: Flow, *, deadline: float | None = None) -> Flo
                 if kind is RunCommand:
                     answer = yield from run_command(core, request, operation)
                 elif kind is SelectServer:
-                    answer = yield from core.select_server(
-                        request, operation.deadline, operation_id=operation.operation_id
-                    )
+                    try:
+                        answer = yield from core.select_server(
+                            _in_transaction(operation, request),
+                            operation.deadline,
+                            operation_id=operation.operation_id,
+                        )
+                    except MongoError as failure:
+                        context = operation.context
+                        if context is not None and context.in_transaction:
+                            failure._add_error_label(TRANSIENT_TRANSACTION_ERROR)
+                        raise
+                elif kind is GetContext:
+                    answer = operation.get_context()
                 elif kind is MarkServerUnknown:
                     now = yield Now()
                     generation = operation.generations.get(request.address)
@@ -115,19 +203,44 @@ def drive(core: ClientCore, flow: Flow, *, deadline: float | None = None) -> Flo
                 error = exc
     finally:
         flow.close()
+        operation.finish()
+
+
+def _in_transaction(operation: _Operation, request: SelectServer) -> SelectServer:
+    """Inside a transaction every command goes to the primary: the transaction's read
+    preference must be primary (a read asking for another is refused)."""
+    session = operation.explicit
+    if session is None or not session.in_transaction:
+        return request
+    options = session.transaction_options
+    preference = None if options is None else options.read_preference
+    mode = getattr(preference, "mode", None)
+    if mode is not None and mode is not Mode.PRIMARY and not request.for_writes:
+        raise InvalidOperation("read preference in a transaction must be primary")
+    if request.read_preference.mode is Mode.PRIMARY:
+        return request
+    return SelectServer(
+        ReadPreference(mode=Mode.PRIMARY), request.for_writes, request.deprioritized, request.operation
+    )
 
 
 def run_command(core: ClientCore, request: RunCommand, operation: _Operation) -> Flow:
     """Check out, exchange, check in; returns the reply document (``ok: 0`` included)."""
     server = request.server
     deadline = operation.deadline
+    session: Session | None = request.session
+    if session is None:
+        session = operation.session()
+    operation.used(session)
     link = yield from core.check_out(server.address, deadline)
+    body: Mapping[str, Any] = request.body
     try:
         pooled = link.pooled
         if pooled is not None:
             operation.generations[server.address] = pooled.generation
-        body = core.command_body(server, request.body)
         now = yield Now()
+        core.last_now = now
+        body = core.sessions.prepare(request, session, core.command_body(server, body), now)
         exchange_deadline = deadline
         if deadline is not None:
             body = _with_max_time(core, server.address, body, deadline, now)
@@ -139,12 +252,16 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
             reply = yield from exchange(
                 link, request.db, body, sequences=request.sequences, deadline=exchange_deadline
             )
-            return reply.document
-        return (
-            yield from _monitored(
+            document: Mapping[str, Any] = reply.document
+        else:
+            document = yield from _monitored(
                 core, link, request.db, body, request.sequences, exchange_deadline, operation
             )
-        )
+        core.sessions.absorb(session, document)
+        return document
+    except MongoError as failure:
+        core.sessions.failed(session, body, failure)
+        raise
     finally:
         core.check_in(link)
 
@@ -259,10 +376,40 @@ def kill_cursors(core: ClientCore, cursors: list[KillCursor]) -> Flow:
         server = core.server_info(address)
         try:
             yield from drive(
-                core, run_command_quietly(server, cursor.db, cursor.body), deadline=deadline
+                core,
+                run_command_quietly(server, cursor.db, cursor.body, session=cursor.session),
+                deadline=deadline,
             )
         except MongoError:
             pass
+
+
+def end_sessions(core: ClientCore) -> Flow:
+    """``endSessions`` for every pooled server session, on a primary or any server that will
+    take it, best effort within :data:`KILL_CURSORS_TIMEOUT` (the client is closing)."""
+    batches = core.sessions.drain()
+    if not batches or not core.sessions.supported:
+        return
+    now = yield Now()
+    deadline = now + KILL_CURSORS_TIMEOUT
+    preference = ReadPreference(mode=Mode.PRIMARY_PREFERRED)
+    for ids in batches:
+        if core.closed:
+            return
+        try:
+            server = yield from drive(core, _select_any(preference), deadline=deadline)
+            yield from drive(
+                core,
+                run_command_quietly(server, "admin", {"endSessions": ids}),
+                deadline=deadline,
+            )
+        except MongoError:
+            return
+
+
+def _select_any(preference: ReadPreference) -> Flow:
+    server = yield SelectServer(preference)
+    return server
 
 
 def upkeep_task(core: ClientCore) -> Flow:

@@ -50,7 +50,7 @@ from mongo_sansio.errors import (
     MongoError,
     RemoteProtocolError,
 )
-from mongo_sansio.flow import Flow, ServerInfo
+from mongo_sansio.flow import Flow, GetContext, ServerInfo
 
 __all__ = [
     "Namespace",
@@ -165,6 +165,23 @@ class Cursor:
         self.returned = 0
         self.closed = False
         self._buffer: deque[Any] = deque(first_batch)
+        #: the session the cursor was opened in: its getMores and killCursors use it, and an
+        #: implicit one goes back to the pool only when the server holds the cursor no more
+        self.session: Any = None
+        self._holding = False
+
+    def hold_session(self, session: Any) -> None:
+        """Keep ``session`` for the cursor's later commands (held while the cursor is alive)."""
+        self.session = session
+        if session is not None and self.alive:
+            session.cursor_holds += 1
+            self._holding = True
+
+    def _dead(self) -> None:
+        # the server holds the cursor no more: its session is free for other operations
+        if self._holding and (self.cursor_id == 0 or self.closed):
+            self._holding = False
+            self.session.cursor_holds -= 1
 
     @classmethod
     def from_reply(
@@ -285,11 +302,14 @@ class Cursor:
         self.cursor_id = cursor_id
         self.post_batch_resume_token = _post_batch_resume_token(section)
         self._buffer.extend(batch)
+        if cursor_id == 0:
+            self._dead()
 
     def handle_get_more_error(self, error: BaseException) -> None:
         """A getMore failed: CursorNotFound means the server holds the cursor no more."""
         if isinstance(error, CursorNotFound):
             self.cursor_id = 0
+            self._dead()
 
     def kill_cursors_command(self) -> tuple[str, dict[str, Any]] | None:
         """``(db, body)`` of the killCursors for this cursor, or None when the server holds it
@@ -307,7 +327,17 @@ class Cursor:
         command = self.kill_cursors_command()
         self.closed = True
         self._buffer.clear()
+        if command is None:
+            self._dead()
         return command
+
+    def command_session(self) -> Any:
+        """The session to send the cursor's commands with (the one it was opened in)."""
+        return self.session
+
+    def release_after_kill(self) -> None:
+        """The killCursors of :meth:`close` was sent (or given up): free the session."""
+        self._dead()
 
     def __repr__(self) -> str:
         return (
@@ -331,11 +361,13 @@ def open_cursor(
 ) -> Flow[Cursor]:
     """Run a cursor-producing command (find, aggregate, listCollections, listIndexes) on
     ``server`` and return its :class:`Cursor`."""
+    context = yield GetContext()
+    session = getattr(context, "session", None)
     reply = yield from run_command(server, db, body)
     command_name = next(iter(body), None)
     target = body.get(command_name) if command_name is not None else None
     fallback = Namespace(db, target if isinstance(target, str) and target else "$cmd.aggregate")
-    return Cursor.from_reply(
+    cursor = Cursor.from_reply(
         reply,
         server,
         batch_size=batch_size,
@@ -344,13 +376,15 @@ def open_cursor(
         comment=comment,
         namespace=fallback,
     )
+    cursor.hold_session(session)
+    return cursor
 
 
 def _get_more(cursor: Cursor) -> Flow[None]:
     """One getMore; on failure the cursor is closed (killCursors unless CursorNotFound)."""
     db, body = cursor.get_more_command()
     try:
-        reply = yield from run_command(cursor.server, db, body)
+        reply = yield from run_command(cursor.server, db, body, session=cursor.command_session())
         cursor.handle_get_more_reply(reply)
     except MongoError as error:
         cursor.handle_get_more_error(error)
@@ -360,10 +394,14 @@ def _get_more(cursor: Cursor) -> Flow[None]:
 
 def cursor_close(cursor: Cursor) -> Flow[None]:
     """Close the cursor; killCursors (best effort, errors swallowed) when the server holds it."""
+    session = cursor.command_session()
     command = cursor.close()
     if command is not None:
         db, body = command
-        yield from run_command_quietly(cursor.server, db, body)
+        try:
+            yield from run_command_quietly(cursor.server, db, body, session=session)
+        finally:
+            cursor.release_after_kill()
 
 
 def _after_document(cursor: Cursor) -> Flow[None]:

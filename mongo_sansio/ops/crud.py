@@ -44,7 +44,7 @@ from mongo_sansio.cursors.cursor import (
     open_cursor,
 )
 from mongo_sansio.errors import LocalProtocolError, RemoteProtocolError, ServerError
-from mongo_sansio.flow import Flow, MarkServerUnknown, SelectServer, ServerInfo
+from mongo_sansio.flow import Flow, MarkServerUnknown, ServerInfo
 from mongo_sansio.ops.crud_commands import read_preference_field
 from mongo_sansio.ops.results import (
     DeleteResult,
@@ -53,9 +53,16 @@ from mongo_sansio.ops.results import (
     UpdateResult,
     reply_count,
 )
+from mongo_sansio.ops.retryable import (
+    operation_context,
+    retryable_read,
+    retryable_write_batch,
+    select,
+)
 from mongo_sansio.ops.write_errors import WriteSummary
 from mongo_sansio.sdam.errors import is_state_change_error
 from mongo_sansio.selection.read_preference import PRIMARY, ReadPreference
+from mongo_sansio.sessions.commands import is_unacknowledged
 from mongo_sansio.wire.batching import WRITE_SEQUENCES, WriteLimits, split_write_command
 
 __all__ = [
@@ -93,10 +100,7 @@ def select_server(
     read_preference: ReadPreference = PRIMARY, *, for_writes: bool = False
 ) -> Flow[ServerInfo]:
     """Ask the adapter for a server; check that it answered with one."""
-    server = yield SelectServer(read_preference, for_writes)
-    if not isinstance(server, ServerInfo):
-        raise LocalProtocolError(f"SelectServer must be answered with a ServerInfo, got {server!r}")
-    return server
+    return (yield from select(read_preference, for_writes=for_writes))
 
 
 def _with_read_preference(
@@ -151,6 +155,7 @@ def execute_write(
     identifier = WRITE_SEQUENCES.get(name)
     if identifier is None:
         raise LocalProtocolError(f"execute_write runs insert, update or delete, not {name!r}")
+    context = yield from operation_context()
     server = yield from select_server(for_writes=True)
     if check_server is not None:
         check_server(server)
@@ -162,9 +167,18 @@ def execute_write(
         identifier=identifier,
         codec_options=codec_options,
     )
+    acknowledged = not is_unacknowledged(command)
     summary = WriteSummary(name)
     for batch in batches:
-        reply = yield from run_command(server, db, command, sequences={identifier: batch.documents})
+        server, reply = yield from retryable_write_batch(
+            context,
+            server,
+            db,
+            command,
+            sequences={identifier: batch.documents},
+            statements=statements[batch.start : batch.start + len(batch.documents)],
+            acknowledged=acknowledged,
+        )
         summary.add(reply, batch.start)
         yield from _note_write_concern_error(server, reply)
         if ordered and summary.write_errors:
@@ -270,11 +284,15 @@ def delete(
 def read_command(
     db: str, body: Mapping[str, Any], *, read_preference: ReadPreference = PRIMARY
 ) -> Flow[Mapping[str, Any]]:
-    """Run a read command on a server chosen by ``read_preference``; return its reply."""
-    server = yield from select_server(read_preference)
-    return (
-        yield from run_command(server, db, _with_read_preference(body, read_preference, server))
-    )
+    """Run a read command on a server chosen by ``read_preference`` (retried once after a
+    retryable error); return its reply."""
+
+    def attempt(server: ServerInfo) -> Flow[Mapping[str, Any]]:
+        return (
+            yield from run_command(server, db, _with_read_preference(body, read_preference, server))
+        )
+
+    return (yield from retryable_read(attempt, read_preference))
 
 
 def write_command(db: str, body: Mapping[str, Any]) -> Flow[Mapping[str, Any]]:
@@ -291,7 +309,10 @@ def database_command(
     ``read_preference`` unless the body has one.  ``ok: 0`` raises the typed ServerError."""
     if not isinstance(body, Mapping) or not body:
         raise LocalProtocolError("a command must be a non-empty document whose first key names it")
-    return (yield from read_command(db, body, read_preference=read_preference))
+    server = yield from select_server(read_preference)
+    return (
+        yield from run_command(server, db, _with_read_preference(body, read_preference, server))
+    )
 
 
 def read_cursor(
@@ -311,20 +332,28 @@ def read_cursor(
     secondary (crud.md, "Aggregation pipelines with write stages").
     """
     writes = _is_write_aggregate(body)
-    server = yield from select_server(read_preference, for_writes=writes)
-    if not writes or server.max_wire_version >= MERGE_ON_SECONDARY_WIRE_VERSION:
-        body = _with_read_preference(body, read_preference, server)
-    return (
-        yield from open_cursor(
-            server,
-            db,
-            body,
-            batch_size=batch_size,
-            limit=limit,
-            max_await_time_ms=max_await_time_ms,
-            comment=comment,
+
+    def attempt(server: ServerInfo) -> Flow[Cursor]:
+        sent = body
+        if not writes or server.max_wire_version >= MERGE_ON_SECONDARY_WIRE_VERSION:
+            sent = _with_read_preference(body, read_preference, server)
+        return (
+            yield from open_cursor(
+                server,
+                db,
+                sent,
+                batch_size=batch_size,
+                limit=limit,
+                max_await_time_ms=max_await_time_ms,
+                comment=comment,
+            )
         )
-    )
+
+    if writes:
+        # $out / $merge aggregates write: not a retryable read
+        server = yield from select_server(read_preference, for_writes=True)
+        return (yield from attempt(server))
+    return (yield from retryable_read(attempt, read_preference))
 
 
 def _is_write_aggregate(body: Mapping[str, Any]) -> bool:

@@ -24,7 +24,15 @@ import attrs
 
 from mongo_sansio.bson import Int64, Timestamp
 from mongo_sansio.errors import NetworkError
-from mongo_sansio.flow import MarkServerUnknown, Request, RunCommand, SelectServer, ServerInfo
+from mongo_sansio.flow import (
+    GetContext,
+    MarkServerUnknown,
+    OperationContext,
+    Request,
+    RunCommand,
+    SelectServer,
+    ServerInfo,
+)
 from mongo_sansio.selection.read_preference import ReadPreference
 
 __all__ = [
@@ -138,8 +146,15 @@ class Step:
         self.seen = request
 
 
-def run_flow(flow: Generator[Request, Any, T], *steps: Step) -> T:
-    """Drive ``flow`` through ``steps``; return its value or raise its error."""
+def run_flow(
+    flow: Generator[Request, Any, T], *steps: Step, context: OperationContext | None = None
+) -> T:
+    """Drive ``flow`` through ``steps``; return its value or raise its error.
+
+    ``GetContext`` requests are answered with ``context`` without a step (default: no session,
+    retries off, so scripts list every command the flow sends exactly once)."""
+    if context is None:
+        context = OperationContext(session=None, retry_reads=False, retry_writes=False)
     pending = list(steps)
     answer: Any = None
     error: BaseException | None = None
@@ -154,6 +169,9 @@ def run_flow(flow: Generator[Request, Any, T], *steps: Step) -> T:
         except BaseException as raised:
             _check_finished(pending, raised)
             raise
+        if isinstance(request, GetContext):
+            answer, error = context, None
+            continue
         if not pending:
             flow.close()
             raise ScriptError(f"unexpected request (the script has ended): {request!r}")

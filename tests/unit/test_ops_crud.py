@@ -27,7 +27,15 @@ from mongo_sansio.errors import (
     WriteConcernError,
     WriteError,
 )
-from mongo_sansio.flow import MarkServerUnknown, Request, RunCommand, SelectServer, ServerInfo
+from mongo_sansio.flow import (
+    GetContext,
+    MarkServerUnknown,
+    OperationContext,
+    Request,
+    RunCommand,
+    SelectServer,
+    ServerInfo,
+)
 from mongo_sansio.ops.collection import CollectionOps
 from mongo_sansio.ops.crud import BODY_RESERVE
 from mongo_sansio.ops.crud_commands import ArgumentTypeError, CursorType, update_statement
@@ -265,6 +273,9 @@ def drive(flow: Generator[Request, Any, T], answer: Callable[[Request], Any]) ->
             request = flow.send(reply)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+        if isinstance(request, GetContext):
+            reply = OperationContext(session=None, retry_reads=False, retry_writes=False)
+            continue
         reply = answer(request)
 
 

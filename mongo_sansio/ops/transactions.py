@@ -1,0 +1,207 @@
+"""Ending transactions, and the convenient API's decisions (Transactions and Convenient API for
+Transactions specs).
+
+Flows (run with the session as the operation's explicit session):
+
+* :func:`commit_transaction` -- ``commitTransaction`` on the primary with the transaction's
+  write concern and ``maxTimeMS`` (``max_commit_time_ms``); retried once after a retryable
+  error.  A commit sent again (a retry, or the user calling commit twice) asks for
+  ``w: "majority"`` (``wtimeout`` 10 s unless one was set) so that the result, once known, is
+  durable.  Errors that leave the outcome unknown (network, retryable, MaxTimeMSExpired,
+  write concern errors but UnsatisfiableWriteConcern / UnknownReplWriteConcern, server
+  selection) get the ``UnknownTransactionCommitResult`` label.  A transaction that never sent
+  a command commits without a word to the server.
+* :func:`abort_transaction` -- ``abortTransaction``, retried once; every error is swallowed (the
+  server aborts an abandoned transaction itself).
+
+Decisions for ``with_transaction(callback)`` (each runtime's loop is a few lines around them):
+:func:`after_callback_error` and :func:`after_commit_error`, within
+:data:`WITH_TRANSACTION_TIMEOUT` seconds of the first start.
+
+Inputs: the session, replies, errors, elapsed time.  Outputs: flows; decisions.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, Final
+
+from mongo_sansio.command import run_command
+from mongo_sansio.errors import MongoError, ServerError, WriteConcernError
+from mongo_sansio.flow import Flow
+from mongo_sansio.ops.retryable import operation_context, select
+from mongo_sansio.retry import is_retryable_write_error, label_write_error
+from mongo_sansio.selection import ServerSelectionTimeoutError
+from mongo_sansio.sessions import Session
+from mongo_sansio.sessions.transaction import TransactionState, sends_command
+
+__all__ = [
+    "UNKNOWN_COMMIT_RESULT",
+    "TRANSIENT_TRANSACTION_ERROR",
+    "WITH_TRANSACTION_TIMEOUT",
+    "Next",
+    "commit_transaction",
+    "abort_transaction",
+    "after_callback_error",
+    "after_commit_error",
+    "concern_document",
+]
+
+UNKNOWN_COMMIT_RESULT: Final = "UnknownTransactionCommitResult"
+TRANSIENT_TRANSACTION_ERROR: Final = "TransientTransactionError"
+#: seconds with_transaction keeps retrying (the spec's 120)
+WITH_TRANSACTION_TIMEOUT: Final = 120.0
+_MAJORITY_WTIMEOUT_MS: Final = 10_000
+_MAX_TIME_EXPIRED: Final = 50
+#: write concern errors that say the commit will never be satisfied: the result is known
+_DEFINITE_WRITE_CONCERN_CODES: Final = frozenset({79, 100})
+
+
+def concern_document(concern: Any) -> dict[str, Any]:
+    """A read or write concern (ours, PyMongo-shaped, or a mapping) as its document."""
+    if concern is None:
+        return {}
+    if isinstance(concern, Mapping):
+        return dict(concern)
+    for name in ("to_document", "document"):
+        value = getattr(concern, name, None)
+        if callable(value):
+            value = value()
+        if isinstance(value, Mapping):
+            return dict(value)
+    return {}
+
+
+def _commit_body(session: Session, again: bool) -> dict[str, Any]:
+    options = session.transaction_options
+    body: dict[str, Any] = {"commitTransaction": 1}
+    concern = concern_document(None if options is None else options.write_concern)
+    if again:
+        concern["w"] = "majority"
+        concern.setdefault("wtimeout", _MAJORITY_WTIMEOUT_MS)
+    if concern:
+        body["writeConcern"] = concern
+    if options is not None and options.max_commit_time_ms is not None:
+        body["maxTimeMS"] = options.max_commit_time_ms
+    return body
+
+
+def _write_concern_error(reply: Mapping[str, Any]) -> WriteConcernError | None:
+    concern = reply.get("writeConcernError")
+    if not isinstance(concern, Mapping):
+        return None
+    code = concern.get("code")
+    errmsg = concern.get("errmsg")
+    labels = reply.get("errorLabels")
+    return WriteConcernError(
+        errmsg if isinstance(errmsg, str) else "write concern error",
+        code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+        code_name=concern.get("codeName") if isinstance(concern.get("codeName"), str) else None,
+        error_labels=[x for x in labels if isinstance(x, str)] if isinstance(labels, list) else (),
+        details=reply,
+    )
+
+
+def _unknown_result(error: MongoError) -> bool:
+    if isinstance(error, ServerSelectionTimeoutError) or is_retryable_write_error(error):
+        return True
+    if isinstance(error, WriteConcernError):
+        return error.code not in _DEFINITE_WRITE_CONCERN_CODES
+    if isinstance(error, ServerError):
+        return error.code == _MAX_TIME_EXPIRED
+    return False
+
+
+def _end(body_for: Any) -> Flow[None]:
+    """Send commitTransaction / abortTransaction (``body_for(again)``), once more after a
+    retryable error; raise the last error (labelled) when it fails."""
+    context = yield from operation_context()
+    again = False
+    while True:
+        server = yield from select(for_writes=True)
+        try:
+            reply = yield from run_command(server, "admin", body_for(again))
+            failure = _write_concern_error(reply)
+            if failure is not None:
+                label_write_error(failure, server.max_wire_version)
+                raise failure
+            return
+        except MongoError as error:
+            label_write_error(error, server.max_wire_version)
+            if again or not context.retry_writes or not is_retryable_write_error(error):
+                raise
+            again = True
+
+
+def commit_transaction(session: Session) -> Flow[None]:
+    """Commit the session's transaction (see the module docstring)."""
+    before = session.transaction_state
+    session.commit()
+    if not sends_command(before):
+        return
+    committed_before = before is TransactionState.COMMITTED
+    try:
+        yield from _end(lambda again: _commit_body(session, again or committed_before))
+    except MongoError as error:
+        if _unknown_result(error):
+            error._remove_error_label(TRANSIENT_TRANSACTION_ERROR)
+            error._add_error_label(UNKNOWN_COMMIT_RESULT)
+        raise
+
+
+def abort_transaction(session: Session) -> Flow[None]:
+    """Abort the session's transaction; errors are swallowed (see the module docstring)."""
+    before = session.transaction_state
+    session.abort()
+    if not sends_command(before):
+        return
+    options = session.transaction_options
+
+    def body(_again: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {"abortTransaction": 1}
+        concern = concern_document(None if options is None else options.write_concern)
+        if concern:
+            out["writeConcern"] = concern
+        return out
+
+    try:
+        yield from _end(body)
+    except MongoError:
+        pass
+
+
+class Next(enum.Enum):
+    """What ``with_transaction`` does after an error."""
+
+    RETRY_TRANSACTION = "retry the whole transaction"
+    RETRY_COMMIT = "commit again"
+    RAISE = "raise the error"
+
+
+def after_callback_error(error: BaseException, elapsed: float) -> Next:
+    """The callback raised (the transaction was aborted): retry the whole transaction on a
+    TransientTransactionError while time is left."""
+    if (
+        isinstance(error, MongoError)
+        and error.has_error_label(TRANSIENT_TRANSACTION_ERROR)
+        and elapsed < WITH_TRANSACTION_TIMEOUT
+    ):
+        return Next.RETRY_TRANSACTION
+    return Next.RAISE
+
+
+def after_commit_error(error: BaseException, elapsed: float) -> Next:
+    """The commit failed: commit again when its result is unknown (not after a
+    MaxTimeMSExpired), retry the transaction when it is transient, while time is left."""
+    if not isinstance(error, MongoError) or elapsed >= WITH_TRANSACTION_TIMEOUT:
+        return Next.RAISE
+    if error.has_error_label(UNKNOWN_COMMIT_RESULT):
+        timed_out = isinstance(error, ServerError) and error.code == _MAX_TIME_EXPIRED
+        if isinstance(error, WriteConcernError) and error.code == _MAX_TIME_EXPIRED:
+            timed_out = True
+        if not timed_out:
+            return Next.RETRY_COMMIT
+    if error.has_error_label(TRANSIENT_TRANSACTION_ERROR):
+        return Next.RETRY_TRANSACTION
+    return Next.RAISE

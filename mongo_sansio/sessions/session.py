@@ -1,0 +1,197 @@
+"""The client side of one session: what every runtime's ``ClientSession`` wraps.
+
+A :class:`Session` is created by a client (``start_session``: explicit) or by an operation that
+was given none (implicit).  It is bound to a :class:`~.server_session.ServerSession` from the
+client's pool when its first command is sent, and gives it back when it ends (an implicit
+session: when its operation, and any cursor that operation opened, is done).
+
+It remembers:
+
+* the highest ``$clusterTime`` and the ``operationTime`` of its replies (causal consistency:
+  a read in a causally consistent session carries ``afterClusterTime: operation_time``);
+* for a snapshot session, the ``atClusterTime`` its first read was given;
+* the transaction state (:mod:`.transaction`'s table) and the transaction's options;
+* who uses it: ``owner`` (the client core that made it: a session is never used with another
+  client), ``in_use`` (an operation is running with it: a second one at the same time is a
+  clear error, never a corrupt txnNumber), ``cursor_holds`` (open cursors that still need it).
+
+Inputs: the options, replies' times, the transaction table's events.  Outputs: the fields
+:mod:`.commands` puts on commands.  Pure: no clock or randomness (times are arguments).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mongo_sansio.errors import ConfigurationError, InvalidOperation
+from mongo_sansio.sessions.cluster_time import later_cluster_time, timestamp_key
+from mongo_sansio.sessions.server_session import ServerSession
+from mongo_sansio.sessions.transaction import (
+    ABORT,
+    COMMIT,
+    OPERATION,
+    START,
+    TransactionOptions,
+    TransactionState,
+    next_state,
+)
+
+__all__ = ["Session", "SessionOptions"]
+
+
+class SessionOptions:
+    """PyMongo's ``SessionOptions``: ``causal_consistency`` (default True unless
+    ``snapshot``), ``default_transaction_options``, ``snapshot``."""
+
+    def __init__(
+        self,
+        causal_consistency: bool | None = None,
+        default_transaction_options: TransactionOptions | None = None,
+        snapshot: bool | None = False,
+    ) -> None:
+        if snapshot:
+            if causal_consistency:
+                raise ConfigurationError(
+                    "snapshot reads and causal consistency are mutually exclusive"
+                )
+            causal_consistency = False
+        elif causal_consistency is None:
+            causal_consistency = True
+        if default_transaction_options is not None and not isinstance(
+            default_transaction_options, TransactionOptions
+        ):
+            raise TypeError(
+                "default_transaction_options must be an instance of TransactionOptions, not "
+                f"{type(default_transaction_options).__name__}"
+            )
+        self._causal_consistency = causal_consistency
+        self._default_transaction_options = default_transaction_options
+        self._snapshot = bool(snapshot)
+
+    @property
+    def causal_consistency(self) -> bool:
+        return self._causal_consistency
+
+    @property
+    def default_transaction_options(self) -> TransactionOptions | None:
+        return self._default_transaction_options
+
+    @property
+    def snapshot(self) -> bool:
+        return self._snapshot
+
+
+class Session:
+    """One logical session (see the module docstring)."""
+
+    def __init__(
+        self,
+        owner: object,
+        *,
+        implicit: bool,
+        causal_consistency: bool | None = None,
+        snapshot: bool = False,
+        default_transaction_options: TransactionOptions | None = None,
+    ) -> None:
+        self.options = SessionOptions(causal_consistency, default_transaction_options, snapshot)
+        self.owner = owner
+        self.implicit = implicit
+        self.snapshot = snapshot
+        self.causal_consistency = False if implicit or snapshot else causal_consistency is not False
+        self.default_transaction_options = default_transaction_options
+        self.server_session: ServerSession | None = None
+        self.cluster_time: Mapping[str, Any] | None = None
+        self.operation_time: Any = None
+        self.snapshot_time: Any = None
+        self.transaction_state = TransactionState.NONE
+        self.transaction_options: TransactionOptions | None = None
+        self.ended = False
+        self.in_use = False
+        self.cursor_holds = 0
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> Mapping[str, Any] | None:
+        """The ``lsid`` document (None until the session's first command is sent)."""
+        return None if self.server_session is None else self.server_session.session_id
+
+    @property
+    def in_transaction(self) -> bool:
+        """A transaction was started and is neither committed nor aborted."""
+        return self.transaction_state in (TransactionState.STARTING, TransactionState.IN_PROGRESS)
+
+    @property
+    def txn_number(self) -> int | None:
+        return None if self.server_session is None else self.server_session.txn_number
+
+    def require_usable(self, owner: object) -> None:
+        """Refuse a session that ended or belongs to another client."""
+        if self.ended:
+            raise InvalidOperation("Cannot use ended session")
+        if owner is not self.owner:
+            raise InvalidOperation("Can only use session with the MongoClient that started it")
+
+    # -- times ----------------------------------------------------------------------------------
+
+    def advance_cluster_time(self, cluster_time: Any) -> None:
+        """Keep ``cluster_time`` if it is later than the session's (PyMongo's method)."""
+        if not isinstance(cluster_time, Mapping):
+            raise TypeError("cluster_time must be a mapping (a $clusterTime document)")
+        if timestamp_key(cluster_time.get("clusterTime")) is None:
+            raise ValueError("invalid cluster_time: its clusterTime must be a Timestamp")
+        self.cluster_time = later_cluster_time(self.cluster_time, cluster_time)
+
+    def advance_operation_time(self, operation_time: Any) -> None:
+        """Keep ``operation_time`` if it is later than the session's (PyMongo's method)."""
+        key = timestamp_key(operation_time)
+        if key is None:
+            raise TypeError("operation_time must be a Timestamp")
+        current = timestamp_key(self.operation_time)
+        if current is None or key > current:
+            self.operation_time = operation_time
+
+    def absorb_reply(self, reply: Mapping[str, Any]) -> None:
+        """Learn the times of a reply (``ok: 0`` replies carry them too)."""
+        cluster_time = reply.get("$clusterTime")
+        if isinstance(cluster_time, Mapping) and timestamp_key(cluster_time.get("clusterTime")):
+            self.cluster_time = later_cluster_time(self.cluster_time, cluster_time)
+        operation_time = reply.get("operationTime")
+        if timestamp_key(operation_time) is not None:
+            self.advance_operation_time(operation_time)
+        if self.snapshot and self.snapshot_time is None:
+            self.snapshot_time = _at_cluster_time(reply)
+
+    # -- transactions ---------------------------------------------------------------------------
+
+    def start_transaction(self, options: TransactionOptions) -> None:
+        if self.snapshot:
+            raise InvalidOperation("Transactions are not supported in snapshot sessions")
+        self.transaction_state = next_state(self.transaction_state, START)
+        self.transaction_options = options
+        if self.server_session is not None:
+            self.server_session.advance_txn_number()
+
+    def operation_sent(self) -> None:
+        self.transaction_state = next_state(self.transaction_state, OPERATION)
+
+    def commit(self) -> None:
+        self.transaction_state = next_state(self.transaction_state, COMMIT)
+
+    def abort(self) -> None:
+        self.transaction_state = next_state(self.transaction_state, ABORT)
+
+    def __repr__(self) -> str:
+        kind = "implicit" if self.implicit else "explicit"
+        return f"Session({kind}, transaction={self.transaction_state.value}, ended={self.ended})"
+
+
+def _at_cluster_time(reply: Mapping[str, Any]) -> Any:
+    """A snapshot read's ``atClusterTime`` (at the top of the reply or in its cursor)."""
+    value = reply.get("atClusterTime")
+    if value is None:
+        cursor = reply.get("cursor")
+        if isinstance(cursor, Mapping):
+            value = cursor.get("atClusterTime")
+    return value if timestamp_key(value) is not None else None
