@@ -77,6 +77,7 @@ __all__ = [
     "delete",
     "read_command",
     "write_command",
+    "retryable_write_command",
     "database_command",
     "read_cursor",
     "find_one",
@@ -299,6 +300,17 @@ def write_command(db: str, body: Mapping[str, Any]) -> Flow[Mapping[str, Any]]:
     """Run a command that changes data or metadata (create, drop...) on a writable server."""
     server = yield from select_server(for_writes=True)
     return (yield from run_command(server, db, body))
+
+
+def retryable_write_command(db: str, body: Mapping[str, Any]) -> Flow[Mapping[str, Any]]:
+    """Run a single-statement write command other than insert/update/delete (findAndModify)
+    on a writable server, retried once after a retryable write error."""
+    context = yield from operation_context()
+    server = yield from select_server(for_writes=True)
+    _, reply = yield from retryable_write_batch(
+        context, server, db, body, acknowledged=not is_unacknowledged(body)
+    )
+    return reply
 
 
 def database_command(

@@ -117,8 +117,9 @@ def find_and_modify_command(
 def find_and_modify(
     db: str, body: Mapping[str, Any], *, codec_options: CodecOptions = DEFAULT_CODEC_OPTIONS
 ) -> Flow[Any]:
-    """Run ``body`` on a writable server; the reply's ``value`` (None when absent)."""
-    reply = yield from crud.write_command(db, body)
+    """Run ``body`` on a writable server (a retryable write); the reply's ``value`` (None
+    when absent)."""
+    reply = yield from crud.retryable_write_command(db, body)
     concern = reply.get("writeConcernError")
     if isinstance(concern, Mapping):
         raise write_concern_error_from_document(concern, reply)
