@@ -1,11 +1,13 @@
 """The blocking client: ``from mongo_sansio.adapters.blocking import MongoClient``.
 
-* :class:`MongoClient`, :class:`Database` (:mod:`.client`);
-* :class:`Collection` (:mod:`.collection`), :class:`Cursor` (:mod:`.cursor`);
+* :class:`MongoClient` (:mod:`.client`), :class:`Database` (:mod:`.database`);
+* :class:`Collection` (:mod:`.collection`); :class:`Cursor`, :class:`CommandCursor` and
+  their raw-batch twins (:mod:`.cursor`);
 * :class:`ChangeStream` (:mod:`.change_stream`);
 * :class:`Engine`, the interpreter of the core's flows over blocking sockets (:mod:`._engine`).
 """
 
+from mongo_sansio.ops.database import CollectionInvalid
 from mongo_sansio.ops.find_and_modify import ReturnDocument
 from mongo_sansio.ops.indexes import IndexModel
 from mongo_sansio.ops.models import (
@@ -24,12 +26,16 @@ from ._engine import Engine
 from .change_stream import ChangeStream
 from .client import Database, MongoClient
 from .collection import Collection
-from .cursor import Cursor
+from .cursor import CommandCursor, Cursor, RawBatchCommandCursor, RawBatchCursor
 
 __all__ = [
     "ChangeStream",
     "Collection",
+    "CollectionInvalid",
+    "CommandCursor",
     "Cursor",
+    "RawBatchCommandCursor",
+    "RawBatchCursor",
     "Database",
     "Engine",
     "MongoClient",

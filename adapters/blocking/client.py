@@ -1,4 +1,4 @@
-"""The blocking ``MongoClient`` and ``Database``: PyMongo-shaped entry points over the core.
+"""The blocking ``MongoClient``: PyMongo's entry point over the core.
 
 ``MongoClient(uri, **options)`` parses the connection string (keyword options, with PyMongo's
 names, override the string's), resolves a ``mongodb+srv`` string through DNS
@@ -6,10 +6,18 @@ names, override the string's), resolves a ``mongodb+srv`` string through DNS
 builds the :class:`~._engine.Engine` that runs every operation's flow.  Nothing connects until
 the first operation: server selection then discovers the deployment.
 
+The client holds the settings its databases inherit, and they pass them on to their
+collections (PyMongo's chain): codec options (from the ``document_class``, ``tz_aware``,
+``tzinfo``, ``uuidRepresentation``, ``datetime_conversion`` and
+``unicode_decode_error_handler`` keywords), read preference, write concern and read concern
+(from the connection string).  ``client.db`` / ``client["db"]`` / :meth:`get_database` give a
+:class:`~.database.Database`.
+
 Errors: server errors are :class:`~mongo_sansio.errors.ServerError` subclasses, network faults
 :class:`~mongo_sansio.errors.NetworkError`, a deployment that offers no suitable server
 :class:`~mongo_sansio.selection.ServerSelectionTimeoutError`, a bad option
-:class:`~mongo_sansio.errors.ConfigurationError` -- never a raw socket or TLS error.
+:class:`~mongo_sansio.errors.ConfigurationError` (a bad codec keyword: TypeError or ValueError,
+as in PyMongo) -- never a raw socket or TLS error.
 
 Thread safety: a client may be shared by threads; one lock guards its topology and connection
 sets, and each operation runs on a connection of its own.  Cursors and change streams belong to
@@ -20,19 +28,27 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from mongo_sansio.bson import ObjectId
+from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.client import ClientSettings
 from mongo_sansio.connection import ServerApi
 from mongo_sansio.cursors import ChangeStreamTarget
-from mongo_sansio.errors import ConfigurationError
-from mongo_sansio.flow import Flow
-from mongo_sansio.ops.database import DatabaseOps, list_database_names
-from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
-from mongo_sansio.sdam.description import ServerType
+from mongo_sansio.errors import ConfigurationError, InvalidOperation
+from mongo_sansio.flow import Flow, ServerInfo
+from mongo_sansio.ops import crud
+from mongo_sansio.ops.database import list_database_names, list_databases
+from mongo_sansio.ops.decoding import CODEC_KEYWORDS, codec_options_from_keywords
+from mongo_sansio.ops.write_concern import (
+    DEFAULT_WRITE_CONCERN,
+    ReadConcern,
+    WriteConcern,
+)
+from mongo_sansio.sdam.description import ServerDescription, ServerType, TopologyType
 from mongo_sansio.sdam.topology import TopologyDescription
 from mongo_sansio.selection import ReadPreference
+from mongo_sansio.selection.read_preference import PRIMARY
 from mongo_sansio.uri import ConnectionString, apply_seedlist, discovery_for
 
 from .._publish import LogSettings, Publisher
@@ -41,8 +57,8 @@ from ..environment import client_metadata
 from ._closing import ClosesOnExit
 from ._engine import Engine
 from .change_stream import ChangeStream, watch_options
-from .collection import Collection
-from .cursor import Cursor
+from .cursor import CommandCursor
+from .database import Database
 
 if TYPE_CHECKING:
     from transports.dns import BlockingResolver, Resolver, resolve_seedlist
@@ -52,6 +68,8 @@ else:
 __all__ = ["MongoClient", "Database"]
 
 T = TypeVar("T")
+
+_REPLICA_SET_TYPES = (TopologyType.REPLICA_SET_WITH_PRIMARY, TopologyType.REPLICA_SET_NO_PRIMARY)
 
 
 def _resolve(uri: ConnectionString, resolver: Resolver | None) -> ConnectionString:
@@ -64,25 +82,41 @@ def _resolve(uri: ConnectionString, resolver: Resolver | None) -> ConnectionStri
     return apply_seedlist(uri, resolve_seedlist(discovery, resolver))
 
 
+def _split_codec_keywords(options: dict[str, Any]) -> dict[str, Any]:
+    """Take the codec keywords out of ``options`` (the connection string parser does not know
+    them) and return them."""
+    codec = {key: value for key, value in options.items() if key.lower() in CODEC_KEYWORDS}
+    for key in codec:
+        del options[key]
+    return codec
+
+
 class MongoClient(ClosesOnExit):
     """A client for one deployment (see the module docstring).
 
     ``host`` is a ``mongodb://`` or ``mongodb+srv://`` connection string, or a bare host name
-    (with ``port``).  ``options`` are URI options by their PyMongo names (``username``,
-    ``password``, ``authSource``, ``authMechanism``, ``tls``, ``tlsCAFile``, ``appname``,
-    ``compressors``, ``serverSelectionTimeoutMS``, ``connectTimeoutMS``, ``socketTimeoutMS``,
-    ``directConnection``, ``replicaSet``, ``readPreference``, ``w`` ...), any case.
-    ``event_listeners`` are listeners of :mod:`mongo_sansio.monitoring` (command, server,
-    heartbeat, topology and pool events, dispatched by base class as PyMongo does; anything
-    else is a TypeError); ``log_settings`` overrides the ``MONGODB_LOG_*`` variables; ``server_api`` declares a Stable
-    API version; ``dns_resolver`` answers a ``mongodb+srv`` string's DNS questions (default:
-    the system's name servers through dnspython).
+    (with ``port``).  ``document_class`` and ``tz_aware`` (and the codec keywords) say how
+    documents decode; ``connect`` is accepted for PyMongo's sake (monitoring starts at once
+    either way); ``type_registry`` is not supported.  ``options`` are URI options by their
+    PyMongo names (``username``, ``password``, ``authSource``, ``authMechanism``, ``tls``,
+    ``tlsCAFile``, ``appname``, ``compressors``, ``serverSelectionTimeoutMS``,
+    ``connectTimeoutMS``, ``socketTimeoutMS``, ``directConnection``, ``replicaSet``,
+    ``readPreference``, ``w`` ...), any case.  ``event_listeners`` are listeners of
+    :mod:`mongo_sansio.monitoring` (command, server, heartbeat, topology and pool events,
+    dispatched by base class as PyMongo does; anything else is a TypeError);
+    ``log_settings`` overrides the ``MONGODB_LOG_*`` variables; ``server_api`` declares a
+    Stable API version; ``dns_resolver`` answers a ``mongodb+srv`` string's DNS questions
+    (default: the system's name servers through dnspython).
     """
 
     def __init__(
         self,
         host: str = "mongodb://localhost:27017",
         port: int | None = None,
+        document_class: type | None = None,
+        tz_aware: bool | None = None,
+        connect: bool | None = None,
+        type_registry: Any = None,
         *,
         event_listeners: Sequence[object] = (),
         log_settings: LogSettings | None = None,
@@ -92,14 +126,21 @@ class MongoClient(ClosesOnExit):
     ) -> None:
         if not isinstance(host, str):
             raise ConfigurationError(f"host must be a connection string, not {host!r}")
+        if type_registry is not None:
+            raise ConfigurationError("type_registry: custom type codecs are not supported")
         if "://" not in host:
             host = f"mongodb://{host}" + (f":{port}" if port is not None else "")
         elif port is not None:
             raise ConfigurationError("port cannot be given with a connection string")
+        codec = _split_codec_keywords(options)
+        codec.update(document_class=document_class, tz_aware=tz_aware)
+        self._codec_options = codec_options_from_keywords(codec)
         parsed = parse_client_uri(host, options, stacklevel=2)
         uri = _resolve(parsed, dns_resolver)
         emit_uri_warnings(uri.warnings[len(parsed.warnings) :], stacklevel=2)
         self._settings = ClientSettings.from_connection_string(uri, server_api=server_api)
+        self._write_concern = WriteConcern.from_document(self._settings.write_concern or {})
+        self._read_concern = ReadConcern.from_document(self._settings.read_concern or {})
         topology_id = ObjectId()
         metadata = client_metadata(self._settings.handshake.app_name)
         publisher = Publisher(event_listeners, log_settings=log_settings, topology_id=topology_id)
@@ -111,38 +152,131 @@ class MongoClient(ClosesOnExit):
             topology_id=topology_id,
         )
 
+    # -- settings inherited by databases ----------------------------------------------------------
+
+    @property
+    def codec_options(self) -> CodecOptions:
+        return self._codec_options
+
+    @property
+    def read_preference(self) -> ReadPreference:
+        return self._settings.read_preference
+
+    @property
+    def write_concern(self) -> WriteConcern:
+        return self._write_concern
+
+    @property
+    def read_concern(self) -> ReadConcern:
+        return self._read_concern
+
+    @property
+    def settings(self) -> ClientSettings:
+        """Everything the connection string and keywords configured."""
+        return self._settings
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
     # -- databases --------------------------------------------------------------------------------
 
     def get_database(
-        self, name: str | None = None, *, read_preference: ReadPreference | None = None
+        self,
+        name: str | None = None,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
     ) -> Database:
-        """The database ``name`` (default: the connection string's database)."""
+        """The database ``name`` (default: the connection string's); settings not given are
+        the client's."""
         if name is None:
             name = self._settings.database
             if name is None:
-                raise ConfigurationError("no database name given and none in the connection string")
-        return Database(self, name, read_preference=read_preference)
+                raise ConfigurationError("No default database name defined or provided.")
+        return Database(self, name, codec_options, read_preference, write_concern, read_concern)
 
-    def get_default_database(self) -> Database:
-        return self.get_database()
+    def get_default_database(
+        self,
+        default: str | None = None,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> Database:
+        """The connection string's database, else ``default``."""
+        name = self._settings.database or default
+        if name is None:
+            raise ConfigurationError("No default database name defined or provided.")
+        return Database(self, name, codec_options, read_preference, write_concern, read_concern)
 
     def __getitem__(self, name: str) -> Database:
-        return self.get_database(name)
+        return Database(self, name)
 
     def __getattr__(self, name: str) -> Database:
         if name.startswith("_"):
-            raise AttributeError(name)
-        return self.get_database(name)
+            raise AttributeError(
+                f"MongoClient has no attribute {name!r}. To access the {name} database, use "
+                f"client[{name!r}]."
+            )
+        return self[name]
+
+    # PyMongo: a client is not iterable (``for db in client`` would call __getattr__ forever)
+    __iter__ = None
+
+    def __next__(self) -> NoReturn:
+        raise TypeError("'MongoClient' object is not iterable")
+
+    next = __next__
 
     @property
     def admin(self) -> Database:
-        return self.get_database("admin")
+        return self["admin"]
 
-    def list_database_names(self, **options: Any) -> list[str]:
-        return self.run(list_database_names(**options))
+    def _admin_commands(self) -> Database:
+        """The admin database with the default settings (listDatabases decodes as PyMongo's)."""
+        return self.get_database(
+            "admin",
+            codec_options=DEFAULT_CODEC_OPTIONS,
+            read_preference=PRIMARY,
+            write_concern=DEFAULT_WRITE_CONCERN,
+        )
 
-    def drop_database(self, name: str, **options: Any) -> None:
-        self.get_database(name).drop(**options)
+    def list_databases(
+        self, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> CommandCursor:
+        """A cursor over the ``listDatabases`` documents; ``kwargs`` are the command's fields
+        (``nameOnly``, ``filter``, ``authorizedDatabases``)."""
+        documents = self.run(list_databases(comment=comment, **kwargs), session=session)
+        admin = self._admin_commands()
+        return CommandCursor(
+            admin.get_collection("$cmd"),
+            documents=documents,
+            session=session,
+            codec_options=DEFAULT_CODEC_OPTIONS,
+        )
+
+    def list_database_names(self, session: Any = None, comment: Any = None) -> list[str]:
+        return self.run(list_database_names(comment=comment), session=session)
+
+    def drop_database(
+        self, name_or_database: str | Database, session: Any = None, comment: Any = None
+    ) -> None:
+        """Drop a database (by name or :class:`~.database.Database`), with the client's write
+        concern."""
+        name = name_or_database
+        if isinstance(name, Database):
+            name = name.name
+        if not isinstance(name, str):
+            raise TypeError(
+                f"name_or_database must be an instance of str or a Database, not {type(name)}"
+            )
+        self.run(self[name].ops.drop(comment=comment), session=session)
+
+    def server_info(self, session: Any = None) -> dict[str, Any]:
+        """The ``buildInfo`` reply of the primary."""
+        return dict(self.admin.command("buildinfo", read_preference=PRIMARY, session=session))
 
     # -- change streams ----------------------------------------------------------------------------
 
@@ -159,35 +293,89 @@ class MongoClient(ClosesOnExit):
             self._settings.read_concern,
         )
 
-    # -- state -------------------------------------------------------------------------------------
+    # -- the deployment as last seen -------------------------------------------------------------
 
     @property
     def topology_description(self) -> TopologyDescription:
         return self._engine.core.description
 
+    def _address(self, server: ServerDescription) -> tuple[str, int]:
+        return self._engine.core.transport_address(server.address)
+
+    def _members(self, kind: ServerType) -> set[tuple[str, int]]:
+        description = self.topology_description
+        if description.type not in _REPLICA_SET_TYPES:
+            return set()
+        return {self._address(s) for s in description.servers.values() if s.type is kind}
+
+    @property
+    def nodes(self) -> frozenset[tuple[str, int]]:
+        """The servers the client currently knows (empty before discovery)."""
+        return frozenset(
+            self._address(server)
+            for server in self.topology_description.servers.values()
+            if server.type is not ServerType.UNKNOWN
+        )
+
     @property
     def primary(self) -> tuple[str, int] | None:
-        """The primary's address as last seen (None before discovery or without one)."""
-        for server in self.topology_description.servers.values():
+        """The replica set's primary as last seen (None before discovery, without one, or
+        when the deployment is not a replica set)."""
+        description = self.topology_description
+        if description.type is not TopologyType.REPLICA_SET_WITH_PRIMARY:
+            return None
+        for server in description.servers.values():
             if server.type is ServerType.RS_PRIMARY:
-                return self._engine.core.transport_address(server.address)
+                return self._address(server)
         return None
 
     @property
-    def read_preference(self) -> ReadPreference:
-        return self._settings.read_preference
+    def secondaries(self) -> set[tuple[str, int]]:
+        """The replica set's secondaries as last seen."""
+        return self._members(ServerType.RS_SECONDARY)
 
     @property
-    def settings(self) -> ClientSettings:
-        return self._settings
+    def arbiters(self) -> set[tuple[str, int]]:
+        """The replica set's arbiters as last seen."""
+        return self._members(ServerType.RS_ARBITER)
+
+    def _writable_server(self) -> tuple[ServerInfo, ServerDescription | None]:
+        """Select a writable server (waiting for discovery, up to serverSelectionTimeoutMS)."""
+        server: ServerInfo = self.run(crud.select_server(for_writes=True))
+        sdam_address = self._engine.core.sdam_address(server.address)
+        return server, self.topology_description.servers.get(sdam_address)
 
     @property
-    def engine(self) -> Engine:
-        return self._engine
+    def address(self) -> tuple[str, int] | None:
+        """The standalone, primary or mongos that writes go to (waits for discovery).
+        InvalidOperation when the client balances among several mongoses (see :attr:`nodes`)."""
+        description = self.topology_description
+        if description.type is TopologyType.SHARDED and len(description.servers) > 1:
+            raise InvalidOperation(
+                'Cannot use "address" property when load balancing among mongoses, use '
+                '"nodes" instead.'
+            )
+        server, _ = self._writable_server()
+        return server.address
 
-    def run(self, flow: Flow[T]) -> T:
-        """Run a flow of the core (an operation written against :mod:`mongo_sansio.flow`)."""
-        return self._engine.run(flow)
+    @property
+    def is_primary(self) -> bool:
+        """Whether the server writes go to accepts writes (waits for discovery)."""
+        server, _ = self._writable_server()
+        return server.is_writable
+
+    @property
+    def is_mongos(self) -> bool:
+        """Whether the client is connected to mongos (waits for discovery)."""
+        _, description = self._writable_server()
+        return description is not None and description.type is ServerType.MONGOS
+
+    # -- running -----------------------------------------------------------------------------------
+
+    def run(self, flow: Flow[T], *, session: Any = None) -> T:
+        """Run a flow of the core (an operation written against :mod:`mongo_sansio.flow`), in
+        ``session`` (None: an implicit one)."""
+        return self._engine.run(flow, session=session)
 
     def close(self) -> None:
         """Close every idle connection; the client refuses operations afterwards."""
@@ -196,91 +384,3 @@ class MongoClient(ClosesOnExit):
     def __repr__(self) -> str:
         seeds = ", ".join(f"{h}:{p}" for h, p in self._settings.seeds.addresses)
         return f"MongoClient([{seeds}], topology={self.topology_description.type.value})"
-
-
-class Database:
-    """One database of a client: ``db[name]`` / ``db.name`` / :meth:`get_collection`,
-    :meth:`command`, :meth:`watch`; methods run :class:`~mongo_sansio.ops.database.DatabaseOps`
-    flows."""
-
-    def __init__(
-        self, client: MongoClient, name: str, *, read_preference: ReadPreference | None = None
-    ) -> None:
-        self.client = client
-        self.name = name
-        settings = client.settings
-        self.ops = DatabaseOps(
-            name,
-            read_preference=read_preference or settings.read_preference,
-            read_concern=ReadConcern.from_document(settings.read_concern or {}),
-            write_concern=WriteConcern.from_document(settings.write_concern or {}),
-        )
-
-    @property
-    def read_preference(self) -> ReadPreference:
-        return self.ops.read_preference
-
-    def get_collection(
-        self, name: str, *, read_preference: ReadPreference | None = None
-    ) -> Collection:
-        return Collection(self, name, read_preference=read_preference)
-
-    def __getitem__(self, name: str) -> Collection:
-        return self.get_collection(name)
-
-    def __getattr__(self, name: str) -> Collection:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return self.get_collection(name)
-
-    def command(
-        self,
-        command: str | Mapping[str, Any],
-        value: Any = 1,
-        *,
-        read_preference: ReadPreference | None = None,
-        **kwargs: Any,
-    ) -> Mapping[str, Any]:
-        """Run a command and return its reply (``ok: 0`` raises the typed ServerError).
-
-        ``command`` is a name (its value ``value``, more fields in ``kwargs``) or a whole
-        document.  Commands run on the primary unless ``read_preference`` says otherwise.
-        """
-        return self.client.run(
-            self.ops.command(command, value, read_preference=read_preference, **kwargs)
-        )
-
-    def aggregate(self, pipeline: list[Mapping[str, Any]], **options: Any) -> Cursor:
-        """A database aggregate (``aggregate: 1``)."""
-        return Cursor(
-            self.client.engine, opened=self.client.run(self.ops.aggregate(pipeline, **options))
-        )
-
-    def watch(
-        self, pipeline: Sequence[Mapping[str, Any]] | None = None, **options: Any
-    ) -> ChangeStream:
-        """A change stream over every collection of this database."""
-        return ChangeStream(
-            self.client.engine,
-            ChangeStreamTarget.database(self.name),
-            pipeline,
-            watch_options(**options),
-            self.read_preference,
-            self.ops.read_concern.to_document() or None,
-        )
-
-    def list_collection_names(self, **options: Any) -> list[str]:
-        return self.client.run(self.ops.list_collection_names(**options))
-
-    def create_collection(self, name: str, **options: Any) -> Collection:
-        self.client.run(self.ops.create_collection(name, **options))
-        return self.get_collection(name)
-
-    def drop_collection(self, name: str, **options: Any) -> None:
-        self.client.run(self.ops.drop_collection(name, **options))
-
-    def drop(self, **options: Any) -> None:
-        self.client.run(self.ops.drop(**options))
-
-    def __repr__(self) -> str:
-        return f"Database({self.name!r})"
