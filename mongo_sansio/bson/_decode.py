@@ -166,6 +166,8 @@ def decode(data: bytes | bytearray | memoryview, codec_options: CodecOptions | N
         raise InvalidBSON(f"{size - end} bytes follow the document", end)
     if settings[3]:  # RawDocument is the document class
         return settings[2]._view(data, 0, size, opts, TRIE[0])
+    if codec_options is not None and opts.pymongo_types:
+        return _pymongo_values(_read(data, 0, size, opts, settings, 1, KIND_TOP, TRIE[0]))
     return _read(data, 0, size, opts, settings, 1, KIND_TOP, TRIE[0])
 
 
@@ -187,6 +189,8 @@ def decode_iter(
         end = document_end(data, pos, size, opts)
         if settings[3]:
             yield settings[2]._view(data, pos, end, opts, TRIE[0])
+        elif opts.pymongo_types:
+            yield _pymongo_values(_read(data, pos, end, opts, settings, 1, KIND_TOP, TRIE[0]))
         else:
             yield _read(data, pos, end, opts, settings, 1, KIND_TOP, TRIE[0])
         pos = end
@@ -265,7 +269,16 @@ def read_document(
     RawDocument as the document class they come back as views.
     """
     root = TRIE[0] if shapes and kind != KIND_ARRAY else None
+    if opts.pymongo_types:
+        return _pymongo_values(_read(data, start, end, opts, _settings(opts), depth, kind, root))
     return _read(data, start, end, opts, _settings(opts), depth, kind, root)
+
+
+def _pymongo_values(document: Any) -> Any:
+    """``document`` with PyMongo's bson classes in place of ours (``pymongo_types``)."""
+    from mongo_sansio.bson._pymongo_types import to_pymongo  # late: it imports raw.py
+
+    return to_pymongo(document)
 
 
 def _read(

@@ -329,6 +329,13 @@ def _write_special(parts: list[Any], key: Any, value: Any, opts: CodecOptions) -
         return (value.as_doc(), False, -1)
     if isinstance(value, uuid.UUID):
         value = Binary.from_uuid(value, opts.uuid_representation)
+    else:
+        # PyMongo's bson values (some subclass str, bytes or int: caught before the loop)
+        convert = _PYMONGO.get(type(value), _unseen)
+        if convert is _unseen:
+            convert = _learn_pymongo(type(value))
+        if convert is not None:
+            return _write_special(parts, key, convert(value), opts)  # ours now: no loop
     for cls, (type_byte, _, payload) in _SIMPLE.items():
         if isinstance(value, cls):
             data = b"" if payload is None else payload(value)
@@ -373,8 +380,40 @@ def _raw_types() -> tuple[Any, Any]:
 
 
 def _raw_bytes(value: Any) -> Any:
-    """The encoded bytes of ``value`` if it is a RawDocument, else None."""
-    return value.raw if isinstance(value, _raw_types()[0]) else None
+    """The encoded bytes of ``value`` if it is a RawDocument (or PyMongo's RawBSONDocument),
+    else None."""
+    raw_document = _raw_types()[0]
+    if isinstance(value, raw_document):
+        return value.raw
+    convert = _PYMONGO.get(type(value), _unseen)
+    if convert is _unseen:
+        convert = _learn_pymongo(type(value))
+    if convert is not None:
+        value = convert(value)
+        if isinstance(value, raw_document):
+            return value.raw
+    return None
+
+
+def _unseen(value: Any) -> Any:  # the _PYMONGO marker of a class not looked at yet
+    raise AssertionError("never called")
+
+
+# class -> how to convert its values from PyMongo's bson classes to ours, or None for a class
+# that is not PyMongo's; filled as classes are met (PyMongo's bson is imported only then).
+_PYMONGO: dict[type, Callable[[Any], Any] | None] = {}
+
+
+def _learn_pymongo(cls: type) -> Callable[[Any], Any] | None:
+    convert = None
+    if any(base.__module__.startswith("bson.") for base in cls.__mro__):
+        from mongo_sansio.bson._pymongo_types import to_ours_converter
+
+        convert = to_ours_converter(cls)
+    if len(_PYMONGO) >= _KEY_CACHE_LIMIT:
+        _PYMONGO.clear()
+    _PYMONGO[cls] = convert
+    return convert
 
 
 def _big_items(container: Any, is_array: bool) -> Iterator[tuple[Any, Any]]:

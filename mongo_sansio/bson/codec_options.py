@@ -62,6 +62,20 @@ def _check_tzinfo(_inst: Any, _attr: Any, value: Any) -> None:
         raise TypeError("tzinfo must be a datetime.tzinfo or None")
 
 
+def _check_pymongo_types(inst: Any, _attr: Any, value: Any) -> None:
+    if not value:
+        return
+    from mongo_sansio.bson._pymongo_types import require_pymongo_bson  # late: it imports raw
+    from mongo_sansio.errors import ConfigurationError
+
+    require_pymongo_bson()
+    if not issubclass(inst.document_class, MutableMapping):
+        raise ConfigurationError(
+            "CodecOptions(pymongo_types=True) needs a mutable document_class (dict, SON...), "
+            f"not {inst.document_class.__qualname__}"
+        )
+
+
 def _check_positive(_inst: Any, attr: Any, value: Any) -> None:
     if value is not None and (not isinstance(value, int) or value < 1):
         raise ValueError(f"{attr.name} must be a positive integer")
@@ -85,6 +99,10 @@ class CodecOptions:
     max_nesting_depth: int = attrs.field(default=DEFAULT_MAX_NESTING_DEPTH, validator=_check_positive)
     #: documents larger than this many bytes are refused; None means the format's own limit
     max_document_size: int | None = attrs.field(default=None, validator=_check_positive)
+    #: decode into PyMongo's ``bson`` classes (``bson.ObjectId``, ``bson.Int64`` for every
+    #: int64, ``bson.Regex``...), as ``bson.decode`` does, for code moved over from PyMongo;
+    #: needs PyMongo installed (ConfigurationError otherwise) and a mutable document_class
+    pymongo_types: bool = attrs.field(default=False, validator=_check_pymongo_types)
 
     def with_options(self, **changes: Any) -> CodecOptions:
         return attrs.evolve(self, **changes)
