@@ -29,6 +29,7 @@ from mongo_sansio.bson import (
     decode_all,
     encode,
 )
+from mongo_sansio.bson._decode import read_document
 from mongo_sansio.bson._encode_many import encode_many
 from mongo_sansio.errors import ConfigurationError
 
@@ -82,6 +83,9 @@ def test_the_id_is_pymongos_object_id_and_int64_stays_int64() -> None:
     assert type(document["small"]) is bson.Int64 and type(document["big"]) is bson.Int64
     assert type(document["int"]) is int
     assert decode_all(data + data, CodecOptions(pymongo_types=True)) == [document, document]
+    # the piece the wire layer reads replies with follows the option too
+    reply = read_document(data, 0, len(data), CodecOptions(pymongo_types=True))
+    assert typed(reply) == typed(document)
 
 
 def test_decoding_follows_the_other_options() -> None:
