@@ -100,8 +100,9 @@ class ServerSessionPool:
         return ServerSession(new_session_id(self._random16()), now)
 
     def release(self, session: ServerSession, now: float, timeout_minutes: int | None) -> None:
-        """Return ``session`` after use: pooled (newest) unless dirty or about to expire."""
-        session.last_use = now
+        """Return ``session`` after use: pooled (newest) unless dirty or about to expire.
+        ``last_use`` is not touched: the server counts from the last command sent with the
+        session (the client stamps it then), not from the moment it is given back."""
         while self._sessions and self._sessions[-1].timed_out(now, timeout_minutes):
             self._sessions.pop()
         if session.dirty or session.timed_out(now, timeout_minutes):
