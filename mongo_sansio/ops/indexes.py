@@ -217,7 +217,8 @@ class IndexOps:
         return index_information(self.database, self.name, self._list_indexes_body(comment))
 
     def drop_index(self, index_or_name: Any, *, comment: Any = None, **kwargs: Any) -> Flow[None]:
-        """Drop one index, by name or by the key specification (a list) it was created with."""
+        """Drop one index, by name or by the key specification (a list) it was created with
+        (``"*"``, as in PyMongo, drops them all)."""
         name = index_or_name
         if isinstance(index_or_name, list):
             name = index_name(index_key_pairs(index_or_name))
@@ -225,8 +226,6 @@ class IndexOps:
             raise ArgumentTypeError(
                 f"index_or_name must be an instance of str or list, not {type(name).__name__}"
             )
-        if name == "*":
-            raise ConfigurationError("use drop_indexes() to drop all indexes")
         return self._drop(name, comment, kwargs)
 
     def drop_indexes(self, *, comment: Any = None, **kwargs: Any) -> Flow[None]:
