@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from mongo_sansio.client.runtime import OpenStream, Receive, SendAll, Task, Wait
+from mongo_sansio.client.runtime import OpenStream, Receive, Resolve, SendAll, Task, Wait
 from mongo_sansio.errors import LocalProtocolError, MongoError, NetworkTimeout
 from mongo_sansio.flow import Now, Sleep
 
@@ -56,6 +56,7 @@ class SyncRuntime(Protocol):
     def receive(self, stream: Any, timeout: float | None) -> bytes: ...
 
     def close_stream(self, stream: Any, /) -> None: ...
+    def resolve(self, question: Any) -> Any: ...
 
 
 class SyncInterpreter:
@@ -132,4 +133,6 @@ class SyncInterpreter:
         if isinstance(request, Sleep):
             runtime.sleep(max(0.0, request.seconds))
             return None
+        if isinstance(request, Resolve):
+            return runtime.resolve(request.question)
         raise LocalProtocolError(f"a flow yielded {request!r}, which is not a primitive")

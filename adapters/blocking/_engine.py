@@ -19,6 +19,7 @@ from mongo_sansio.bson import ObjectId
 from mongo_sansio.client import ClientSettings
 from mongo_sansio.client.core import ClientCore, KillCursor
 from mongo_sansio.client.execute import drive, end_sessions, kill_cursors, operation_deadline
+from mongo_sansio.client.srv_polling import SrvSource
 from mongo_sansio.flow import Flow
 from mongo_sansio.sessions import Session
 
@@ -51,11 +52,13 @@ class Engine:
         runtime: SyncRuntime | None = None,
         faas: bool = False,
         topology_id: object = None,
+        srv: SrvSource | None = None,
+        resolver: Any = None,
     ) -> None:
         self.settings = settings
         ssl_context = make_ssl_context(settings.tls) if settings.tls.enabled else None
         if runtime is None:
-            runtime = ThreadRuntime(ssl_context)
+            runtime = ThreadRuntime(ssl_context, resolver)
         self.runtime = runtime
         self.interpreter = SyncInterpreter(self.runtime)
         self._random = random.SystemRandom()
@@ -69,6 +72,7 @@ class Engine:
             close_stream=self.runtime.close_stream,
             publish=publish,
             faas=faas,
+            srv=srv,
         )
         with self.runtime.lock:
             self.core.open(self.runtime.monotonic())

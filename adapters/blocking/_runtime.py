@@ -14,12 +14,14 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from transports.blocking import BlockingStream, open_stream
+    from transports.dns import BlockingResolver
 else:
     from mongo_sansio.transports.blocking import BlockingStream, open_stream
+    from mongo_sansio.transports.dns import BlockingResolver
 
 __all__ = ["ThreadRuntime"]
 
@@ -29,8 +31,9 @@ Buffer = bytes | bytearray | memoryview
 class ThreadRuntime:
     """Threads and blocking sockets (see the module docstring)."""
 
-    def __init__(self, ssl_context: ssl.SSLContext | None) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext | None, resolver: Any = None) -> None:
         self.lock = threading.RLock()
+        self._resolver = resolver
         self._ssl_context = ssl_context
         self._threads: set[threading.Thread] = set()
         self._threads_lock = threading.Lock()
@@ -45,6 +48,12 @@ class ThreadRuntime:
 
     def event(self) -> threading.Event:
         return threading.Event()
+
+    def resolve(self, question: Any) -> Any:
+        """Answer a DNS question (SRV polling) with the client's resolver."""
+        if self._resolver is None:
+            self._resolver = BlockingResolver()
+        return self._resolver.ask(question)
 
     def spawn(self, target: Callable[[], None], name: str) -> None:
         def run() -> None:

@@ -49,6 +49,7 @@ from mongo_sansio.client.runtime import Signal, Task, Wait
 from mongo_sansio.client.selecting import select
 from mongo_sansio.client.sessions import ClientSessions
 from mongo_sansio.client.settings import ClientSettings
+from mongo_sansio.client.srv_polling import SrvSource, make_poller, srv_poll_task
 from mongo_sansio.cmap import Pool
 from mongo_sansio.cmap.actions import (
     CloseConnection,
@@ -160,6 +161,7 @@ class ClientCore:
         close_stream: Callable[[Any], None],
         publish: Callable[[object], None] | None = None,
         faas: bool = False,
+        srv: SrvSource | None = None,
     ) -> None:
         self.settings = settings
         self.draw = draw
@@ -186,6 +188,8 @@ class ClientCore:
         self._topology_waiters: list[Signal] = []
         self._monitor_ids = 0
         self._kill_queue: deque[KillCursor] = deque()
+        self._srv = srv
+        self.srv_signal: Signal | None = None
         self.sessions = ClientSessions(
             random16=lambda: nonce()[:16],
             timeout_minutes=lambda: self._topology.description.logical_session_timeout_minutes,
@@ -205,6 +209,8 @@ class ClientCore:
         self.last_now = now
         self._apply(self._topology.open(), now)
         self._spawn(upkeep_task(self), "client upkeep")
+        if self._srv is not None:
+            self._spawn(srv_poll_task(self, make_poller(self, self._srv, now)), "SRV polling")
 
     # -- read-only state ----------------------------------------------------------------------
 
@@ -585,8 +591,14 @@ class ClientCore:
         for signal in self._topology_waiters:
             signal.fire()
         self._topology_waiters.clear()
-        if self.upkeep_signal is not None:
-            self.upkeep_signal.fire()
+        for waker in (self.upkeep_signal, self.srv_signal):
+            if waker is not None:
+                waker.fire()
+
+    def srv_hosts_changed(self, hosts: list[Address], now: float) -> None:
+        """An SRV rescan's hosts (see :mod:`.srv_polling`)."""
+        if not self._closed:
+            self._apply(self._topology.srv_hosts(hosts), now)
 
     def require_open(self) -> None:
         if self._closed:

@@ -19,6 +19,9 @@ request                the runtime's answer (sent into the flow)              on
                        passed first (never raises for the deadline)
 :class:`~.flow.Now`    the monotonic time in seconds                          --
 :class:`~.flow.Sleep`  None, after ``seconds``                                --
+:class:`Resolve`       the :class:`~mongo_sansio.uri.seedlist.DnsAnswer` to     --
+                       ``question`` (a ``DnsFailure`` for DNS trouble; SRV
+                       polling of ``mongodb+srv`` clients only)
 =====================  ====================================================  ==============
 
 Deadlines are absolute monotonic seconds (None: no limit).  A runtime that sees a deadline in
@@ -56,6 +59,7 @@ __all__ = [
     "SendAll",
     "Receive",
     "Wait",
+    "Resolve",
     "Spawn",
     "Primitive",
     "Task",
@@ -125,7 +129,15 @@ class Wait:
     deadline: float | None
 
 
-Primitive: TypeAlias = OpenStream | SendAll | Receive | Wait | Now | Sleep
+@attrs.frozen
+class Resolve:
+    """Ask DNS ``question`` (a :class:`~mongo_sansio.uri.seedlist.DnsQuestion`); DNS trouble
+    is answered as a ``DnsFailure`` value, never raised."""
+
+    question: Any
+
+
+Primitive: TypeAlias = OpenStream | SendAll | Receive | Wait | Resolve | Now | Sleep
 
 #: A flow made only of primitives: what the runtime runs, in the foreground or as a task.
 Task: TypeAlias = Generator[Any, Any, Any]

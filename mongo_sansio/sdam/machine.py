@@ -18,6 +18,7 @@ Inputs (``now`` is monotonic seconds; durations are seconds):
 * :meth:`Topology.rtt_sample` -- the streaming protocol's dedicated RTT measurements.
 * :meth:`Topology.handshake_succeeded` -- an application connection's hello reply.
 * :meth:`Topology.application_error` -- an operation failed (:class:`ApplicationError`).
+* :meth:`Topology.srv_hosts` -- an SRV rescan's host list (mongos discovery).
 * :meth:`Topology.close` -- last; afterwards every input raises :class:`LocalProtocolError`.
 
 Outputs: lists of :data:`Output`.  Events follow the logging-and-monitoring spec's order: a
@@ -77,6 +78,7 @@ from mongo_sansio.sdam.topology import (
     TopologyDescription,
     TopologySettings,
     apply_server_description,
+    apply_srv_hosts,
 )
 
 __all__ = ["Topology", "Output"]
@@ -328,6 +330,34 @@ class Topology:
                 out.append(self._clear(action))
             else:
                 out.append(action)
+        return out
+
+    def srv_hosts(self, hosts: list[Address] | tuple[Address, ...]) -> list[Output]:
+        """An SRV rescan found ``hosts``: servers no longer listed are closed, new ones opened
+        (Unknown) and monitored.  No effect unless the topology is Sharded or Unknown."""
+        self._require_open()
+        for address in hosts:
+            _check_address(address)
+        old = self._description
+        new = apply_srv_hosts(old, hosts, self._settings)
+        if new is old:
+            return []
+        self._description = new
+        tid = self._topology_id
+        out: list[Output] = []
+        for address in new.servers:
+            if address not in old.servers:
+                out.append(ServerOpeningEvent(topology_id=tid, address=address))
+                out.append(StartMonitor(address=address))
+        for address in old.servers:
+            if address not in new.servers:
+                out.append(StopMonitor(address=address))
+                out.append(ServerClosedEvent(topology_id=tid, address=address))
+                self._rtts.pop(address, None)
+                for key in [k for k in self._generations if k[0] == address]:
+                    del self._generations[key]
+        if not old.equivalent_to(new):
+            out.append(self._description_changed(old, new))
         return out
 
     def close(self) -> list[Output]:

@@ -49,6 +49,7 @@ __all__ = [
     "TopologyUpdate",
     "TRANSITIONS",
     "apply_server_description",
+    "apply_srv_hosts",
     "STALE_PRIMARY_ERROR",
     "NEWER_PRIMARY_ERROR",
 ]
@@ -539,6 +540,23 @@ def apply_server_description(
         removed=tuple(a for a in description.servers if a not in new.servers),
         invalidated=tuple(a for a in draft.invalidated if a in new.servers),
     )
+
+
+def apply_srv_hosts(
+    description: TopologyDescription, hosts: Iterable[Address], settings: TopologySettings
+) -> TopologyDescription:
+    """The description after an SRV rescan (Polling SRV Records for mongos Discovery): hosts
+    no longer listed are removed, new ones added as Unknown.  Only a Sharded or Unknown
+    topology changes; others are returned as they are.  Pure."""
+    if description.type not in (TopologyType.SHARDED, TopologyType.UNKNOWN):
+        return description
+    wanted = list(dict.fromkeys(hosts))
+    draft = _Draft(description, settings)
+    for address in list(draft.servers):
+        if address not in wanted:
+            draft.remove(address)
+    draft.add_unknown(a for a in wanted if a not in draft.servers)
+    return _finish(draft)
 
 
 def _finish(draft: _Draft) -> TopologyDescription:

@@ -42,7 +42,8 @@ import attrs
 
 from mongo_sansio.bson import Int64, ObjectId
 from mongo_sansio.client import ClientCore, ClientSettings
-from mongo_sansio.client.runtime import OpenStream, Receive, SendAll, Signal, Wait
+from mongo_sansio.client.runtime import OpenStream, Receive, Resolve, SendAll, Signal, Wait
+from mongo_sansio.client.srv_polling import SrvSource
 from mongo_sansio.errors import NetworkError, NetworkTimeout
 from mongo_sansio.flow import Now, Sleep
 from mongo_sansio.uri import parse_uri
@@ -482,6 +483,8 @@ class Loop:
         self._stream_ids = 0
         self._woken = False
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        #: answers the core's DNS questions (SRV polling); None: no DNS here
+        self.dns: Callable[[Any], Any] | None = None
 
     # -- what the core is given ---------------------------------------------------------------
 
@@ -697,6 +700,8 @@ class Loop:
                     task.error = NetworkTimeout("receive timed out")
                 else:
                     done = False
+        elif kind is Resolve and self.dns is not None:
+            task.answer = self.dns(request.question)
         else:
             task.error = AssertionError(f"not a primitive: {request!r}")
         if done:
@@ -732,7 +737,11 @@ class Loop:
 
 
 def make_core(
-    loop: Loop, uri: str, *, publish: Callable[[object], None] | None = None
+    loop: Loop,
+    uri: str,
+    *,
+    publish: Callable[[object], None] | None = None,
+    srv: SrvSource | None = None,
 ) -> ClientCore:
     """A core for ``uri`` on ``loop`` (opened at the loop's time)."""
     settings = ClientSettings.from_connection_string(parse_uri(uri))
@@ -745,6 +754,7 @@ def make_core(
         spawn=loop.spawn,
         close_stream=loop.close_stream,
         publish=publish,
+        srv=srv,
     )
     core.open(loop.now)
     return core
