@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from mongo_sansio.bson import ObjectId
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.client import ClientSettings
+from mongo_sansio.client.srv_polling import SrvSource
 from mongo_sansio.connection import ServerApi
 from mongo_sansio.cursors import ChangeStreamTarget
 from mongo_sansio.errors import ConfigurationError, InvalidOperation
@@ -59,6 +60,7 @@ from ._engine import Engine
 from .change_stream import ChangeStream, watch_options
 from .cursor import CommandCursor
 from .database import Database
+from .session import ClientSession, TransactionOptions
 
 if TYPE_CHECKING:
     from transports.dns import BlockingResolver, Resolver, resolve_seedlist
@@ -72,14 +74,24 @@ T = TypeVar("T")
 _REPLICA_SET_TYPES = (TopologyType.REPLICA_SET_WITH_PRIMARY, TopologyType.REPLICA_SET_NO_PRIMARY)
 
 
-def _resolve(uri: ConnectionString, resolver: Resolver | None) -> ConnectionString:
-    """A ``mongodb+srv`` string with its SRV and TXT records applied (others unchanged)."""
+def _resolve(
+    uri: ConnectionString, resolver: Resolver | None
+) -> tuple[ConnectionString, SrvSource | None]:
+    """A ``mongodb+srv`` string with its SRV and TXT records applied, and where to poll them
+    again (others unchanged, no polling)."""
     if not uri.needs_seedlist:
-        return uri
+        return uri, None
     discovery = discovery_for(uri, randbelow=random.SystemRandom().randrange)
     if resolver is None:
         resolver = BlockingResolver()
-    return apply_seedlist(uri, resolve_seedlist(discovery, resolver))
+    seedlist = resolve_seedlist(discovery, resolver)
+    source = SrvSource(
+        hostname=uri.srv_host or "",
+        srv_service_name=uri.srv_service_name,
+        srv_max_hosts=uri.srv_max_hosts,
+        min_ttl=seedlist.min_ttl,
+    )
+    return apply_seedlist(uri, seedlist), source
 
 
 def _split_codec_keywords(options: dict[str, Any]) -> dict[str, Any]:
@@ -136,7 +148,7 @@ class MongoClient(ClosesOnExit):
         codec.update(document_class=document_class, tz_aware=tz_aware)
         self._codec_options = codec_options_from_keywords(codec)
         parsed = parse_client_uri(host, options, stacklevel=2)
-        uri = _resolve(parsed, dns_resolver)
+        uri, srv_source = _resolve(parsed, dns_resolver)
         emit_uri_warnings(uri.warnings[len(parsed.warnings) :], stacklevel=2)
         self._settings = ClientSettings.from_connection_string(uri, server_api=server_api)
         self._write_concern = WriteConcern.from_document(self._settings.write_concern or {})
@@ -150,6 +162,8 @@ class MongoClient(ClosesOnExit):
             faas="name" in metadata.get("env", {}),
             publish=publisher.publish if publisher.active else None,
             topology_id=topology_id,
+            srv=srv_source,
+            resolver=dns_resolver,
         )
 
     # -- settings inherited by databases ----------------------------------------------------------
@@ -376,6 +390,35 @@ class MongoClient(ClosesOnExit):
         """Run a flow of the core (an operation written against :mod:`mongo_sansio.flow`), in
         ``session`` (None: an implicit one)."""
         return self._engine.run(flow, session=session)
+
+    # -- sessions ----------------------------------------------------------------------------------
+
+    def start_session(
+        self,
+        causal_consistency: bool | None = None,
+        default_transaction_options: TransactionOptions | None = None,
+        snapshot: bool | None = False,
+    ) -> ClientSession:
+        """A new explicit session (PyMongo's ``start_session``): pass it as ``session=``;
+        ``with client.start_session() as s:`` ends it on the way out."""
+        return ClientSession(
+            self,
+            self._engine.new_session(
+                causal_consistency=causal_consistency,
+                default_transaction_options=default_transaction_options,
+                snapshot=bool(snapshot),
+            ),
+        )
+
+    def default_transaction_options(self) -> TransactionOptions:
+        """The client's read concern, write concern and read preference, the last defaults of
+        a transaction's options."""
+        settings = self._settings
+        return TransactionOptions(
+            read_concern=settings.read_concern or None,
+            write_concern=settings.write_concern or None,
+            read_preference=settings.read_preference,
+        )
 
     def close(self) -> None:
         """Close every idle connection; the client refuses operations afterwards."""
