@@ -327,17 +327,14 @@ class Cursor:
         command = self.kill_cursors_command()
         self.closed = True
         self._buffer.clear()
-        if command is None:
-            self._dead()
+        # the session stays named by the killCursors; it returns to the pool when the
+        # operation sending that command ends
+        self._dead()
         return command
 
     def command_session(self) -> Any:
         """The session to send the cursor's commands with (the one it was opened in)."""
         return self.session
-
-    def release_after_kill(self) -> None:
-        """The killCursors of :meth:`close` was sent (or given up): free the session."""
-        self._dead()
 
     def __repr__(self) -> str:
         return (
@@ -398,10 +395,7 @@ def cursor_close(cursor: Cursor) -> Flow[None]:
     command = cursor.close()
     if command is not None:
         db, body = command
-        try:
-            yield from run_command_quietly(cursor.server, db, body, session=session)
-        finally:
-            cursor.release_after_kill()
+        yield from run_command_quietly(cursor.server, db, body, session=session)
 
 
 def _after_document(cursor: Cursor) -> Flow[None]:
