@@ -41,6 +41,9 @@ BSON type to Python value:
 0xFF / 0x7F            MinKey() / MaxKey()
 ====================== ===============================================================
 
+With ``codec_options.pymongo_types`` the values are then replaced by PyMongo's bson classes,
+as ``bson.decode`` gives them (:mod:`._pymongo_types`).
+
 Errors: every malformed input raises :class:`InvalidBSON` with the byte offset (in the
 buffer handed to the public function) and the reason; never IndexError, struct.error,
 UnicodeDecodeError or RecursionError.  Documents nested deeper than

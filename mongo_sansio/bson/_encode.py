@@ -32,6 +32,8 @@ datetime.datetime, DatetimeMS        0x09 UTC datetime (a naive datetime is UTC)
 Regex, re.Pattern                    0x0B regular expression
 Timestamp / Decimal128               0x11 / 0x13
 MinKey / MaxKey                      0xFF / 0x7F
+PyMongo's bson classes               as PyMongo encodes them (converted to ours first,
+                                     by :mod:`._pymongo_types`, on the slow path)
 ==================================== ==================================================
 
 How it is fast (pure Python: every bytecode counts): the pieces go onto one list with
