@@ -93,13 +93,14 @@ def with_session_fields(
             cluster_time = later_cluster_time(cluster_time, session.cluster_time)
         if cluster_time is not None:
             out["$clusterTime"] = cluster_time
+    if session is not None and not session.implicit and is_unacknowledged(body):
+        # checked before binding matters: an explicit session's first command is refused too
+        raise ConfigurationError(
+            "Explicit sessions are incompatible with unacknowledged write concern"
+        )
     if session is None or not sessions_supported or session.server_session is None:
         return out
     if is_unacknowledged(body):
-        if not session.implicit:
-            raise ConfigurationError(
-                "Explicit sessions are incompatible with unacknowledged write concern"
-            )
         return out
     out["lsid"] = session.server_session.session_id
     if name in TRANSACTION_END_COMMANDS:

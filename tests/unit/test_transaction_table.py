@@ -1,0 +1,179 @@
+"""The transaction state table (Transactions spec, "Client Session changes"): every state and
+event, the messages PyMongo raises for the forbidden ones, which commits and aborts talk to the
+server, and the Session methods built on the table (transaction numbers, snapshot sessions,
+TransactionOptions)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mongo_sansio.client.sessions import ClientSessions
+from mongo_sansio.errors import ConfigurationError, InvalidOperation
+from mongo_sansio.sessions import Session, SessionOptions, TransactionOptions, TransactionState
+from mongo_sansio.sessions.transaction import (
+    ABORT,
+    COMMIT,
+    OPERATION,
+    START,
+    next_state,
+    sends_command,
+)
+
+S = TransactionState
+EVENTS = (START, OPERATION, COMMIT, ABORT)
+
+# (state, event) -> next state, or the message of the InvalidOperation (PyMongo's wording)
+EXPECTED: dict[tuple[TransactionState, str], TransactionState | str] = {
+    (S.NONE, START): S.STARTING,
+    (S.NONE, OPERATION): S.NONE,
+    (S.NONE, COMMIT): "No transaction started",
+    (S.NONE, ABORT): "No transaction started",
+    (S.STARTING, START): "Transaction already in progress",
+    (S.STARTING, OPERATION): S.IN_PROGRESS,
+    (S.STARTING, COMMIT): S.COMMITTED_EMPTY,
+    (S.STARTING, ABORT): S.ABORTED,
+    (S.IN_PROGRESS, START): "Transaction already in progress",
+    (S.IN_PROGRESS, OPERATION): S.IN_PROGRESS,
+    (S.IN_PROGRESS, COMMIT): S.COMMITTED,
+    (S.IN_PROGRESS, ABORT): S.ABORTED,
+    (S.COMMITTED, START): S.STARTING,
+    (S.COMMITTED, OPERATION): S.NONE,
+    (S.COMMITTED, COMMIT): S.COMMITTED,
+    (S.COMMITTED, ABORT): "Cannot call abortTransaction after calling commitTransaction",
+    (S.COMMITTED_EMPTY, START): S.STARTING,
+    (S.COMMITTED_EMPTY, OPERATION): S.NONE,
+    (S.COMMITTED_EMPTY, COMMIT): S.COMMITTED_EMPTY,
+    (S.COMMITTED_EMPTY, ABORT): "Cannot call abortTransaction after calling commitTransaction",
+    (S.ABORTED, START): S.STARTING,
+    (S.ABORTED, OPERATION): S.NONE,
+    (S.ABORTED, COMMIT): "Cannot call commitTransaction after calling abortTransaction",
+    (S.ABORTED, ABORT): "Cannot call abortTransaction twice",
+}
+
+
+def test_the_table_covers_every_state_and_event() -> None:
+    assert set(EXPECTED) == set(itertools.product(S, EVENTS))
+
+
+@pytest.mark.parametrize(("state", "event"), list(itertools.product(S, EVENTS)))
+def test_each_transition(state: TransactionState, event: str) -> None:
+    outcome = EXPECTED[(state, event)]
+    if isinstance(outcome, str):
+        with pytest.raises(InvalidOperation) as raised:
+            next_state(state, event)
+        assert str(raised.value) == outcome
+    else:
+        assert next_state(state, event) is outcome
+
+
+def test_only_a_transaction_that_sent_something_talks_to_the_server() -> None:
+    assert {state for state in S if sends_command(state)} == {S.IN_PROGRESS, S.COMMITTED}
+
+
+@given(st.lists(st.sampled_from(EVENTS), max_size=30))
+def test_session_follows_the_table(events: list[str]) -> None:
+    """A Session driven by any sequence of events is where the table says; a refused event
+    leaves its state unchanged; in_transaction is exactly STARTING or IN_PROGRESS."""
+    session = Session(object(), implicit=False)
+    actions = {
+        START: lambda: session.start_transaction(TransactionOptions()),
+        OPERATION: session.operation_sent,
+        COMMIT: session.commit,
+        ABORT: session.abort,
+    }
+    for event in events:
+        before = session.transaction_state
+        outcome = EXPECTED[(before, event)]
+        if isinstance(outcome, str):
+            with pytest.raises(InvalidOperation, match=outcome):
+                actions[event]()
+            assert session.transaction_state is before
+        else:
+            actions[event]()
+            assert session.transaction_state is outcome
+        assert session.in_transaction == (session.transaction_state in (S.STARTING, S.IN_PROGRESS))
+
+
+# -- transaction numbers ----------------------------------------------------------------------
+
+
+def bound_session(**options: object) -> tuple[ClientSessions, Session]:
+    numbers = itertools.count(1)
+    sessions = ClientSessions(lambda: next(numbers).to_bytes(16, "big"), lambda: 30)
+    session = Session(object(), implicit=False, **options)  # type: ignore[arg-type]
+    return sessions, session
+
+
+def test_each_transaction_takes_the_next_txn_number() -> None:
+    sessions, session = bound_session()
+    sessions.bind(session, 0.0)
+    assert session.txn_number == 0
+    session.start_transaction(TransactionOptions())
+    assert session.txn_number == 1
+    session.abort()
+    session.start_transaction(TransactionOptions())
+    assert session.txn_number == 2
+
+
+def test_a_transaction_started_before_binding_takes_its_number_at_binding() -> None:
+    sessions, session = bound_session()
+    session.start_transaction(TransactionOptions())
+    assert session.txn_number is None
+    sessions.bind(session, 0.0)
+    assert session.txn_number == 1
+
+
+def test_snapshot_sessions_refuse_transactions() -> None:
+    _, session = bound_session(snapshot=True)
+    with pytest.raises(
+        InvalidOperation, match="Transactions are not supported in snapshot sessions"
+    ):
+        session.start_transaction(TransactionOptions())
+    assert session.transaction_state is S.NONE
+
+
+# -- options ----------------------------------------------------------------------------------
+
+
+def test_session_options_as_pymongo() -> None:
+    assert SessionOptions().causal_consistency is True
+    assert SessionOptions(snapshot=True).causal_consistency is False
+    assert SessionOptions(causal_consistency=False).causal_consistency is False
+    with pytest.raises(ConfigurationError):
+        SessionOptions(causal_consistency=True, snapshot=True)
+    with pytest.raises(TypeError):
+        SessionOptions(default_transaction_options={"w": 1})  # type: ignore[arg-type]
+
+
+def test_implicit_and_snapshot_sessions_are_not_causally_consistent() -> None:
+    assert Session(object(), implicit=False).causal_consistency
+    assert not Session(object(), implicit=True).causal_consistency
+    assert not Session(object(), implicit=False, snapshot=True).causal_consistency
+    assert not Session(object(), implicit=False, causal_consistency=False).causal_consistency
+
+
+def test_transaction_options_merge_unset_values_from_defaults() -> None:
+    defaults = TransactionOptions("rc", "wc", "rp", 5)
+    assert TransactionOptions().merged(defaults) == defaults
+    own = TransactionOptions("mine", None, None, 7)
+    assert own.merged(defaults) == TransactionOptions("mine", "wc", "rp", 7)
+    assert own.merged(None) is own
+    with pytest.raises(TypeError):
+        TransactionOptions(max_commit_time_ms="5")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        TransactionOptions(max_commit_time_ms=True)
+
+
+def test_using_an_ended_session_or_another_clients_session_is_refused() -> None:
+    owner = object()
+    session = Session(owner, implicit=False)
+    session.require_usable(owner)
+    with pytest.raises(InvalidOperation, match="Can only use session with the MongoClient"):
+        session.require_usable(object())
+    session.ended = True
+    with pytest.raises(InvalidOperation, match="Cannot use ended session"):
+        session.require_usable(owner)
