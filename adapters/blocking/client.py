@@ -208,7 +208,7 @@ class MongoClient(ClosesOnExit):
         if name is None:
             name = self._settings.database
             if name is None:
-                raise ConfigurationError("No default database name defined or provided.")
+                raise ConfigurationError("No default database defined")
         return Database(self, name, codec_options, read_preference, write_concern, read_concern)
 
     def get_default_database(

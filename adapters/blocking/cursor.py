@@ -202,10 +202,11 @@ class _CursorBase(ClosesOnExit):
         machine = getattr(self, "_machine", None)
         if machine is None or machine.closed:
             return
+        session = machine.command_session()
         command = machine.close()
         if command is not None:
             db, body = command
-            self._engine.kill_cursor_later(machine.server.address, db, body)
+            self._engine.kill_cursor_later(machine.server.address, db, body, session)
 
 
 class Cursor(_CursorBase):
@@ -413,6 +414,11 @@ class CommandCursor(_CursorBase):
         else:
             self._retrieved = len(self._buffer)
             self._killed = True  # no server cursor: only the given documents
+
+    @property
+    def cursor_id(self) -> int | None:
+        """The server's id of the cursor (0 once exhausted, or for a fixed list)."""
+        return 0 if self._machine is None else self._machine.cursor_id
 
     def batch_size(self, batch_size: int) -> Self:
         """How many documents each later getMore asks for (0: the server's default)."""
