@@ -168,7 +168,7 @@ def retryable_write_batch(
             if not may_retry_again(attempts, context.deadline, now):
                 if isinstance(error, WriteConcernError) and error.details:
                     return server, error.details
-                raise
+                raise error  # not a bare raise: error may be the first one (NoWritesPerformed)
             first = first or error
         try:
             server = yield from select(for_writes=True, deprioritized=(server.address,))
