@@ -146,10 +146,12 @@ class MongoClient(ClosesOnExit):
             raise ConfigurationError("port cannot be given with a connection string")
         codec = _split_codec_keywords(options)
         codec.update(document_class=document_class, tz_aware=tz_aware)
-        self._codec_options = codec_options_from_keywords(codec)
         parsed = parse_client_uri(host, options, stacklevel=2)
         uri, srv_source = _resolve(parsed, dns_resolver)
         emit_uri_warnings(uri.warnings[len(parsed.warnings) :], stacklevel=2)
+        # the connection string may name the UUID representation; a keyword wins over it
+        in_uri = {"uuidRepresentation": uri.options.get("uuidRepresentation")}
+        self._codec_options = codec_options_from_keywords({**in_uri, **codec})
         self._settings = ClientSettings.from_connection_string(uri, server_api=server_api)
         self._write_concern = WriteConcern.from_document(self._settings.write_concern or {})
         self._read_concern = ReadConcern.from_document(self._settings.read_concern or {})

@@ -251,6 +251,10 @@ _SPECS = (
     OptionSpec("tlsDisableCertificateRevocationCheck", parse_bool),
     OptionSpec("tlsDisableOCSPEndpointCheck", parse_bool),
     OptionSpec("tlsInsecure", parse_bool),
+    OptionSpec(
+        "uuidRepresentation",
+        _choice(("unspecified", "standard", "pythonLegacy", "javaLegacy", "csharpLegacy")),
+    ),
     OptionSpec("w", _write_concern_w),
     OptionSpec("waitQueueTimeoutMS", _POSITIVE),
     OptionSpec("wTimeoutMS", _integer(0, INT64_MAX)),

@@ -434,3 +434,18 @@ def test_every_operation_runs_with_the_callers_session(pair: tuple[MongoClient, 
     finally:
         del ours.engine.run
     assert len(seen) >= 16 and set(map(id, seen)) == {id(session)}
+
+
+def test_the_uuid_representation_may_come_from_the_connection_string(
+    rs: SimulatedReplicaSet, clients: list[Any]
+) -> None:
+    separator = "&" if "?" in rs.uri else "?"
+    uri = f"{rs.uri}{separator}uuidRepresentation=standard"
+    ours = MongoClient(uri, **OPTIONS)
+    theirs: Any = pymongo.MongoClient(uri, **OPTIONS)
+    overridden = MongoClient(uri, uuidRepresentation="unspecified", **OPTIONS)
+    clients += [ours, theirs, overridden]
+    tag = uuid.UUID(int=9)
+    ours.shop.tags.insert_one({"_id": 1, "tag": tag})
+    assert ours.shop.tags.find_one() == theirs.shop.tags.find_one() == {"_id": 1, "tag": tag}
+    assert overridden.codec_options.uuid_representation is UuidRepresentation.UNSPECIFIED
