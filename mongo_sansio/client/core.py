@@ -47,6 +47,7 @@ from mongo_sansio.client.link import Link, LinkOptions, open_link
 from mongo_sansio.client.monitors import ServerMonitor
 from mongo_sansio.client.runtime import Signal, Task, Wait
 from mongo_sansio.client.selecting import select
+from mongo_sansio.client.server_info import describe_server
 from mongo_sansio.client.sessions import ClientSessions
 from mongo_sansio.client.settings import ClientSettings
 from mongo_sansio.client.srv_polling import SrvSource, make_poller, srv_poll_task
@@ -61,9 +62,6 @@ from mongo_sansio.cmap.actions import (
 )
 from mongo_sansio.cmap.states import PoolState
 from mongo_sansio.connection import (
-    DEFAULT_MAX_BSON_OBJECT_SIZE,
-    DEFAULT_MAX_MESSAGE_SIZE_BYTES,
-    DEFAULT_MAX_WRITE_BATCH_SIZE,
     ConnectionDescription,
 )
 from mongo_sansio.errors import (
@@ -100,9 +98,6 @@ from mongo_sansio.selection import (
 from mongo_sansio.wire import RequestIds
 
 __all__ = ["ClientCore", "KillCursor"]
-
-#: MongoDB 3.6, the first to accept txnNumber (retryable writes)
-RETRYABLE_WRITES_WIRE_VERSION: Final = 6
 
 _READ_WITHOUT_PREFERENCE: Final = frozenset(
     {ServerType.MONGOS, ServerType.LOAD_BALANCER, ServerType.STANDALONE}
@@ -253,23 +248,8 @@ class ClientCore:
         server = self._topology.description.servers.get(address)
         if server is None:
             raise LocalProtocolError(f"{address!r} is not in the topology")
-        described = self._described.get(address)
-        return ServerInfo(
-            address=self.transport_address(address),
-            max_wire_version=server.max_wire_version,
-            is_writable=server.is_writable,
-            max_bson_object_size=described.max_bson_object_size
-            if described is not None
-            else DEFAULT_MAX_BSON_OBJECT_SIZE,
-            max_message_size_bytes=described.max_message_size_bytes
-            if described is not None
-            else DEFAULT_MAX_MESSAGE_SIZE_BYTES,
-            max_write_batch_size=described.max_write_batch_size
-            if described is not None
-            else DEFAULT_MAX_WRITE_BATCH_SIZE,
-            supports_retryable_writes=server.type is not ServerType.STANDALONE
-            and server.logical_session_timeout_minutes is not None
-            and server.max_wire_version >= RETRYABLE_WRITES_WIRE_VERSION,
+        return describe_server(
+            self.transport_address(address), server, self._described.get(address)
         )
 
     # -- server selection -----------------------------------------------------------------------
