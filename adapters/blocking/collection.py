@@ -534,19 +534,20 @@ class Collection:
     ) -> Cursor:
         """A lazily opened cursor; ``kwargs`` are find's (sort, skip, limit, batch_size ...)."""
         session = kwargs.pop("session", None)
-        return Cursor(self, filter, projection, session=session, **kwargs)
+        return Cursor(self, filter, projection, session=session, **_options(kwargs))
 
     def find_raw_batches(
         self, filter: Mapping[str, Any] | None = None, projection: Any = None, **kwargs: Any
     ) -> RawBatchCursor:
         """As :meth:`find`, but each batch comes as the BSON bytes of its documents."""
         session = kwargs.pop("session", None)
-        return RawBatchCursor(self, filter, projection, session=session, **kwargs)
+        return RawBatchCursor(self, filter, projection, session=session, **_options(kwargs))
 
     def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
         """The first document matching ``filter`` (a document, or an ``_id`` value), or None."""
         session = kwargs.pop("session", None)
-        return self._run(self._ops.find_one(filter, *args, **kwargs), session=session)
+        flow = self._ops.find_one(filter, *args, **_options(kwargs))
+        return self._run(flow, session=session)
 
     def aggregate(
         self,

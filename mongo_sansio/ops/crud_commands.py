@@ -246,8 +246,12 @@ def write_command(
         raise ArgumentTypeError(f"ordered must be True or False, not {_type_name(ordered)}")
     body: dict[str, Any] = {name: collection, "ordered": ordered}
     _put(body, "let", _optional_mapping(let, "let"))
-    if _check_bool(bypass_document_validation, "bypass_document_validation"):
-        body["bypassDocumentValidation"] = True  # sent only when true (crud.md)
+    # sent whenever given, False too (crud's unified "passes bypassDocumentValidation: false")
+    _put(
+        body,
+        "bypassDocumentValidation",
+        _check_bool(bypass_document_validation, "bypass_document_validation"),
+    )
     _put(body, "comment", comment)
     if write_concern is not None and not write_concern.is_server_default:
         body["writeConcern"] = write_concern.to_document()

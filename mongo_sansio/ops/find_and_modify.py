@@ -118,8 +118,11 @@ def find_and_modify(
     db: str, body: Mapping[str, Any], *, codec_options: CodecOptions = DEFAULT_CODEC_OPTIONS
 ) -> Flow[Any]:
     """Run ``body`` on a writable server (a retryable write); the reply's ``value`` (None
-    when absent)."""
+    when absent, and for an unacknowledged write, ``w: 0``, whose outcome is not known)."""
     reply = yield from crud.retryable_write_command(db, body)
+    concern_document = body.get("writeConcern")
+    if isinstance(concern_document, Mapping) and concern_document.get("w") == 0:
+        return None
     concern = reply.get("writeConcernError")
     if isinstance(concern, Mapping):
         raise write_concern_error_from_document(concern, reply)
@@ -142,6 +145,10 @@ class FindAndModifyOps:
     def _find_and_modify(self, filter: Any, **arguments: Any) -> Flow[Any]:
         fields = dict(arguments.pop("fields"))
         collation = fields.pop("collation", None)
+        if "bypass_document_validation" in fields:  # our spelling of the command field
+            bypass = fields.pop("bypass_document_validation")
+            if bypass is not None:
+                fields["bypassDocumentValidation"] = bypass
         body = find_and_modify_command(
             self.name,
             filter,

@@ -137,3 +137,10 @@ def test_value_is_decoded_with_the_collections_codec_options() -> None:
     document = run_flow(flow, select_for_write(), command("findAndModify", reply))
     assert document["_id"] == value
     assert document["when"] == when.replace(tzinfo=datetime.UTC)
+
+
+def test_an_unacknowledged_find_one_and_modify_returns_none() -> None:
+    reply = {"value": {"_id": 1}, "ok": 1}
+    step = command("findAndModify", reply, body={"writeConcern": {"w": 0}, "hint": "_id_"})
+    flow = collection(write_concern=WriteConcern(w=0)).find_one_and_delete({}, hint="_id_")
+    assert run_flow(flow, select_for_write(), step) is None
