@@ -51,7 +51,7 @@ def _check_journal(_instance: Any, _attribute: Any, value: object) -> None:
         raise ConfigurationError(f"journal: must be True or False, got {value!r}")
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, init=False)
 class WriteConcern:
     """How many members must acknowledge a write, and how durably.
 
@@ -65,6 +65,35 @@ class WriteConcern:
     w: int | str | None = attrs.field(default=None, validator=_check_w)
     wtimeout_ms: int | None = attrs.field(default=None, validator=_check_wtimeout)
     journal: bool | None = attrs.field(default=None, validator=_check_journal)
+
+    def __init__(
+        self,
+        w: int | str | None = None,
+        wtimeout: int | None = None,
+        j: bool | None = None,
+        fsync: bool | None = None,
+        *,
+        wtimeout_ms: int | None = None,
+        journal: bool | None = None,
+    ) -> None:
+        """PyMongo's signature (``WriteConcern(w, wtimeout, j)``), or ours by keyword
+        (``wtimeout_ms=``, ``journal=``).  ``fsync`` is accepted as PyMongo's alias of
+        journaling (it implies it on every storage engine a replica set runs)."""
+        if wtimeout is not None and wtimeout_ms is not None:
+            raise ConfigurationError("wtimeout: give wtimeout or wtimeout_ms, not both")
+        if j is not None and journal is not None:
+            raise ConfigurationError("j: give j or journal, not both")
+        if fsync is not None:
+            if not isinstance(fsync, bool):
+                raise ConfigurationError(f"fsync: must be True or False, got {fsync!r}")
+            if j is not None or journal is not None:
+                raise ConfigurationError("Can't set both j and fsync at the same time")
+            journal = fsync or None
+        self.__attrs_init__(
+            w=w,
+            wtimeout_ms=wtimeout if wtimeout_ms is None else wtimeout_ms,
+            journal=j if journal is None else journal,
+        )
 
     def __attrs_post_init__(self) -> None:
         if self.w == 0 and self.journal is True:
@@ -118,13 +147,17 @@ def _check_level(_instance: Any, _attribute: Any, value: object) -> None:
         )
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, init=False)
 class ReadConcern:
     """The consistency a read asks for (``"local"``, ``"majority"``, ``"linearizable"``,
     ``"available"``, ``"snapshot"``, or a future level).  ``level=None`` is the server's
     default, which commands then do not mention."""
 
     level: str | None = attrs.field(default=None, validator=_check_level)
+
+    def __init__(self, level: str | None = None) -> None:
+        """``ReadConcern("majority")`` as in PyMongo (or ``level=``)."""
+        self.__attrs_init__(level=level)
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> ReadConcern:

@@ -122,3 +122,17 @@ def test_write_concerns_are_frozen() -> None:
 
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         WriteConcern(w=1).w = 2  # type: ignore[misc]
+
+
+def test_pymongo_signatures() -> None:
+    """``WriteConcern(w, wtimeout, j)`` and ``ReadConcern(level)`` as PyMongo spells them."""
+    assert WriteConcern("majority", 1000, True).to_document() == {
+        "w": "majority",
+        "wtimeout": 1000,
+        "j": True,
+    }
+    assert WriteConcern(w=1, wtimeout=5, j=False) == WriteConcern(w=1, wtimeout_ms=5, journal=False)
+    assert WriteConcern(fsync=True).to_document() == {"j": True}
+    assert ReadConcern("snapshot").to_document() == {"level": "snapshot"}
+    with pytest.raises(ConfigurationError):
+        WriteConcern(j=True, fsync=True)
