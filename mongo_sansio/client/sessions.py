@@ -65,7 +65,8 @@ class ClientSessions:
         if session is not None:
             if not supported and not session.implicit:
                 raise ConfigurationError("Sessions are not supported by this MongoDB deployment")
-            if supported and session.server_session is None and not is_unacknowledged(body):
+            unacknowledged = session.implicit and is_unacknowledged(body)
+            if supported and session.server_session is None and not unacknowledged:
                 self.bind(session, now)
         txn_number = None
         slot = request.txn

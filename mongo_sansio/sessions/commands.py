@@ -10,7 +10,8 @@ connection was checked out and the session bound to a server session:
   (3.6) and later;
 * in a transaction: ``txnNumber``, ``autocommit: false``, and on the first command
   ``startTransaction: true`` with the transaction's read concern (plus ``afterClusterTime`` in a
-  causally consistent session); operations inside carry no read or write concern of their own;
+  causally consistent session); operations inside carry no read or write concern of their own
+  (the collection's are dropped, as PyMongo does);
 * outside one: the retryable write's ``txnNumber``; ``afterClusterTime`` on reads of a causally
   consistent session that has an operation time; ``level: snapshot`` (and ``atClusterTime`` once
   known) on reads of a snapshot session.
@@ -25,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from mongo_sansio.bson import Int64
-from mongo_sansio.errors import ConfigurationError, InvalidOperation
+from mongo_sansio.errors import ConfigurationError
 from mongo_sansio.sessions.cluster_time import ClusterClock, later_cluster_time
 from mongo_sansio.sessions.session import Session
 from mongo_sansio.sessions.transaction import TransactionState
@@ -93,14 +94,19 @@ def with_session_fields(
             cluster_time = later_cluster_time(cluster_time, session.cluster_time)
         if cluster_time is not None:
             out["$clusterTime"] = cluster_time
-    if session is not None and not session.implicit and is_unacknowledged(body):
+    if session is not None and session.in_transaction and name not in TRANSACTION_END_COMMANDS:
+        # The collection's or database's write concern is ignored inside a transaction (the
+        # transaction's own applies at commit), unacknowledged ones included: PyMongo's rule
+        # and the Transactions spec's "collection writeConcern ignored" tests.
+        out.pop("writeConcern", None)
+    elif session is not None and not session.implicit and is_unacknowledged(body):
         # checked before binding matters: an explicit session's first command is refused too
         raise ConfigurationError(
             "Explicit sessions are incompatible with unacknowledged write concern"
         )
     if session is None or not sessions_supported or session.server_session is None:
         return out
-    if is_unacknowledged(body):
+    if is_unacknowledged(out):
         return out
     out["lsid"] = session.server_session.session_id
     if name in TRANSACTION_END_COMMANDS:
@@ -120,11 +126,6 @@ def with_session_fields(
 
 def _in_transaction(out: dict[str, Any], name: str, session: Session) -> Mapping[str, Any]:
     assert session.server_session is not None
-    if "writeConcern" in out and name not in TRANSACTION_END_COMMANDS:
-        raise InvalidOperation(
-            "Cannot set write concern after starting a transaction: operations in a "
-            "transaction use the transaction's write concern"
-        )
     out.pop("readConcern", None)
     out["txnNumber"] = Int64(session.server_session.txn_number)
     if session.transaction_state is TransactionState.STARTING:

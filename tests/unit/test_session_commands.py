@@ -367,3 +367,25 @@ def test_a_network_error_inside_a_transaction_is_transient_and_dirties_the_sessi
     commit_error = NetworkError("reset")
     sessions.failed(session, {"commitTransaction": 1}, commit_error)
     assert not commit_error.has_error_label("TransientTransactionError")
+
+
+def test_the_collections_write_concern_is_ignored_inside_a_transaction() -> None:
+    """PyMongo's rule and the Transactions spec's "collection writeConcern ignored" tests."""
+    sessions = new_sessions()
+    session = Session(OWNER, implicit=False)
+    start(session)
+    body = prepare(sessions, session, {"insert": "c", "writeConcern": {"w": 2}})
+    assert_matches({"writeConcern": ABSENT, "startTransaction": True, "lsid": ANY}, body)
+
+
+def test_an_unacknowledged_collection_inside_a_transaction_writes_in_it() -> None:
+    sessions = new_sessions()
+    session = Session(OWNER, implicit=False)
+    start(session)
+    body = prepare(sessions, session, UNACK)  # the session's first command: it binds now
+    assert_matches(
+        {"writeConcern": ABSENT, "lsid": ANY, "txnNumber": Int64(1), "autocommit": False}, body
+    )
+    session.commit()
+    commit = prepare(sessions, session, {"commitTransaction": 1, "writeConcern": {"w": 1}})
+    assert commit["writeConcern"] == {"w": 1}  # the transaction's own, at commit
