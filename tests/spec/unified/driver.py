@@ -20,6 +20,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
@@ -78,6 +79,18 @@ class Driver:
     #: a session's transaction state as the format names it (none, starting, in_progress,
     #: committed, aborted), or None when the library does not tell
     transaction_state: Callable[[Any], str | None] = lambda _session: None
+    #: whether a session's server session is dirty (a network error), None when not told
+    session_dirty: Callable[[Any], bool | None] = lambda _session: None
+    #: ``timeout(seconds)``: the library's client-side operation timeout block (CSOT's
+    #: ``timeoutMS`` argument), like ``pymongo.timeout``; None when it has none
+    timeout: Callable[[float | None], AbstractContextManager[Any]] | None = None
+    #: the library's ``close()`` is slow but needs nothing from the test (PyMongo's waits up to
+    #: 0.5 s for its cursor-killing thread): the runner closes its clients on a background
+    #: thread, and the deployment pool waits for those at the end of the module
+    close_in_background: bool = False
+    #: the library's ``SearchIndexModel(definition, name=None, type=None)`` (None: no search
+    #: index helpers)
+    search_index_model: Any = None
 
     def listener_bases(self) -> tuple[type, ...]:
         bases = tuple(getattr(self.monitoring, n) for n in LISTENER_BASES if hasattr(self.monitoring, n))
@@ -104,6 +117,11 @@ PYMONGO_TXN_STATES = {1: "none", 2: "starting", 3: "in_progress", 4: "committed"
 def _pymongo_transaction_state(session: Any) -> str | None:
     state = getattr(getattr(session, "_transaction", None), "state", None)
     return PYMONGO_TXN_STATES.get(state) if isinstance(state, int) else None
+
+
+def _pymongo_session_dirty(session: Any) -> bool | None:
+    dirty = getattr(getattr(session, "_server_session", None), "dirty", None)
+    return dirty if isinstance(dirty, bool) else None
 
 
 def _pymongo_client_key(client: Any) -> Any:
@@ -218,6 +236,10 @@ def pymongo_driver() -> Driver:
         log_data=_pymongo_log_data,
         client_log_key=_pymongo_client_key,
         transaction_state=_pymongo_transaction_state,
+        session_dirty=_pymongo_session_dirty,
+        timeout=pymongo.timeout,
+        close_in_background=True,
+        search_index_model=importlib.import_module("pymongo.operations").SearchIndexModel,
     )
 
 
@@ -257,6 +279,32 @@ def _sansio_log_options(levels: Mapping[str, int], sink: LogSink) -> dict[str, A
     return {"log_settings": settings}
 
 
+def _sansio_core_session(session: Any) -> Any:
+    """The core's session behind our blocking ClientSession (None when there is none)."""
+    return getattr(session, "_session", None)
+
+
+def _sansio_transaction_state(session: Any) -> str | None:
+    state = getattr(getattr(_sansio_core_session(session), "transaction_state", None), "value", None)
+    if not isinstance(state, str):
+        return None
+    return "committed" if state == "committed_empty" else state
+
+
+def _sansio_session_dirty(session: Any) -> bool | None:
+    server_session = getattr(_sansio_core_session(session), "server_session", None)
+    dirty = getattr(server_session, "dirty", None)
+    return dirty if isinstance(dirty, bool) else None
+
+
+def _optional_attribute(module: str, name: str) -> Any:
+    """``module.name``, or None while our client does not have it."""
+    try:
+        return getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
+
+
 def sansio_driver() -> Driver:
     """Our blocking client (``mongo_sansio.adapters.blocking.MongoClient``) and
     ``mongo_sansio.monitoring`` (command listeners only until that module exists)."""
@@ -287,6 +335,20 @@ def sansio_driver() -> Driver:
             options["hedge"] = document["hedge"]
         return selection.ReadPreference(**options)
 
+    transaction_options_class = _optional_attribute("mongo_sansio.sessions", "TransactionOptions")
+
+    def transaction_options(document: Mapping[str, Any]) -> Any:
+        return transaction_options_class(
+            read_concern=write_concern.ReadConcern.from_document(document["readConcern"])
+            if "readConcern" in document
+            else None,
+            write_concern=wc(document["writeConcern"]) if "writeConcern" in document else None,
+            read_preference=read_preference(document["readPreference"])
+            if "readPreference" in document
+            else None,
+            max_commit_time_ms=document.get("maxCommitTimeMS"),
+        )
+
     timeout_types = tuple(
         t for t in (getattr(errors, "NetworkTimeout", None), getattr(errors, "ExecutionTimeout", None))
         if isinstance(t, type)
@@ -312,7 +374,7 @@ def sansio_driver() -> Driver:
             strict=document.get("strict"),
             deprecation_errors=document.get("deprecationErrors"),
         ),
-        transaction_options=None,  # no transactions yet
+        transaction_options=transaction_options if transaction_options_class is not None else None,
         gridfs_bucket=None,  # no GridFS
         write_models=getattr(blocking, "InsertOne", None) and blocking,
         logger_prefix="mongo_sansio",
@@ -321,6 +383,10 @@ def sansio_driver() -> Driver:
         client_log_options=_sansio_log_options
         if importlib.util.find_spec("mongo_sansio.adapters._publish") is not None
         else None,
+        transaction_state=_sansio_transaction_state,
+        session_dirty=_sansio_session_dirty,
+        timeout=getattr(blocking, "timeout", None),
+        search_index_model=getattr(blocking, "SearchIndexModel", None),
     )
 
 

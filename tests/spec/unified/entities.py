@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import queue
+import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,18 @@ if TYPE_CHECKING:
     from .driver import Driver
     from .requirements import Deployment
 
-__all__ = ["ClientEntity", "EntityMap", "ThreadEntity", "call_api", "create_entity"]
+__all__ = [
+    "ClientEntity",
+    "EntityMap",
+    "ThreadEntity",
+    "call_api",
+    "call_class",
+    "close_in_background",
+    "create_entity",
+    "join_background_closes",
+    "resolve_keywords",
+    "snake",
+]
 
 #: client options the runner sets unless the test does (bounded waits)
 CLIENT_DEFAULTS: dict[str, Any] = {"serverSelectionTimeoutMS": 10000}
@@ -36,23 +48,86 @@ CLIENT_KEYS = frozenset(
 )
 
 
+#: format names whose PyMongo keyword is not their plain snake_case
+SPECIAL_NAMES = {
+    "maxTimeMS": "max_time_ms",
+    "maxAwaitTimeMS": "max_await_time_ms",
+    "maxCommitTimeMS": "max_commit_time_ms",
+    "wtimeoutMS": "wtimeout",
+    "timeoutMS": "timeout",
+}
+
+
+def snake(name: str) -> str:
+    """``batchSize`` -> ``batch_size`` (PyMongo's keyword names)."""
+    if name in SPECIAL_NAMES:
+        return SPECIAL_NAMES[name]
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+#: PyMongo methods whose ``**kwargs`` are fields of the command, spelt as the server spells
+#: them (``aggregate(batchSize=...)``, ``create_collection(capped=True)``); other methods'
+#: ``**kwargs`` are keywords, in snake_case (``find(**kwargs)`` builds a Cursor)
+COMMAND_FIELD_KWARGS = frozenset(
+    {"aggregate", "aggregate_raw_batches", "count_documents", "estimated_document_count",
+     "distinct", "list_collections", "list_collection_names", "list_databases",
+     "list_database_names", "create_collection", "create_index", "create_indexes", "drop_index",
+     "drop_indexes", "list_indexes", "list_search_indexes", "cursor_command", "command",
+     "rename", "drop_collection", "drop"}
+)
+
+
+def resolve_keywords(
+    function: Callable[..., Any], kwargs: Mapping[str, Any], where: str, *, command_fields: bool = False
+) -> dict[str, Any]:
+    """The format's option names as ``function``'s keywords: a named parameter by its name or
+    its snake_case (``batchSize`` -> ``batch_size``); otherwise, when the function takes
+    ``**kwargs``, the name as the server spells it for ``command_fields`` (see
+    :data:`COMMAND_FIELD_KWARGS`), else in snake_case; an option with no home raises
+    UnsupportedInTest naming it."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return {snake(k): v for k, v in kwargs.items()}
+    named = {
+        name
+        for name, p in signature.parameters.items()
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    }
+    open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+    resolved: dict[str, Any] = {}
+    unknown = []
+    for key, value in kwargs.items():
+        if key in named:
+            resolved[key] = value
+        elif snake(key) in named:
+            resolved[snake(key)] = value
+        elif open_ended:
+            resolved[key if command_fields else snake(key)] = value
+        else:
+            unknown.append(key)
+    if unknown:
+        raise UnsupportedInTest(f"the client under test's {where} has no option {sorted(unknown)}")
+    return resolved
+
+
 def call_api(target: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-    """``target.method(*args, **kwargs)``, or UnsupportedInTest when the client under test has
-    no such method or option (checked before the call, so errors inside are never masked)."""
+    """``target.method(*args, **kwargs)`` with the keywords of :func:`resolve_keywords`, or
+    UnsupportedInTest when the client under test has no such method or option (checked before
+    the call, so errors inside are never masked)."""
     function = getattr(target, method, None)
     owner = type(target).__name__
     if function is None or not callable(function):
         raise UnsupportedInTest(f"the client under test has no {owner}.{method}")
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):
-        return function(*args, **kwargs)
-    parameters = signature.parameters.values()
-    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        unknown = sorted(set(kwargs) - set(signature.parameters))
-        if unknown:
-            raise UnsupportedInTest(f"the client under test's {owner}.{method} has no option {unknown}")
-    return function(*args, **kwargs)
+    keywords = resolve_keywords(
+        function, kwargs, f"{owner}.{method}", command_fields=method in COMMAND_FIELD_KWARGS
+    )
+    return function(*args, **keywords)
+
+
+def call_class(cls: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+    """``cls(**kwargs)`` with the keywords of :func:`resolve_keywords`."""
+    return cls(**resolve_keywords(cls, kwargs, getattr(cls, "__name__", str(cls))))
 
 
 class EntityMap(dict[str, Any]):
@@ -90,6 +165,22 @@ class ClientEntity:
         if not self.closed:
             self.closed = True
             self.client.close()
+
+
+_background_closes: list[threading.Thread] = []
+
+
+def close_in_background(close: Callable[[], None]) -> None:
+    """Run ``close`` on a daemon thread (see ``Driver.close_in_background``)."""
+    thread = threading.Thread(target=close, name="unified-close", daemon=True)
+    thread.start()
+    _background_closes.append(thread)
+
+
+def join_background_closes(timeout: float) -> None:
+    """Wait (each at most ``timeout`` seconds) for the closes started in the background."""
+    while _background_closes:
+        _background_closes.pop().join(timeout)
 
 
 class ThreadEntity:
@@ -131,12 +222,22 @@ def _collection_options(driver: Driver, options: Mapping[str, Any]) -> dict[str,
             converted["write_concern"] = driver.write_concern(value)
         elif key == "readPreference":
             converted["read_preference"] = driver.read_preference(value)
+        elif key == "timeoutMS":
+            raise UnsupportedInTest(
+                "timeoutMS as a database/collection option (PyMongo's API has none to mirror)"
+            )
         else:
             raise UnsupportedInTest(f"collection/database option {key!r} is not supported by this runner")
     return converted
 
 
-def _client(driver: Driver, deployment: Deployment, spec: Mapping[str, Any], entities: EntityMap) -> ClientEntity:
+def _client(
+    driver: Driver,
+    deployment: Deployment,
+    spec: Mapping[str, Any],
+    entities: EntityMap,
+    defaults: Mapping[str, Any],
+) -> ClientEntity:
     unknown = set(spec) - CLIENT_KEYS
     if unknown:
         raise UnsupportedInTest(f"client entity option(s) {sorted(unknown)} not supported by this runner")
@@ -145,7 +246,11 @@ def _client(driver: Driver, deployment: Deployment, spec: Mapping[str, Any], ent
         if isinstance(value, Mapping) and "$$placeholder" in value:
             raise UnsupportedInTest(f"uriOptions {key} is a $$placeholder (needs credentials from the environment)")
     direct = uri_options.get("directConnection") is True
-    options = {k: v for k, v in CLIENT_DEFAULTS.items() if k.lower() not in {o.lower() for o in uri_options}}
+    options = {
+        k: v
+        for k, v in {**CLIENT_DEFAULTS, **defaults}.items()
+        if k.lower() not in {o.lower() for o in uri_options}
+    }
     options.update(uri_options)
     if "serverApi" in spec:
         options["server_api"] = driver.server_api(spec["serverApi"])
@@ -175,13 +280,19 @@ def _client(driver: Driver, deployment: Deployment, spec: Mapping[str, Any], ent
 
 
 def create_entity(
-    driver: Driver, deployment: Deployment, entities: EntityMap, entry: Mapping[str, Any]
+    driver: Driver,
+    deployment: Deployment,
+    entities: EntityMap,
+    entry: Mapping[str, Any],
+    client_defaults: Mapping[str, Any] | None = None,
 ) -> None:
-    """Create one ``{kind: spec}`` entity and add it to ``entities``."""
+    """Create one ``{kind: spec}`` entity and add it to ``entities``; a client gets the URI
+    options of ``client_defaults`` (a suite's, e.g. a shorter heartbeatFrequencyMS) unless
+    the test sets them."""
     ((kind, spec),) = entry.items()
     name = spec["id"]
     if kind == "client":
-        entities.add(name, _client(driver, deployment, spec, entities))
+        entities.add(name, _client(driver, deployment, spec, entities, client_defaults or {}))
     elif kind == "database":
         client = entities.get_typed(spec["client"], ClientEntity, "client").client
         options = _collection_options(driver, spec.get("databaseOptions", {}))
@@ -192,12 +303,16 @@ def create_entity(
         entities.add(name, call_api(database, "get_collection", spec["collectionName"], **options))
     elif kind == "session":
         client = entities.get_typed(spec["client"], ClientEntity, "client").client
-        options: dict[str, Any] = {}
+        options = {}
         for key, value in spec.get("sessionOptions", {}).items():
             if key == "causalConsistency":
                 options["causal_consistency"] = value
             elif key == "snapshot":
                 options["snapshot"] = value
+            elif key == "snapshotTime":
+                options["snapshot_time"] = entities[value] if isinstance(value, str) else value
+            elif key == "defaultTimeoutMS":
+                raise UnsupportedInTest("session option defaultTimeoutMS (PyMongo's API has none to mirror)")
             elif key == "defaultTransactionOptions":
                 if driver.transaction_options is None:
                     raise UnsupportedInTest("the client under test has no transactions")

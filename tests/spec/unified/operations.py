@@ -10,11 +10,11 @@ under test does not have raises :class:`~.matching.UnsupportedInTest` naming it.
 
 from __future__ import annotations
 
-import re
+import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .entities import ClientEntity, call_api
+from .entities import ClientEntity, call_api, call_class, snake
 from .matching import UnsupportedInTest
 
 if TYPE_CHECKING:
@@ -25,13 +25,6 @@ __all__ = ["entity_kind", "execute", "snake", "to_document"]
 #: runs a list of operations (withTransaction's callback) with their expectations
 Nested = Callable[[list[Mapping[str, Any]]], None]
 
-SPECIAL_NAMES = {
-    "maxTimeMS": "max_time_ms",
-    "maxAwaitTimeMS": "max_await_time_ms",
-    "maxCommitTimeMS": "max_commit_time_ms",
-    "wtimeoutMS": "wtimeout",
-    "timeoutMS": "timeout",
-}
 RESULT_FIELDS = (
     ("inserted_id", "insertedId"), ("inserted_ids", "insertedIds"),
     ("inserted_count", "insertedCount"), ("matched_count", "matchedCount"),
@@ -40,13 +33,6 @@ RESULT_FIELDS = (
     ("upserted_ids", "upsertedIds"), ("insert_results", "insertResults"),
     ("update_results", "updateResults"), ("delete_results", "deleteResults"),
 )
-
-
-def snake(name: str) -> str:
-    """``batchSize`` -> ``batch_size`` (PyMongo's keyword names)."""
-    if name in SPECIAL_NAMES:
-        return SPECIAL_NAMES[name]
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
 
 
 def entity_kind(entity: Any) -> str:
@@ -87,6 +73,9 @@ def to_document(result: Any) -> Any:
         document[key] = value
     if hasattr(result, "upserted_ids") and "upsertedIds" in document and document["upsertedIds"] is None:
         document["upsertedIds"] = {}
+    if "upsertedId" in document and "upsertedCount" not in document:
+        # an UpdateResult tells its upserted _id only; the format also wants the count
+        document["upsertedCount"] = 0 if document["upsertedId"] is None else 1
     return document if document else result
 
 
@@ -101,7 +90,7 @@ def _options(driver: Driver, arguments: Mapping[str, Any], skip: tuple[str, ...]
             if value not in ("Before", "After"):
                 raise ValueError(f"returnDocument must be Before or After, not {value!r}")
             value = value == "After"
-        options[snake(key)] = value
+        options[key] = value
     return options
 
 
@@ -130,12 +119,15 @@ def _bulk_models(driver: Driver, requests: list[Mapping[str, Any]], client_level
         options = _options(driver, fields)
         if not client_level:
             options.pop("namespace", None)
-        models.append(call_api_class(cls, options))
+        models.append(call_class(cls, options))
     return models
 
 
-def call_api_class(cls: Callable[..., Any], options: dict[str, Any]) -> Any:
-    return cls(**options)
+def _parameters(function: Any) -> Mapping[str, Any]:
+    try:
+        return inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return {}
 
 
 def _run_command(driver: Driver, database: Any, arguments: Mapping[str, Any]) -> Any:
@@ -146,6 +138,37 @@ def _run_command(driver: Driver, database: Any, arguments: Mapping[str, Any]) ->
 
 def _index_keys(keys: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return list(keys.items())
+
+
+SEARCH_INDEX_OPERATIONS = frozenset(
+    {"createSearchIndex", "createSearchIndexes", "dropSearchIndex", "listSearchIndexes", "updateSearchIndex"}
+)
+
+
+def _search_index_model(driver: Driver, model: Mapping[str, Any]) -> Any:
+    if driver.search_index_model is None:
+        raise UnsupportedInTest("the client under test has no SearchIndexModel (search index helpers)")
+    return call_class(driver.search_index_model, _options(driver, model))
+
+
+def _search_index(driver: Driver, collection: Any, name: str, args: dict[str, Any]) -> Any:
+    """The Atlas Search index helpers, on PyMongo's API."""
+    if name == "createSearchIndex":
+        model = _search_index_model(driver, args.pop("model"))
+        return call_api(collection, "create_search_index", model, **_options(driver, args))
+    if name == "createSearchIndexes":
+        models = [_search_index_model(driver, m) for m in args.pop("models")]
+        return call_api(collection, "create_search_indexes", models, **_options(driver, args))
+    if name == "dropSearchIndex":
+        return call_api(collection, "drop_search_index", args.pop("name"), **_options(driver, args))
+    if name == "updateSearchIndex":
+        index, definition = args.pop("name"), args.pop("definition")
+        return call_api(collection, "update_search_index", index, definition, **_options(driver, args))
+    aggregation = _options(driver, args.pop("aggregationOptions", {}))
+    index_name = args.pop("name", None)
+    return list(
+        call_api(collection, "list_search_indexes", index_name, **_options(driver, args), **aggregation)
+    )
 
 
 def _collection(driver: Driver, collection: Any, name: str, arguments: dict[str, Any]) -> Any:
@@ -198,6 +221,8 @@ def _collection(driver: Driver, collection: Any, name: str, arguments: dict[str,
         if hasattr(type(collection), "drop_index"):
             return call_api(collection, "drop_index", args.pop("name"), **_options(driver, args))
         return collection.database.command({"dropIndexes": collection.name, "index": args["name"]})
+    if name in SEARCH_INDEX_OPERATIONS:
+        return _search_index(driver, collection, name, args)
     if name == "listIndexes":
         return list(call_api(collection, "list_indexes", **_options(driver, args)))
     if name == "drop":
@@ -224,6 +249,8 @@ def _database(driver: Driver, database: Any, name: str, arguments: dict[str, Any
         collection = args.pop("collection")
         session = args.pop("session", None)
         extra = {"session": session} if session is not None else {}
+        if "check_exists" in _parameters(database.create_collection):
+            extra["check_exists"] = False  # the test expects create alone, no listCollections
         return call_api(database, "create_collection", collection, **extra, **args)
     if name == "dropCollection":
         return call_api(database, "drop_collection", args.pop("collection"), **_options(driver, args))
@@ -240,7 +267,13 @@ def _database(driver: Driver, database: Any, name: str, arguments: dict[str, Any
     if name in ("runCursorCommand", "createCommandCursor"):
         command = args.pop("command")
         args.pop("commandName", None)
+        args.pop("cursorType", None)  # the command itself says tailable/awaitData
         batch_size = args.pop("batchSize", None)  # the getMores' batch size, set on the cursor
+        if "maxTimeMS" in args:  # the getMores' maxTimeMS: PyMongo's max_await_time_ms
+            args["maxAwaitTimeMS"] = args.pop("maxTimeMS")
+        unknown = set(args) - {"session", "comment", "maxAwaitTimeMS", "readPreference"}
+        if unknown:  # cursor_command takes **kwargs into the command: never pass unknown options
+            raise UnsupportedInTest(f"{name} option(s) {sorted(unknown)} not supported by this runner")
         cursor = call_api(database, "cursor_command", command, **_options(driver, args))
         if batch_size is not None:
             cursor = call_api(cursor, "batch_size", batch_size)
@@ -292,6 +325,10 @@ def _session(
         args = dict(arguments)
         operations = args.pop("callback")
         return call_api(session, "with_transaction", lambda _session: nested(operations), **_options(driver, args))
+    if name == "getSnapshotTime":
+        if not hasattr(type(session), "snapshot_time"):
+            raise UnsupportedInTest("the client under test's session does not tell its snapshot time")
+        return session.snapshot_time
     if name == "startTransaction":
         return call_api(session, "start_transaction", **_options(driver, arguments))
     if name in ("commitTransaction", "abortTransaction", "endSession"):

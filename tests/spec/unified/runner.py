@@ -12,11 +12,13 @@ failpoints disabled on every member, log handlers detached).
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from .entities import ClientEntity, EntityMap, ThreadEntity, create_entity
+from .entities import ClientEntity, EntityMap, ThreadEntity, close_in_background, create_entity
 from .events import check_event, describe
 from .matching import Matcher, UnsupportedInTest
 from .operations import entity_kind, execute, to_document
@@ -39,7 +41,8 @@ REDACTED_FAILURE_KEYS = frozenset({"code", "codeName", "errorLabels"})
 class TestRunner:
     """One test (see the module docstring).  ``wait_timeout`` bounds waitForEvent,
     waitForThread and waitForPrimaryChange; ``loop_seconds`` bounds a ``loop`` operation when
-    nothing calls :meth:`stop_loops`."""
+    nothing calls :meth:`stop_loops`; ``client_defaults`` are URI options every client entity
+    gets unless the test sets them (a suite's shorter heartbeatFrequencyMS, say)."""
 
     __test__ = False  # not a pytest class
 
@@ -52,6 +55,7 @@ class TestRunner:
         *,
         wait_timeout: float = 10.0,
         loop_seconds: float = 5.0,
+        client_defaults: Mapping[str, Any] | None = None,
     ) -> None:
         self.driver = driver
         self.deployment = deployment
@@ -59,6 +63,7 @@ class TestRunner:
         self.test = test
         self.wait_timeout = wait_timeout
         self.loop_seconds = loop_seconds
+        self.client_defaults = dict(client_defaults or {})
         self.entities = EntityMap()
         self.matcher = Matcher(self.entities, driver.load_json, self._session_lsid)
         self.failpoints: set[str] = set()
@@ -81,7 +86,7 @@ class TestRunner:
         try:
             self._initial_data()
             for entry in self.file.get("createEntities", []):
-                create_entity(self.driver, self.deployment, self.entities, entry)
+                create_entity(self.driver, self.deployment, self.entities, entry, self.client_defaults)
             for operation in self.test["operations"]:
                 self.operation(operation)
             self._stop_observing()
@@ -146,14 +151,20 @@ class TestRunner:
         for entity in entities:
             if isinstance(entity, ClientEntity):
                 try:
-                    entity.close()
+                    self._close(entity.close)
                 except Exception as error:  # noqa: BLE001
                     errors.append(error)
                 if entity.logs is not None:
                     entity.logs.close()
         if self._internal is not None:
-            self._internal.close()
+            self._close(self._internal.close)
         self.entities.clear()
+
+    def _close(self, close: Callable[[], None]) -> None:
+        if self.driver.close_in_background:
+            close_in_background(close)
+        else:
+            close()
 
     # -- operations -------------------------------------------------------------------------
 
@@ -174,8 +185,10 @@ class TestRunner:
     def operation_errors(self) -> tuple[type[BaseException], ...]:
         return (*self.driver.base_error, TypeError, ValueError)
 
-    def operation(self, operation: Mapping[str, Any]) -> None:
-        """Execute one operation with its expectations (see "Executing an Operation")."""
+    def operation(self, operation: Mapping[str, Any], *, nested: bool = False) -> None:
+        """Execute one operation with its expectations (see "Executing an Operation").  In a
+        callback (``nested``), an error nobody expected propagates as it is, so that
+        withTransaction sees the driver's error (and its labels)."""
         name = operation["name"]
         target = operation["object"]
         arguments = dict(operation.get("arguments", {}))
@@ -188,10 +201,13 @@ class TestRunner:
             raise AssertionError(f"operation {name}: no entity named {target!r}")
         entity = self.entities[target]
         try:
-            result = execute(self.driver, entity, name, self.prepare_arguments(arguments), self.run_nested)
+            with self._operation_timeout(arguments.pop("timeoutMS", None)):
+                result = execute(self.driver, entity, name, self.prepare_arguments(arguments), self.run_nested)
         except self.operation_errors() as error:
             if operation.get("ignoreResultAndError"):
                 return
+            if nested and "expectError" not in operation:
+                raise
             if "expectError" not in operation:
                 raise AssertionError(f"{name} on {target} raised {type(error).__name__}: {error}") from error
             self.check_error(operation["expectError"], error)
@@ -205,6 +221,18 @@ class TestRunner:
             self.check_result(name, operation["expectResult"], result)
         if "saveResultAsEntity" in operation:
             self.entities.add(operation["saveResultAsEntity"], result)
+
+    def _operation_timeout(self, timeout_ms: Any) -> AbstractContextManager[Any]:
+        """The driver's timeout block for an operation's ``timeoutMS`` (none without one)."""
+        if timeout_ms is None:
+            return contextlib.nullcontext()
+        if self.driver.timeout is None:
+            raise UnsupportedInTest("the client under test has no client-side operation timeout (timeoutMS)")
+        if timeout_ms == 0:
+            raise UnsupportedInTest(
+                "timeoutMS=0 on an operation (a timeout block cannot lift the client's timeoutMS)"
+            )
+        return self.driver.timeout(float(timeout_ms) / 1000)
 
     def check_result(self, name: str, expected: Any, actual: Any) -> None:
         if isinstance(expected, list) and name in ITERABLE_OPERATIONS:
@@ -248,23 +276,25 @@ class TestRunner:
                         f"label {label} {'missing from' if not present else 'present in'} {sorted(labels)} ({text})"
                     )
             elif key == "errorResponse":
-                details = driver.error_details(error)
-                assert details is not None, f"errorResponse expected, the error has none: {text}"
-                self.matcher.match(value, details, "errorResponse", root=True)
+                response = driver.error_details(error)
+                assert response is not None, f"errorResponse expected, the error has none: {text}"
+                self.matcher.match(value, response, "errorResponse", root=True)
             elif key == "expectResult":
-                partial = getattr(error, "partial_result", None)
+                partial: Any = getattr(error, "partial_result", None)
                 if partial is None:
                     partial = _bulk_result(driver.error_details(error))
                 self.matcher.match(value, to_document(partial), "error result", root=True)
             elif key == "writeErrors":
-                errors = {str(e.get("idx", e.get("index"))): e for e in getattr(error, "write_errors", None) or []}
-                assert set(errors) == {str(k) for k in value}, f"writeErrors: expected {value!r}, got {errors!r}"
+                by_index = {str(e.get("idx", e.get("index"))): e for e in getattr(error, "write_errors", None) or []}
+                assert set(by_index) == {str(k) for k in value}, f"writeErrors: expected {value!r}, got {by_index!r}"
                 for index, want in value.items():
-                    self.matcher.match(want, errors[str(index)], f"writeErrors[{index}]", root=True)
+                    self.matcher.match(want, by_index[str(index)], f"writeErrors[{index}]", root=True)
             elif key == "writeConcernErrors":
-                errors = list(getattr(error, "write_concern_errors", None) or [])
-                assert len(errors) == len(value), f"writeConcernErrors: expected {value!r}, got {errors!r}"
-                for index, (want, got) in enumerate(zip(value, errors, strict=True)):
+                concern_errors = list(getattr(error, "write_concern_errors", None) or [])
+                assert len(concern_errors) == len(value), (
+                    f"writeConcernErrors: expected {value!r}, got {concern_errors!r}"
+                )
+                for index, (want, got) in enumerate(zip(value, concern_errors, strict=True)):
                     self.matcher.match(want, got, f"writeConcernErrors[{index}]", root=True)
             else:
                 raise UnsupportedInTest(f"expectError field {key!r} is not supported by this runner")
@@ -352,7 +382,7 @@ class TestRunner:
 
     def run_nested(self, operations: Sequence[Mapping[str, Any]]) -> None:
         for operation in operations:
-            self.operation(operation)
+            self.operation(operation, nested=True)
 
 
 def _bulk_result(details: Any) -> Any:

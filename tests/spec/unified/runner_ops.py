@@ -62,9 +62,7 @@ def _assert_transaction_state(runner: TestRunner, args: Mapping[str, Any]) -> No
 
 
 def _dirty(runner: TestRunner, args: Mapping[str, Any], expected: bool) -> None:
-    session = runner.entities[args["session"]]
-    server_session = getattr(session, "_server_session", None)
-    dirty = getattr(server_session, "dirty", None)
+    dirty = runner.driver.session_dirty(runner.entities[args["session"]])
     if dirty is None:
         raise UnsupportedInTest("the client under test's session does not tell whether it is dirty")
     assert dirty == expected, f"session dirty={dirty}, expected {expected}"
@@ -98,7 +96,7 @@ def _index_exists(runner: TestRunner, args: Mapping[str, Any], expected: bool) -
 
 def _create_entities(runner: TestRunner, args: Mapping[str, Any]) -> None:
     for entry in args["entities"]:
-        create_entity(runner.driver, runner.deployment, runner.entities, entry)
+        create_entity(runner.driver, runner.deployment, runner.entities, entry, runner.client_defaults)
 
 
 def _wait(runner: TestRunner, args: Mapping[str, Any]) -> None:
@@ -180,7 +178,7 @@ def _loop(runner: TestRunner, args: Mapping[str, Any]) -> None:
     entities = runner.entities
     errors_name = args.get("storeErrorsAsEntity")
     failures_name = args.get("storeFailuresAsEntity")
-    for name in {errors_name, failures_name} - {None}:
+    for name in {n for n in (errors_name, failures_name) if n is not None}:
         if name in entities:
             assert isinstance(entities[name], list), f"entity {name} is not an array"
         else:

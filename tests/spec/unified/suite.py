@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .driver import Driver
+from .entities import join_background_closes
 from .known_gaps import gap_reasons
 from .matching import UnsupportedInTest
 from .requirements import Deployment, requirements_reason
@@ -34,6 +35,7 @@ else:
 __all__ = ["DeploymentPool", "run_case", "unified_cases"]
 
 TOPOLOGIES = ("replicaset", "single")
+CLOSE_TIMEOUT_SECONDS = 10.0
 
 
 def standalone_supported() -> bool:
@@ -82,7 +84,7 @@ class DeploymentPool:
 
     def _start(self, topology: str) -> Deployment:
         if topology == "single":
-            simulator = SimulatedReplicaSet(standalone=True)  # type: ignore[call-arg]
+            simulator = SimulatedReplicaSet(standalone=True)
         else:
             simulator = SimulatedReplicaSet(members=3)
         simulator.start()
@@ -109,6 +111,7 @@ class DeploymentPool:
         return deployment
 
     def close(self) -> None:
+        join_background_closes(CLOSE_TIMEOUT_SECONDS)
         for simulator in self._simulators:
             simulator.close()
         self._simulators.clear()
