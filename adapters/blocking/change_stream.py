@@ -79,8 +79,10 @@ class ChangeStream(ClosesOnExit):
         options: ChangeStreamOptions,
         read_preference: ReadPreference,
         read_concern: Mapping[str, Any] | None,
+        session: Any = None,
     ) -> None:
         self._engine = engine
+        self._session = session
         self._stream = ChangeStreamMachine(
             target,
             list(pipeline or ()),
@@ -88,7 +90,7 @@ class ChangeStream(ClosesOnExit):
             read_preference,
             read_concern=read_concern,
         )
-        engine.run(change_stream_open(self._stream))
+        engine.run(change_stream_open(self._stream), session=session)
 
     @property
     def resume_token(self) -> Mapping[str, Any] | None:
@@ -107,7 +109,7 @@ class ChangeStream(ClosesOnExit):
 
     def __next__(self) -> Mapping[str, Any]:
         try:
-            return self._engine.run(change_stream_next(self._stream))
+            return self._engine.run(change_stream_next(self._stream), session=self._session)
         except ChangeStreamClosed:
             raise StopIteration from None
 
@@ -118,24 +120,25 @@ class ChangeStream(ClosesOnExit):
         if not self._stream.alive:
             return None
         try:
-            return self._engine.run(change_stream_try_next(self._stream))
+            return self._engine.run(change_stream_try_next(self._stream), session=self._session)
         except ChangeStreamClosed:
             return None
 
     def close(self) -> None:
         """Close the stream (its server cursor is killed, best effort)."""
         if not self._stream.closed:
-            self._engine.run(change_stream_close(self._stream))
+            self._engine.run(change_stream_close(self._stream), session=self._session)
 
     def __del__(self) -> None:
         # Dropped while open: queue the killCursors for the upkeep task (no I/O here).
         stream = getattr(self, "_stream", None)
         if stream is None or stream.closed:
             return
+        session = stream.session
         kill = stream.close()
         if kill is not None:
             server, db, body = kill
-            self._engine.kill_cursor_later(server.address, db, body)
+            self._engine.kill_cursor_later(server.address, db, body, session)
 
     def __repr__(self) -> str:
         return f"<ChangeStream {self._stream.target!r} alive={self.alive}>"

@@ -297,7 +297,11 @@ class MongoClient(ClosesOnExit):
     # -- change streams ----------------------------------------------------------------------------
 
     def watch(
-        self, pipeline: Sequence[Mapping[str, Any]] | None = None, **options: Any
+        self,
+        pipeline: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        session: Any = None,
+        **options: Any,
     ) -> ChangeStream:
         """A change stream over every database (except admin, config and local)."""
         return ChangeStream(
@@ -307,6 +311,7 @@ class MongoClient(ClosesOnExit):
             watch_options(**options),
             self._settings.read_preference,
             self._settings.read_concern,
+            session=session,
         )
 
     # -- the deployment as last seen -------------------------------------------------------------

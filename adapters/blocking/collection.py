@@ -639,4 +639,5 @@ class Collection:
             watch_options(**given),
             self.read_preference,
             self._ops.read_concern.to_document() or None,
+            session=session,
         )

@@ -322,7 +322,11 @@ class Database:
         return CommandCursor(self._commands(), self._run(flow, session), session=session)
 
     def watch(
-        self, pipeline: Sequence[Mapping[str, Any]] | None = None, **options: Any
+        self,
+        pipeline: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        session: Any = None,
+        **options: Any,
     ) -> ChangeStream:
         """A change stream over every collection of this database."""
         return ChangeStream(
@@ -332,6 +336,7 @@ class Database:
             watch_options(**options),
             self.read_preference,
             self._ops.read_concern.to_document() or None,
+            session=session,
         )
 
     def drop(self, session: Any = None, comment: Any = None) -> None:

@@ -327,6 +327,18 @@ class ChangeStream:
         self._resumed_since_progress = False
         self._cursor: Cursor | None = None
         self._fragments = FragmentAssembler()
+        #: the session of every command of the stream (the first aggregate's, kept across
+        #: resumes); held, so an implicit one stays out of the pool while the stream is open
+        self.session: Any = None
+        self._holding = False
+
+    def hold_session(self, session: Any) -> None:
+        """Use ``session`` for the stream's commands until it closes."""
+        if self._holding or session is None or self._state is _State.CLOSED:
+            return
+        self.session = session
+        session.cursor_holds += 1
+        self._holding = True
 
     # --- what the flows and users read -------------------------------------------------
 
@@ -528,6 +540,9 @@ class ChangeStream:
         still holds the cursor."""
         self._state = _State.CLOSED
         self._fragments.reset()
+        if self._holding:
+            self._holding = False
+            self.session.cursor_holds -= 1
         return self._drop_cursor()
 
     # --- events --------------------------------------------------------------------------

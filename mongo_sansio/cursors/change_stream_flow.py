@@ -21,8 +21,10 @@ the stream stays open and the next call resumes first.
 
 getMore timeouts: the getMore carries ``maxTimeMS`` = maxAwaitTimeMS; the ``RunCommand`` is sent
 without ``timeout`` and the adapter extends its socket timeout by the command's ``maxTimeMS``.
-Sessions are not handled here yet: the resume's aggregate uses whatever session the adapter
-attaches to the stream's commands.
+Sessions: the first aggregate's session (the caller's, or the operation's implicit one) is
+kept by the stream and sent with every later getMore, resume and killCursors, so the server
+sees one session for the stream's whole life; an implicit one returns to the pool once the
+stream is closed.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from mongo_sansio.command import run_command, run_command_quietly
 from mongo_sansio.cursors.change_stream import ChangeStream, ResumeDecision
 from mongo_sansio.cursors.errors import ChangeStreamClosed
 from mongo_sansio.errors import InvalidOperation, MongoError
-from mongo_sansio.flow import Flow, SelectServer
+from mongo_sansio.flow import Flow, GetContext, SelectServer
 
 __all__ = [
     "change_stream_open",
@@ -52,9 +54,11 @@ def change_stream_open(cs: ChangeStream) -> Flow[None]:
     if cs.started:
         raise InvalidOperation("the change stream was opened already")
     try:
+        context = yield GetContext()
+        cs.hold_session(getattr(context, "session", None))
         server = yield SelectServer(cs.read_preference)
         db, body = cs.aggregate_command(server)
-        reply = yield from run_command(server, db, body)
+        reply = yield from run_command(server, db, body, session=cs.session)
         cs.handle_aggregate_reply(reply, server)
     except MongoError:
         yield from change_stream_close(cs)
@@ -81,10 +85,11 @@ def change_stream_try_next(cs: ChangeStream) -> Flow[Mapping[str, Any] | None]:
 
 def change_stream_close(cs: ChangeStream) -> Flow[None]:
     """Close the stream; killCursors (best effort) when the server still holds its cursor."""
+    session = cs.session
     kill = cs.close()
     if kill is not None:
         server, db, body = kill
-        yield from run_command_quietly(server, db, body)
+        yield from run_command_quietly(server, db, body, session=session)
 
 
 def _read(cs: ChangeStream, reading: Flow[T]) -> Flow[T]:
@@ -129,7 +134,7 @@ def _advance(cs: ChangeStream) -> Flow[None]:
         return
     server, db, body = cs.get_more_command()
     try:
-        reply = yield from run_command(server, db, body)
+        reply = yield from run_command(server, db, body, session=cs.session)
     except MongoError as error:
         if cs.handle_get_more_error(error) is ResumeDecision.RAISE:
             raise
@@ -143,9 +148,9 @@ def _resume(cs: ChangeStream) -> Flow[None]:
     kill = cs.begin_resume()
     if kill is not None:
         old_server, kill_db, kill_body = kill
-        yield from run_command_quietly(old_server, kill_db, kill_body)
+        yield from run_command_quietly(old_server, kill_db, kill_body, session=cs.session)
     db, body = cs.aggregate_command(server)
-    reply = yield from run_command(server, db, body)
+    reply = yield from run_command(server, db, body, session=cs.session)
     cs.handle_aggregate_reply(reply, server)
 
 
