@@ -489,16 +489,31 @@ def test_commit_failing_twice_has_an_unknown_result() -> None:
     assert str(raised.value) == "second"
 
 
-def test_commit_without_retry_writes_is_sent_once() -> None:
+def test_commit_and_abort_are_retried_even_with_retry_writes_false() -> None:
+    """The Transactions spec's retryable-commit / retryable-abort tests run on a client with
+    retryWrites=false and expect the one retry."""
+    no_retry_writes = OperationContext(session=None, retry_writes=False)
     with pytest.raises(NetworkError) as raised:
         run_flow(
             commit_transaction(in_progress()),
             pick(A),
-            commit(error=NetworkError("reset")),
+            commit(error=NetworkError("first")),
             mark_unknown(),
-            context=OperationContext(session=None, retry_writes=False),
+            pick(A),
+            commit({"writeConcern": {"w": "majority"}}, error=NetworkError("second")),
+            mark_unknown(),
+            context=no_retry_writes,
         )
-    assert raised.value.has_error_label(UNKNOWN)
+    assert raised.value.has_error_label(UNKNOWN) and raised.value.has_error_label(RETRYABLE)
+    run_flow(
+        abort_transaction(in_progress()),
+        pick(A),
+        abort(NetworkError("first")),
+        mark_unknown(),
+        pick(A),
+        abort(),
+        context=no_retry_writes,
+    )
 
 
 @pytest.mark.parametrize(
