@@ -19,7 +19,7 @@ from typing import Any
 
 from mongo_sansio.errors import ConfigurationError
 
-__all__ = ["timeout", "current_deadline"]
+__all__ = ["timeout", "current_deadline", "operation_timeout"]
 
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "mongo_sansio_deadline", default=None
@@ -64,3 +64,15 @@ class _Timeout:
 def timeout(seconds: float | None) -> _Timeout:
     """A block whose operations all end within ``seconds`` (see the module docstring)."""
     return _Timeout(seconds)
+
+
+def operation_timeout(timeout_ms: float | None) -> float | None:
+    """A database's or collection's ``timeoutMS`` (milliseconds) in seconds; None stays None
+    (inherit), 0 means no limit.  A negative or non-numeric value is a ConfigurationError."""
+    if timeout_ms is None:
+        return None
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | float) or timeout_ms < 0:
+        raise ConfigurationError(
+            f"timeoutMS must be a non-negative number of milliseconds, got {timeout_ms!r}"
+        )
+    return timeout_ms / 1000.0

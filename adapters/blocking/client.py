@@ -204,14 +204,24 @@ class MongoClient(ClosesOnExit):
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        *,
+        timeoutMS: float | None = None,  # noqa: N803 - the option's name (CSOT spec)
     ) -> Database:
         """The database ``name`` (default: the connection string's); settings not given are
-        the client's."""
+        the client's (``timeoutMS``, milliseconds, bounds each of its operations)."""
         if name is None:
             name = self._settings.database
             if name is None:
                 raise ConfigurationError("No default database defined")
-        return Database(self, name, codec_options, read_preference, write_concern, read_concern)
+        return Database(
+            self,
+            name,
+            codec_options,
+            read_preference,
+            write_concern,
+            read_concern,
+            timeoutMS=timeoutMS,
+        )
 
     def get_default_database(
         self,

@@ -31,6 +31,7 @@ from mongo_sansio.ops.results import (
 from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
 from mongo_sansio.selection import ReadPreference
 
+from .._timeout import operation_timeout
 from ._engine import Engine
 from .change_stream import ChangeStream, watch_options
 from .cursor import (
@@ -80,6 +81,8 @@ class Collection:
     ) -> None:
         if not isinstance(name, str):
             raise TypeError(f"name must be an instance of str, not {type(name)}")
+        #: timeoutMS in seconds for this collection's operations (None: the database's)
+        self.timeout = database.timeout
         settings = {
             "codec_options": codec_options,
             "read_preference": read_preference,
@@ -138,9 +141,11 @@ class Collection:
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        *,
+        timeoutMS: float | None = None,  # noqa: N803 - the option's name (CSOT spec)
     ) -> Collection:
         """This collection with other settings (those not given stay this collection's)."""
-        return Collection(
+        collection = Collection(
             self._database,
             self._name,
             False,
@@ -149,10 +154,12 @@ class Collection:
             write_concern or self.write_concern,
             read_concern or self.read_concern,
         )
+        collection.timeout = self.timeout if timeoutMS is None else operation_timeout(timeoutMS)
+        return collection
 
     def __getitem__(self, name: str) -> Collection:
         """The sub-collection ``<this name>.<name>``, with this collection's settings."""
-        return Collection(
+        sub = Collection(
             self._database,
             f"{self._name}.{name}",
             False,
@@ -161,6 +168,8 @@ class Collection:
             self.write_concern,
             self.read_concern,
         )
+        sub.timeout = self.timeout
+        return sub
 
     def __getattr__(self, name: str) -> Collection:
         if name.startswith("_"):
@@ -213,7 +222,7 @@ class Collection:
         return f"{type(self).__name__}({self._database!r}, {self._name!r})"
 
     def _run(self, flow: Flow[Any], session: Any = None) -> Any:
-        return self._engine.run(flow, session=session)
+        return self._engine.run(flow, session=session, timeout=self.timeout)
 
     # -- writes ----------------------------------------------------------------------------------
 

@@ -92,7 +92,9 @@ class _CursorBase(ClosesOnExit):
     # -- running -------------------------------------------------------------------------------
 
     def _run(self, flow: Flow[Any]) -> Any:
-        return self._engine.run(flow, session=self._session)
+        # each call (open, a getMore, close) gets the collection's timeoutMS anew
+        timeout = getattr(self._collection, "timeout", None)
+        return self._engine.run(flow, session=self._session, timeout=timeout)
 
     def _open(self) -> CursorMachine | None:
         """The cursor machine, opening it if needed (None: only the given documents)."""

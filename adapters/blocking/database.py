@@ -27,6 +27,7 @@ from mongo_sansio.ops.decoding import apply_codec_options
 from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
 from mongo_sansio.selection import ReadPreference
 
+from .._timeout import operation_timeout
 from .change_stream import ChangeStream, watch_options
 from .collection import Collection
 from .cursor import CommandCursor
@@ -58,11 +59,15 @@ class Database:
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        *,
+        timeoutMS: float | None = None,  # noqa: N803 - the option's name (CSOT spec)
     ) -> None:
         if not isinstance(name, str):
             raise TypeError(f"name must be an instance of str, not {type(name)}")
         self._client = client
         self._name = name
+        #: timeoutMS in seconds for this database's operations (None: the client's)
+        self.timeout = operation_timeout(timeoutMS)
         self._ops = DatabaseOps(
             name,
             codec_options=codec_options or client.codec_options,
@@ -108,9 +113,11 @@ class Database:
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        *,
+        timeoutMS: float | None = None,  # noqa: N803 - the option's name (CSOT spec)
     ) -> Database:
         """This database with other settings (those not given stay this database's)."""
-        return Database(
+        database = Database(
             self._client,
             self._name,
             codec_options or self.codec_options,
@@ -118,6 +125,8 @@ class Database:
             write_concern or self.write_concern,
             read_concern or self.read_concern,
         )
+        database.timeout = self.timeout if timeoutMS is None else operation_timeout(timeoutMS)
+        return database
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Database):
@@ -153,11 +162,17 @@ class Database:
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        *,
+        timeoutMS: float | None = None,  # noqa: N803 - the option's name (CSOT spec)
     ) -> Collection:
-        """The collection ``name``; settings not given are this database's."""
-        return Collection(
+        """The collection ``name``; settings not given are this database's (``timeoutMS``,
+        milliseconds, bounds each of its operations; 0: no limit)."""
+        collection = Collection(
             self, name, False, codec_options, read_preference, write_concern, read_concern
         )
+        if timeoutMS is not None:
+            collection.timeout = operation_timeout(timeoutMS)
+        return collection
 
     def __getitem__(self, name: str) -> Collection:
         return Collection(self, name)
@@ -175,7 +190,7 @@ class Database:
         return self.get_collection("$cmd", codec_options=codec_options)
 
     def _run(self, flow: Flow[Any], session: Any) -> Any:
-        return self._client.run(flow, session=session)
+        return self._client.engine.run(flow, session=session, timeout=self.timeout)
 
     def list_collections(
         self,

@@ -203,3 +203,38 @@ def test_clients_opened_and_closed_in_parallel(rs: SimulatedReplicaSet) -> None:
     assert errors == []
     assert slow == []
     assert mongo_sansio_threads() == []
+
+
+@pytest.mark.parametrize("level", ["database", "collection", "with_options"])
+def test_timeout_ms_on_a_database_or_collection_bounds_its_operations(
+    rs: SimulatedReplicaSet, level: str
+) -> None:
+    client = MongoClient(rs.uri)  # no client-level timeoutMS: only the level under test
+    try:
+        plain = client.test.levels
+        plain.insert_one({"_id": 1})
+        if level == "database":
+            collection = client.get_database("test", timeoutMS=400).levels
+        elif level == "collection":
+            collection = client.test.get_collection("levels", timeoutMS=400)
+        else:
+            collection = plain.with_options(timeoutMS=400)
+        primary = rs.primary
+        assert primary is not None
+        rs.configure_failpoint(
+            primary,
+            {
+                "configureFailPoint": "failCommand",
+                "mode": {"times": 1},
+                "data": {"failCommands": ["find"], "blockConnection": True, "blockTimeMS": 3000},
+            },
+        )
+        start = time.monotonic()
+        with pytest.raises(MongoError) as info:
+            collection.find_one({"_id": 1})
+        assert time.monotonic() - start < 1.5
+        assert info.value.timeout is True
+        assert plain.find_one({"_id": 1}) == {"_id": 1}, "other collections keep no limit"
+        assert collection.with_options(timeoutMS=0).find_one({"_id": 1}) == {"_id": 1}
+    finally:
+        client.close()
