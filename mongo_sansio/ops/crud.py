@@ -98,10 +98,10 @@ MERGE_ON_SECONDARY_WIRE_VERSION: Final = 13
 
 
 def select_server(
-    read_preference: ReadPreference = PRIMARY, *, for_writes: bool = False
+    read_preference: ReadPreference = PRIMARY, *, for_writes: bool = False, operation: str = ""
 ) -> Flow[ServerInfo]:
-    """Ask the adapter for a server; check that it answered with one."""
-    return (yield from select(read_preference, for_writes=for_writes))
+    """Ask the adapter for a server for the command named ``operation``."""
+    return (yield from select(read_preference, for_writes=for_writes, operation=operation))
 
 
 def _with_read_preference(
@@ -157,7 +157,7 @@ def execute_write(
     if identifier is None:
         raise LocalProtocolError(f"execute_write runs insert, update or delete, not {name!r}")
     context = yield from operation_context()
-    server = yield from select_server(for_writes=True)
+    server = yield from select_server(for_writes=True, operation=name)
     if check_server is not None:
         check_server(server)
     # Sized with $db, which the connection adds; BODY_RESERVE covers the other added fields.
@@ -293,12 +293,12 @@ def read_command(
             yield from run_command(server, db, _with_read_preference(body, read_preference, server))
         )
 
-    return (yield from retryable_read(attempt, read_preference))
+    return (yield from retryable_read(attempt, read_preference, operation=next(iter(body), "")))
 
 
 def write_command(db: str, body: Mapping[str, Any]) -> Flow[Mapping[str, Any]]:
     """Run a command that changes data or metadata (create, drop...) on a writable server."""
-    server = yield from select_server(for_writes=True)
+    server = yield from select_server(for_writes=True, operation=next(iter(body), ""))
     return (yield from run_command(server, db, body))
 
 
@@ -306,7 +306,7 @@ def retryable_write_command(db: str, body: Mapping[str, Any]) -> Flow[Mapping[st
     """Run a single-statement write command other than insert/update/delete (findAndModify)
     on a writable server, retried once after a retryable write error."""
     context = yield from operation_context()
-    server = yield from select_server(for_writes=True)
+    server = yield from select_server(for_writes=True, operation=next(iter(body), ""))
     _, reply = yield from retryable_write_batch(
         context, server, db, body, acknowledged=not is_unacknowledged(body)
     )
@@ -321,7 +321,7 @@ def database_command(
     ``read_preference`` unless the body has one.  ``ok: 0`` raises the typed ServerError."""
     if not isinstance(body, Mapping) or not body:
         raise LocalProtocolError("a command must be a non-empty document whose first key names it")
-    server = yield from select_server(read_preference)
+    server = yield from select_server(read_preference, operation=next(iter(body)))
     return (
         yield from run_command(server, db, _with_read_preference(body, read_preference, server))
     )
@@ -363,9 +363,9 @@ def read_cursor(
 
     if writes:
         # $out / $merge aggregates write: not a retryable read
-        server = yield from select_server(read_preference, for_writes=True)
+        server = yield from select_server(read_preference, for_writes=True, operation="aggregate")
         return (yield from attempt(server))
-    return (yield from retryable_read(attempt, read_preference))
+    return (yield from retryable_read(attempt, read_preference, operation=next(iter(body), "")))
 
 
 def _is_write_aggregate(body: Mapping[str, Any]) -> bool:

@@ -55,9 +55,11 @@ def select(
     *,
     for_writes: bool = False,
     deprioritized: tuple[tuple[str, int], ...] = (),
+    operation: str = "",
 ) -> Flow[ServerInfo]:
-    """Ask the adapter for a server; check that it answered with one."""
-    server = yield SelectServer(read_preference, for_writes, deprioritized)
+    """Ask the adapter for a server (for the command named ``operation``, which selection's
+    log messages name); check that it answered with one."""
+    server = yield SelectServer(read_preference, for_writes, deprioritized, operation)
     if not isinstance(server, ServerInfo):
         raise LocalProtocolError(f"SelectServer must be answered with a ServerInfo, got {server!r}")
     return server
@@ -68,10 +70,11 @@ def retryable_read(
     read_preference: ReadPreference = PRIMARY,
     *,
     for_writes: bool = False,
+    operation: str = "",
 ) -> Flow[T]:
     """Run ``attempt`` on a selected server; once more elsewhere after a retryable error."""
     context = yield from operation_context()
-    server = yield from select(read_preference, for_writes=for_writes)
+    server = yield from select(read_preference, for_writes=for_writes, operation=operation)
     retry = context.retry_reads and not context.in_transaction
     attempts = 1
     while True:
@@ -86,7 +89,10 @@ def retryable_read(
             failed = error
         try:
             server = yield from select(
-                read_preference, for_writes=for_writes, deprioritized=(server.address,)
+                read_preference,
+                for_writes=for_writes,
+                deprioritized=(server.address,),
+                operation=operation,
             )
         except MongoError:
             raise failed from None
@@ -171,7 +177,9 @@ def retryable_write_batch(
                 raise error  # not a bare raise: error may be the first one (NoWritesPerformed)
             first = first or error
         try:
-            server = yield from select(for_writes=True, deprioritized=(server.address,))
+            server = yield from select(
+                for_writes=True, deprioritized=(server.address,), operation=next(iter(command), "")
+            )
         except MongoError:
             raise first from None
         if not server.supports_retryable_writes:
