@@ -33,6 +33,7 @@ from mongo_sansio.testing.engine.order import (
 from mongo_sansio.testing.engine.paths import get_path, lookup_leaves, set_path, split_path
 from mongo_sansio.testing.engine.projection import Projection
 from mongo_sansio.testing.engine.query import compile_filter
+from mongo_sansio.testing.engine.stages_spark import SPARK_STAGES
 
 __all__ = ["run_pipeline", "compile_pipeline", "sort_documents", "parse_sort", "check_update_pipeline"]
 
@@ -476,4 +477,5 @@ _BUILDERS: dict[str, Callable[[Any, Resolver | None, dict[str, Any]], Stage]] = 
     "$group": _group,
     "$unwind": _unwind,
     "$lookup": _lookup,
+    **SPARK_STAGES,  # $sample, $bucketAuto, $collStats (stages_spark.py)
 }

@@ -33,6 +33,7 @@ from mongo_sansio.testing.engine.order import (
     values_equal,
     whole_number,
 )
+from mongo_sansio.testing.engine.stages_spark import to_hashed_index_key
 
 __all__ = ["Compiled", "compile_expression", "evaluate", "truthy", "field_path_value"]
 
@@ -629,4 +630,5 @@ _OPERATORS: dict[str, tuple[int | None, _Impl]] = {
     "$slice": (None, _slice),
     "$abs": (1, _abs),
     "$toString": (1, _to_string),
+    "$toHashedIndexKey": (1, to_hashed_index_key),
 }

@@ -1,0 +1,129 @@
+"""Columns and Arrow record batches: the pure schema's types as Spark and Arrow types, and
+documents turned into ``pyarrow.RecordBatch`` column by column (no Row objects on the way).
+
+The converters come from :mod:`mongo_sansio.pipeline.schema`; this module only knows which
+Spark type each column type is and how to hand finished columns to Arrow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from mongo_sansio.pipeline.schema import (
+    Array,
+    ColumnType,
+    Field,
+    Kind,
+    SchemaMismatch,
+    Struct,
+    row_converter,
+)
+
+from .errors import MongoDataSourceError
+
+__all__ = ["batches", "column_type", "record_batch", "spark_type"]
+
+BATCH_ROWS = 8192
+
+_ATOMIC: dict[Kind, DataType] = {
+    Kind.NULL: StringType(),
+    Kind.BOOLEAN: BooleanType(),
+    Kind.INT: IntegerType(),
+    Kind.LONG: LongType(),
+    Kind.DOUBLE: DoubleType(),
+    Kind.DECIMAL: StringType(),
+    Kind.STRING: StringType(),
+    Kind.OBJECT_ID: StringType(),
+    Kind.JSON: StringType(),
+    Kind.DATE: TimestampType(),
+    Kind.BINARY: BinaryType(),
+}
+
+
+def spark_type(column: ColumnType) -> DataType:
+    """The Spark type of a column type (the table in :mod:`mongo_sansio.pipeline.schema`)."""
+    if isinstance(column, Struct):
+        return StructType([StructField(f.name, spark_type(f.type), True) for f in column.fields])
+    if isinstance(column, Array):
+        return ArrayType(spark_type(column.element), True)
+    if column is Kind.BSON_TIMESTAMP:
+        return StructType([StructField("t", LongType(), True), StructField("i", LongType(), True)])
+    return _ATOMIC[column]
+
+
+def column_type(data_type: DataType) -> ColumnType:
+    """The column type a Spark type stands for (a user's schema, or ours coming back): a
+    string column renders whatever it meets (Kind.JSON)."""
+    if isinstance(data_type, StructType):
+        return Struct(tuple(Field(f.name, column_type(f.dataType)) for f in data_type.fields))
+    if isinstance(data_type, ArrayType):
+        return Array(column_type(data_type.elementType))
+    for kind, spark in _ATOMIC.items():
+        if kind not in (Kind.NULL, Kind.DECIMAL, Kind.STRING, Kind.OBJECT_ID) and data_type == spark:
+            return kind
+    if isinstance(data_type, StringType):
+        return Kind.JSON
+    raise MongoDataSourceError(
+        f"the data source cannot fill a {data_type.simpleString()} column; use string, int, "
+        "bigint, double, boolean, timestamp, binary, struct or array"
+    )
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema Spark expects for ``schema`` (it checks batches against it)."""
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def record_batch(columns: Sequence[list[Any]], schema: pa.Schema) -> pa.RecordBatch:
+    arrays = [pa.array(values, type=field.type) for values, field in zip(columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def batches(
+    documents: Iterable[Mapping[str, Any]],
+    schema: StructType,
+    *,
+    rows_per_batch: int = BATCH_ROWS,
+    describe: Callable[[Mapping[str, Any]], str] | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Record batches of ``documents`` under ``schema``; a value that does not fit raises
+    :class:`MongoDataSourceError` naming the document's ``_id`` and the field."""
+    tree = column_type(schema)
+    assert isinstance(tree, Struct)
+    convert = row_converter(tree)
+    target = arrow_schema(schema)
+    width = len(tree.fields)
+    columns: list[list[Any]] = [[] for _ in range(width)]
+    count = 0
+    for document in documents:
+        try:
+            values = convert(document)
+        except SchemaMismatch as exc:
+            name = describe(document) if describe else repr(document.get("_id"))
+            raise MongoDataSourceError(f"document {name}: {exc}") from None
+        for index in range(width):
+            columns[index].append(values[index])
+        count += 1
+        if count == rows_per_batch:
+            yield record_batch(columns, target)
+            columns = [[] for _ in range(width)]
+            count = 0
+    if count:
+        yield record_batch(columns, target)

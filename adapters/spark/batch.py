@@ -1,0 +1,191 @@
+"""Batch reads: schema inference, ``_id``-range partitions and Arrow output.
+
+Runs in Spark's Python workers: :func:`infer` and :meth:`MongoBatchReader.partitions` on the
+planning side, :meth:`MongoBatchReader.read` on the executors.  Every one of them opens its own
+client from the options' URI and closes it before returning, so nothing holding a socket is
+ever pickled or inherited across a fork.
+
+With ``filterPushdown=true`` (and Spark's ``spark.sql.python.filterPushdown.enabled``), filters become a ``$match``
+on the columns whose values compare on the server as they do in Spark (numbers, booleans,
+timestamps, strings that were strings in every sampled document); the rest stay with Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSourceReader,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+)
+from pyspark.sql.types import StructType
+
+from mongo_sansio.bson import extjson
+from mongo_sansio.pipeline.partitions import choose_boundaries, range_filters
+from mongo_sansio.pipeline.schema import (
+    ColumnType,
+    Kind,
+    Struct,
+    apply_hints,
+    finalize,
+    infer_schema,
+)
+
+from .arrow import batches, spark_type
+from .options import SourceOptions
+
+__all__ = ["MongoBatchReader", "MongoPushdownReader", "infer", "open_collection", "plan_partitions"]
+
+# Sampled _id values per wanted partition (more samples, evener partitions).
+SAMPLES_PER_PARTITION = 32
+_PUSHABLE = {Kind.INT, Kind.LONG, Kind.DOUBLE, Kind.BOOLEAN, Kind.STRING, Kind.DATE}
+
+
+@contextmanager
+def open_collection(options: SourceOptions) -> Iterator[Any]:
+    """A client of its own for this call, closed on the way out (never pickled, fork-safe)."""
+    from mongo_sansio.adapters.blocking import MongoClient
+    from mongo_sansio.ops.write_concern import WriteConcern
+
+    client = MongoClient(options.uri)
+    try:
+        collection = client[options.database][options.collection]
+        concern = options.write_concern_document()
+        if concern is not None:
+            collection = collection.with_options(write_concern=WriteConcern(**concern))
+        yield collection
+    finally:
+        client.close()
+
+
+def infer(options: SourceOptions) -> tuple[StructType, Struct]:
+    """The schema of ``sampleSize`` sampled documents run through the user's pipeline."""
+    with open_collection(options) as collection:
+        sample = list(
+            collection.aggregate([{"$sample": {"size": options.sample_size}}, *options.user_pipeline()])
+        )
+    tree = infer_schema(sample)
+    if options.schema_hints:
+        tree = apply_hints(tree, dict(options.schema_hints))
+    column = finalize(tree)
+    if not isinstance(column, Struct) or not column.fields:
+        column = Struct()
+    return _spark_schema(column), column
+
+
+def _spark_schema(tree: Struct) -> StructType:
+    schema = spark_type(tree)
+    assert isinstance(schema, StructType)
+    return schema
+
+
+def plan_partitions(options: SourceOptions) -> list[dict[str, Any]]:
+    """One ``_id`` filter per partition, covering the collection with no gaps or overlaps."""
+    if options.partitions == 1:
+        return [{}]
+    with open_collection(options) as collection:
+        stats = list(collection.aggregate([{"$collStats": {"count": {}}}]))
+        count = int(stats[0].get("count", 0)) if stats else 0
+        if count < options.partitions * 2:
+            return [{}]
+        size = min(count, options.partitions * SAMPLES_PER_PARTITION)
+        sample = [
+            document["_id"]
+            for document in collection.aggregate(
+                [{"$sample": {"size": size}}, {"$project": {"_id": 1}}, {"$sort": {"_id": 1}}]
+            )
+        ]
+    return range_filters(choose_boundaries(sample, options.partitions, count))
+
+
+class MongoPartition(InputPartition):  # type: ignore[misc]
+    """One ``_id`` range (canonical Extended JSON of its ``$match`` filter)."""
+
+    def __init__(self, index: int, filter_json: str) -> None:
+        super().__init__(index)
+        self.index = index
+        self.filter_json = filter_json
+
+
+def _path_kind(tree: Struct | None, path: Sequence[str]) -> ColumnType | None:
+    column: ColumnType | None = tree
+    for name in path:
+        if not isinstance(column, Struct):
+            return None
+        found = column.field(name)
+        column = found.type if found is not None else None
+    return column
+
+
+def _to_match(item: Filter, tree: Struct | None) -> dict[str, Any] | None:
+    path = tuple(getattr(item, "attribute", ()))
+    if not path or _path_kind(tree, path) not in _PUSHABLE:
+        return None
+    field = ".".join(path)
+    if isinstance(item, EqualTo):
+        return {field: item.value}
+    operators = {GreaterThan: "$gt", GreaterThanOrEqual: "$gte", LessThan: "$lt", LessThanOrEqual: "$lte"}
+    for kind, operator in operators.items():
+        if isinstance(item, kind):
+            return {field: {operator: item.value}}
+    if isinstance(item, In):
+        return {field: {"$in": list(item.value)}}
+    if isinstance(item, IsNull):
+        return {field: None}
+    if isinstance(item, IsNotNull):
+        return {field: {"$ne": None}}
+    return None
+
+
+class MongoBatchReader(DataSourceReader):  # type: ignore[misc]
+    """Reads a collection (through the user's pipeline) in ``_id``-range partitions."""
+
+    def __init__(self, options: SourceOptions, schema: StructType, inferred: Struct | None) -> None:
+        self.options = options
+        self.schema = schema
+        # Known column kinds (from our inference) decide which filters may go to the server.
+        self.kinds = inferred if inferred is not None and _spark_schema(inferred) == schema else None
+        self.pushed: list[str] = []
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [
+            MongoPartition(index, extjson.dumps(query, mode="canonical"))
+            for index, query in enumerate(plan_partitions(self.options))
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, MongoPartition)
+        stages: list[dict[str, Any]] = []
+        query = extjson.loads(partition.filter_json)
+        if query:
+            stages.append({"$match": query})
+        stages.extend({"$match": extjson.loads(text)} for text in self.pushed)
+        stages.extend(self.options.user_pipeline())
+        with open_collection(self.options) as collection:
+            documents = collection.aggregate(stages) if stages else collection.find()
+            yield from batches(documents, self.schema)
+
+
+class MongoPushdownReader(MongoBatchReader):
+    """The reader with ``pushFilters`` (option ``filterPushdown=true``): Spark refuses a reader
+    that has it unless ``spark.sql.python.filterPushdown.enabled`` is true, so it is opt-in."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        for item in filters:
+            match = _to_match(item, self.kinds)
+            if match is None:
+                yield item
+            else:
+                self.pushed.append(extjson.dumps(match, mode="canonical"))
