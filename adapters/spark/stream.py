@@ -1,0 +1,334 @@
+"""Change data capture: a ``DataSourceStreamReader`` whose offsets are resume tokens.
+
+Driver side (one long-lived Python process, state kept on the instance):
+
+* :meth:`~MongoStreamReader.initialOffset` -- ``startAt`` when it names a point; for
+  ``latest`` the stream's current position, fixed once: kept in
+  ``<checkpointLocation>/mongo_sansio_initial_offset.json`` and read back on every later call
+  and after a restart (Spark asks again until batch 0 commits; an offset taken from "now" each
+  time would move and strand the replayed batch 0 after its own end).
+* :meth:`~MongoStreamReader.latestOffset` -- reads ahead tokens only (the change stream
+  projected to ``_id`` and ``clusterTime``) after the start, at most ``maxEventsPerBatch``,
+  and ends the batch at the last one; on a quiet stream it moves to the post-batch resume
+  token every ``quietAdvanceSeconds`` (:func:`mongo_sansio.pipeline.offsets.next_end`).
+* :meth:`~MongoStreamReader.partitions` -- ``keyPartitions`` partitions over the same token
+  range, each keeping the events whose ``documentKey`` hashes to it (on the server).
+
+Executor side, :meth:`~MongoStreamReader.read` re-reads exactly the events between the start
+and end tokens (``startAfter`` the start, stop at the end), so a retried or replayed batch
+gives the same rows; if the end cannot be reached within ``endTokenTimeoutMS`` it fails with
+:class:`EndTokenNotReached` instead of waiting for ever.  A resume point that fell off the
+oplog raises :class:`ChangeStreamHistoryLost` on either side; nothing is ever skipped quietly.
+Nothing is written to the database (no side collection): Spark's checkpoint holds the offsets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import (
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from mongo_sansio.bson import Timestamp, extjson
+from mongo_sansio.errors import OperationFailure
+from mongo_sansio.pipeline.hashing import key_partition, partition_match
+from mongo_sansio.pipeline.offsets import StreamOffset, TokenRange, Verdict, next_end
+
+from .arrow import arrow_schema, record_batch
+from .batch import open_collection
+from .errors import ChangeStreamHistoryLost, EndTokenNotReached, MongoDataSourceError
+from .options import SourceOptions
+
+__all__ = ["MongoStreamReader", "event_row", "event_schema", "fix_initial_offset"]
+
+INITIAL_OFFSET_FILE = "mongo_sansio_initial_offset.json"
+# A read-ahead with no limit stops after this long even if events keep coming.
+READ_AHEAD_SECONDS = 2.0
+_HISTORY_LOST = 286
+_DOCUMENT_COLUMNS = ("documentKey", "fullDocument", "fullDocumentBeforeChange", "updateDescription")
+_CLUSTER_TIME = StructType([StructField("t", LongType(), True), StructField("i", LongType(), True)])
+
+
+def event_schema(options: SourceOptions) -> StructType:
+    """The stream's columns: fixed, whatever the collection holds."""
+    document = StringType()
+    if options.document_format == "variant":
+        from pyspark.sql.types import VariantType
+
+        document = VariantType()
+    return StructType([
+        StructField("resumeToken", StringType(), False),
+        StructField("operationType", StringType(), False),
+        StructField("clusterTime", _CLUSTER_TIME, True),
+        StructField("wallTime", TimestampType(), True),
+        StructField("database", StringType(), True),
+        StructField("collection", StringType(), True),
+        *(StructField(name, document, True) for name in _DOCUMENT_COLUMNS),
+        StructField("to", StringType(), True),
+    ])
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else extjson.dumps(value, mode="relaxed")
+
+
+def event_row(event: Mapping[str, Any]) -> list[Any]:
+    """One change event as the stream's column values (documents as relaxed Extended JSON)."""
+    ts = event.get("clusterTime")
+    ns = event.get("ns") or {}
+    to = event.get("to")
+    return [
+        event["_id"]["_data"],
+        event.get("operationType"),
+        {"t": ts.time, "i": ts.inc} if isinstance(ts, Timestamp) else None,
+        event.get("wallTime"),
+        ns.get("db"),
+        ns.get("coll"),
+        *(_json(event.get(name)) for name in _DOCUMENT_COLUMNS),
+        f"{to.get('db')}.{to.get('coll')}" if isinstance(to, Mapping) else None,
+    ]
+
+
+def _history_lost(error: OperationFailure) -> bool:
+    return error.code == _HISTORY_LOST or "ChangeStreamHistoryLost" in str(error)
+
+
+def _offset_file(options: SourceOptions) -> str | None:
+    location = options.checkpoint_location
+    if not location:
+        return None
+    if location.startswith("file:"):
+        location = location[len("file:"):]
+        while location.startswith("//"):
+            location = location[1:]
+    return os.path.join(location, INITIAL_OFFSET_FILE)
+
+
+def _current_position(options: SourceOptions) -> StreamOffset:
+    with open_collection(options) as collection, collection.watch(max_await_time_ms=1) as stream:
+        token = stream.resume_token
+        if token is None:
+            stream.try_next()
+            token = stream.resume_token
+    if token is None:
+        raise MongoDataSourceError("the server gave no resume token for the stream's start")
+    return StreamOffset(token=str(token["_data"]))
+
+
+def fix_initial_offset(options: SourceOptions) -> StreamOffset:
+    """The stream's initial offset, fixed durably beside the checkpoint when there is one:
+    the first call decides it (``startAt``, or the current position for ``latest``), every
+    later call, in this process or after a restart, reads it back."""
+    path = _offset_file(options)
+    if path is not None and os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            return StreamOffset.from_json(handle.read())
+    offset = options.start_at.offset() or _current_position(options)
+    if path is not None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temporary = f"{path}.{os.getpid()}.tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(offset.to_json())
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)  # atomic: a crash leaves the old state or the new one
+    return offset
+
+
+class StreamPartition(InputPartition):  # type: ignore[misc]
+    def __init__(self, start: str, end: str, index: int, partitions: int) -> None:
+        super().__init__(index)
+        self.start = start
+        self.end = end
+        self.index = index
+        self.partitions = partitions
+
+
+class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        expected = event_schema(options)
+        if schema != expected:
+            raise MongoDataSourceError(
+                "readStream of mongo_sansio gives change events with fixed columns; pass a stream "
+                "option (e.g. .option('startAt', 'latest')) so that Spark plans a stream, and no "
+                f"schema of your own (got {schema.simpleString()})"
+            )
+        self.options = options
+        self.schema = schema
+        self._initial: StreamOffset | None = None
+        self._target: str | None = None
+        self._last_move = time.monotonic()
+        self._collection_client: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_collection_client"] = None  # clients are made where they are used
+        return state
+
+    # --- driver ------------------------------------------------------------------------------
+
+    def initialOffset(self) -> dict[str, Any]:
+        if self._initial is None:
+            self._initial = fix_initial_offset(self.options)
+        return self._initial.to_dict()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_events_per_batch is not None:
+            return ReadMaxRows(self.options.max_events_per_batch)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = _current_position(self.options).token
+
+    def _collection(self) -> Any:
+        if self._collection_client is None:
+            from mongo_sansio.adapters.blocking import MongoClient
+
+            client = MongoClient(self.options.uri)
+            self._collection_client = (client, client[self.options.database][self.options.collection])
+        return self._collection_client[1]
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        offset = StreamOffset.from_dict(start)
+        max_events = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        seen: list[tuple[str, Timestamp | None]] = []
+        deadline = time.monotonic() + READ_AHEAD_SECONDS
+        try:
+            with self._collection().watch(
+                [{"$project": {"_id": 1, "clusterTime": 1}}],
+                max_await_time_ms=self.options.max_await_time_ms,
+                **offset.watch_options(),
+            ) as stream:
+                while max_events is None or len(seen) < max_events:
+                    event = stream.try_next()
+                    if event is None:
+                        break
+                    token = str(event["_id"]["_data"])
+                    if self._target is not None and token > self._target:
+                        break
+                    ts = event.get("clusterTime")
+                    seen.append((token, ts if isinstance(ts, Timestamp) else None))
+                    if time.monotonic() > deadline:
+                        break
+                post_batch = stream.resume_token
+        except OperationFailure as error:
+            if _history_lost(error):
+                raise ChangeStreamHistoryLost(offset.to_json(), error) from None
+            raise
+        now = time.monotonic()
+        end = next_end(
+            offset,
+            seen,
+            str(post_batch["_data"]) if post_batch is not None else None,
+            max_events=max_events,
+            quiet_seconds=now - self._last_move,
+            quiet_advance_seconds=self.options.quiet_advance_seconds,
+            target=self._target,
+        )
+        if end != offset:
+            self._last_move = now
+        return end.to_dict()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        first, last = StreamOffset.from_dict(start), StreamOffset.from_dict(end)
+        if last.token is None or TokenRange(first, last.token).empty:
+            return []
+        count = self.options.key_partitions
+        return [StreamPartition(first.to_json(), last.token, index, count) for index in range(count)]
+
+    def commit(self, end: dict[str, Any]) -> None:
+        pass  # the offsets live in Spark's checkpoint; nothing is written to the database
+
+    def stop(self) -> None:
+        if self._collection_client is not None:
+            self._collection_client[0].close()
+            self._collection_client = None
+
+    # --- executors ---------------------------------------------------------------------------
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, StreamPartition)
+        rows = list(read_range(self.options, partition))
+        target = arrow_schema(self.schema)
+        if self.options.document_format == "variant":
+            yield from _variant_rows(rows)
+            return
+        columns: list[list[Any]] = [[] for _ in self.schema.fields]
+        for row in rows:
+            for index, value in enumerate(row):
+                columns[index].append(value)
+        yield record_batch(columns, target)
+
+
+def _variant_rows(rows: list[list[Any]]) -> Iterator[Any]:
+    from pyspark.sql.types import VariantVal
+
+    positions = [2 + 4 + index for index in range(len(_DOCUMENT_COLUMNS))]
+    for row in rows:
+        for position in positions:
+            if row[position] is not None:
+                row[position] = VariantVal.parseJson(row[position])
+        yield tuple(row)
+
+
+def read_range(options: SourceOptions, partition: StreamPartition) -> Iterator[list[Any]]:
+    """The rows of one partition of one micro-batch, in token order."""
+    start = StreamOffset.from_json(partition.start)
+    window = TokenRange(start, partition.end)
+    server_filter = options.key_partitions > 1 and options.key_partition_filter == "server"
+    pipeline = [partition_match(partition.index, partition.partitions)] if server_filter else []
+    watch: dict[str, Any] = {"max_await_time_ms": options.max_await_time_ms, **start.watch_options()}
+    if options.full_document:
+        watch["full_document"] = options.full_document
+    if options.full_document_before_change:
+        watch["full_document_before_change"] = options.full_document_before_change
+    deadline = time.monotonic() + options.end_token_timeout_seconds
+    try:
+        with open_collection(options) as collection, collection.watch(pipeline, **watch) as stream:
+            while True:
+                event = stream.try_next()
+                if event is None:
+                    token = stream.resume_token
+                    if window.reached_by(str(token["_data"]) if token is not None else None):
+                        return
+                    if not stream.alive or time.monotonic() > deadline:
+                        raise EndTokenNotReached(partition.start, partition.end, options.end_token_timeout_seconds)
+                    continue
+                verdict = window.verdict(str(event["_id"]["_data"]))
+                if verdict is Verdict.STOP:
+                    return
+                if server_filter or options.key_partitions == 1 or key_partition(
+                    event.get("documentKey"), partition.partitions
+                ) == partition.index:
+                    yield event_row(event)
+                if verdict is Verdict.KEEP_AND_STOP:
+                    return
+    except OperationFailure as error:
+        if _history_lost(error):
+            raise ChangeStreamHistoryLost(partition.start, error) from None
+        raise
+
+
+def describe_offset(offset: Mapping[str, Any] | str | None) -> str:
+    """A short text for progress lines: the offset's cluster time, else its token."""
+    if offset is None:
+        return "-"
+    data = json.loads(offset) if isinstance(offset, str) else offset
+    return str(data.get("clusterTime") or data.get("token") or data.get("operationTime"))
