@@ -14,6 +14,9 @@ Subcommands:
 * ``watch [URI] [db.coll]`` -- print a change stream's events as relaxed Extended JSON with
   their resume tokens; without a URI it starts the simulator and a small demo workload
   (:mod:`.cli_watch`).
+* ``pipeline [URI] --ns DB.COLL --out DIR --checkpoint DIR`` -- a Spark streaming query from a
+  change stream into files, exactly once; without a URI, a demo on the simulator
+  (:mod:`.cli_pipeline`).
 
 Bad input ends the command with a one-line message naming the offset or line and exit status 1,
 never a traceback.
@@ -33,6 +36,7 @@ from typing import Any, BinaryIO
 from mongo_sansio.bson import decode_iter, encode, extjson
 from mongo_sansio.bson.errors import BSONError
 
+from .cli_pipeline import add_pipeline_parser
 from .cli_watch import add_watch_parser
 
 
@@ -175,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.set_defaults(run=_sim)
 
     add_watch_parser(commands)
+    add_pipeline_parser(commands)
     return parser
 
 
