@@ -239,7 +239,7 @@ _HINT_TYPES = {
     "bigint": Kind.LONG, "double": Kind.DOUBLE, "boolean": Kind.BOOLEAN, "timestamp": Kind.DATE,
     "binary": Kind.BINARY,
 }
-_HINT = re.compile(r"^\s*`?([^`\s]+)`?\s+(\w+)\s*$")
+_HINT = re.compile(r"^\s*(?:`([^`]+)`|(\S+))\s+(\w+)\s*$")
 
 
 def parse_hints(text: str | None) -> dict[str, Kind]:
@@ -252,12 +252,12 @@ def parse_hints(text: str | None) -> dict[str, Kind]:
         if not part.strip():
             continue
         match = _HINT.match(part)
-        if not match or match.group(2).lower() not in _HINT_TYPES:
+        if not match or match.group(3).lower() not in _HINT_TYPES:
             raise ValueError(
                 f"schema hint {part.strip()!r}: expected 'name type' with type one of "
                 f"{', '.join(sorted(_HINT_TYPES))}"
             )
-        hints[match.group(1)] = _HINT_TYPES[match.group(2).lower()]
+        hints[match.group(1) or match.group(2)] = _HINT_TYPES[match.group(3).lower()]
     return hints
 
 
