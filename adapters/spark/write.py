@@ -82,6 +82,16 @@ def _model(options: SourceOptions, row: dict[str, Any], index: int) -> Any:
     return ReplaceOne(key, row, upsert=True)
 
 
+def _id_duplicate(error: Mapping[str, Any]) -> bool:
+    """A duplicate ``_id`` (the row is already there), not another unique index's refusal."""
+    if error.get("code") != _DUPLICATE_KEY:
+        return False
+    pattern = error.get("keyPattern")
+    if isinstance(pattern, Mapping):
+        return list(pattern) == ["_id"]
+    return "index: _id_ " in str(error.get("errmsg", ""))
+
+
 def _flush(collection: Any, options: SourceOptions, chunk: list[dict[str, Any]], first: int, summary: dict[str, int]) -> None:
     models = [_model(options, row, first + offset) for offset, row in enumerate(chunk)]
     ordered = options.ordered
@@ -89,7 +99,7 @@ def _flush(collection: Any, options: SourceOptions, chunk: list[dict[str, Any]],
         result = collection.bulk_write(models, ordered=ordered)
     except BulkWriteError as error:
         details = error.details
-        refused = [e for e in error.write_errors if not (options.operation_type == "insert" and e.get("code") == _DUPLICATE_KEY)]
+        refused = [e for e in error.write_errors if not (options.operation_type == "insert" and _id_duplicate(e))]
         summary["duplicates_passed"] += len(error.write_errors) - len(refused)
         _count(summary, details)
         if refused:
