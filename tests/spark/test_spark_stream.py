@@ -1,0 +1,143 @@
+"""Change data capture through Spark's file sink: exactly once with a writer running (also with
+keyPartitions), across failCommand faults and a stepdown; a resume point off the oplog stops
+the query loudly; the initial offset is fixed once; a reader that cannot reach its end token
+fails instead of waiting."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from mongo_sansio.adapters.blocking import MongoClient
+from mongo_sansio.adapters.sim import SimulatedReplicaSet
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
+
+from mongo_sansio.adapters.spark import EndTokenNotReached  # noqa: E402
+from mongo_sansio.adapters.spark.options import parse_options  # noqa: E402
+from mongo_sansio.adapters.spark.stream import (  # noqa: E402
+    StreamPartition,
+    fix_initial_offset,
+    read_range,
+)
+
+
+def _options(rs: SimulatedReplicaSet, checkpoint: str, **extra: str) -> dict[str, str]:
+    return {"uri": rs.uri, "database": "db", "collection": "events", "startAt": "latest",
+            "checkpointLocation": checkpoint, "maxAwaitTimeMS": "200", **extra}
+
+
+def _start(spark: Any, options: dict[str, str], out: str, checkpoint: str, **trigger: Any) -> Any:
+    reader = spark.readStream.format("mongo_sansio")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return (
+        reader.load().writeStream.format("parquet").option("path", out)
+        .option("checkpointLocation", checkpoint).trigger(**trigger).start()
+    )
+
+
+def _workload(uri: str, count: int, fault: Any = None) -> list[tuple[str, Any]]:
+    """Writes from another client; what each change event should be (type, _id)."""
+    expected: list[tuple[str, Any]] = []
+    with MongoClient(uri) as client:
+        events = client.db.events
+        for n in range(count):
+            events.insert_one({"_id": n, "v": n})
+            expected.append(("insert", n))
+            if n % 10 == 5:
+                events.update_one({"_id": n - 5}, {"$set": {"v": -n}})
+                expected.append(("update", n - 5))
+            if n % 25 == 24:
+                events.delete_one({"_id": n - 1})
+                expected.append(("delete", n - 1))
+            if fault is not None and n == count // 2:
+                fault()
+    return expected
+
+
+def _output(spark: Any, out: str) -> list[tuple[str, Any]]:
+    import json
+
+    rows = spark.read.parquet(out).collect()
+    tokens = Counter(row["resumeToken"] for row in rows)
+    assert max(tokens.values()) == 1, "an event was written twice"
+    return [(row["operationType"], json.loads(row["documentKey"])["_id"]) for row in rows]
+
+
+@pytest.mark.parametrize("key_partitions", ["1", "3"])
+def test_exactly_once_with_a_writer_running(spark: Any, rs: SimulatedReplicaSet, tmp_path: Any, key_partitions: str) -> None:
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
+    options = _options(rs, checkpoint, maxEventsPerBatch="40", keyPartitions=key_partitions)
+    fix_initial_offset(parse_options(options))
+    query = _start(spark, options, out, checkpoint, processingTime="300 milliseconds")
+    try:
+        expected = _workload(rs.uri, 150)
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert Counter(_output(spark, out)) == Counter(expected)
+    if key_partitions == "3":
+        assert max(p["numInputRows"] for p in query.recentProgress) <= 40
+
+
+def test_faults_and_a_stepdown_during_the_stream(spark: Any, rs: SimulatedReplicaSet, tmp_path: Any) -> None:
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
+    options = _options(rs, checkpoint, maxEventsPerBatch="50")
+    fix_initial_offset(parse_options(options))
+    primary = rs.primary
+    assert primary is not None
+    rs.configure_failpoint(primary, {
+        "configureFailPoint": "failCommand", "mode": {"times": 3},
+        "data": {"failCommands": ["getMore"], "errorCode": 10107},
+    })
+    query = _start(spark, options, out, checkpoint, processingTime="300 milliseconds")
+    try:
+        expected = _workload(rs.uri, 120, fault=rs.step_down)
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert Counter(_output(spark, out)) == Counter(expected)
+
+
+def test_a_resume_point_off_the_oplog_stops_the_query_loudly(spark: Any, rs: SimulatedReplicaSet, tmp_path: Any) -> None:
+    with MongoClient(rs.uri) as client:
+        client.db.events.insert_one({"_id": "first"})
+        with client.db.events.watch() as stream:
+            old = stream.resume_token
+        rs.call(lambda cluster, _now: setattr(cluster.oplog, "max_entries", 20))
+        client.db.events.insert_many([{"_id": n} for n in range(5)])
+        for n in range(40):
+            client.db.events.insert_one({"_id": 100 + n})
+    assert old is not None
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
+    options = _options(rs, checkpoint, startAt=old["_data"])
+    query = _start(spark, options, out, checkpoint, availableNow=True)
+    with pytest.raises(Exception, match="ChangeStreamHistoryLost"):
+        query.awaitTermination(60)
+    assert "new (or emptied) checkpoint" in str(query.exception())
+
+
+def test_the_initial_offset_is_fixed_once(rs: SimulatedReplicaSet, tmp_path: Any) -> None:
+    options = parse_options(_options(rs, str(tmp_path)))
+    first = fix_initial_offset(options)
+    with MongoClient(rs.uri) as client:
+        client.db.events.insert_many([{"_id": n} for n in range(3)])
+    assert fix_initial_offset(options) == first  # read back, not "now" again
+    assert os.path.exists(tmp_path / "mongo_sansio_initial_offset.json")
+
+
+def test_a_reader_that_cannot_reach_its_end_token_fails(rs: SimulatedReplicaSet, tmp_path: Any) -> None:
+    options = parse_options(_options(rs, str(tmp_path), endTokenTimeoutMS="1500"))
+    start = fix_initial_offset(options)
+    never = "F" * 26  # after anything the oplog will hold during the test
+    started = time.monotonic()
+    with pytest.raises(EndTokenNotReached, match="Refusing to wait for ever"):
+        list(read_range(options, StreamPartition(start.to_json(), never, 0, 1)))
+    assert time.monotonic() - started < 15
