@@ -81,7 +81,8 @@ CODE_NAMES = {
     112: "WriteConflict", 133: "FailedToSatisfyReadPreference", 134: "ReadConcernMajorityNotAvailableYet",
     136: "CappedPositionLost", 175: "QueryPlanKilled", 189: "PrimarySteppedDown", 211: "KeyNotFound",
     117: "ConflictingOperationInProgress", 225: "TransactionTooOld", 239: "SnapshotTooOld",
-    246: "SnapshotUnavailable", 256: "TransactionCommitted", 263: "OperationNotSupportedInTransaction", 234: "RetryChangeStream", 237: "CursorKilled", 251: "NoSuchTransaction",
+    246: "SnapshotUnavailable", 256: "TransactionCommitted", 263: "OperationNotSupportedInTransaction",
+    267: "PreparedTransactionInProgress", 234: "RetryChangeStream", 237: "CursorKilled", 251: "NoSuchTransaction",
     262: "ExceededTimeLimit", 280: "ChangeStreamFatalError", 286: "ChangeStreamHistoryLost",
     9001: "SocketException", 10107: "NotWritablePrimary", 11000: "DuplicateKey",
     11600: "InterruptedAtShutdown", 11601: "Interrupted", 11602: "InterruptedDueToReplStateChange",
@@ -315,14 +316,33 @@ def _add_write_concern_error(ctx: Context, spec: CommandSpec, reply: dict[str, A
         return reply
     found = ctx.member.failpoints.write_concern_error(failpoint_target(ctx))
     if found is None:
-        return reply
+        unsatisfiable = _unsatisfiable_write_concern(ctx)
+        if unsatisfiable is None:
+            return reply
+        found = unsatisfiable, None
     wce, labels = found
     reply = dict(reply)
     reply["writeConcernError"] = wce
     if labels is not None:
         reply["errorLabels"] = list(labels)
+    if ctx.body.get("autocommit") is False and ctx.request.name not in (COMMIT, ABORT):
+        return reply  # a statement's writeConcernError is neither transient nor retryable
     code = wce.get("code")
     return _with_labels(ctx, spec, reply, code if isinstance(code, int) else None)
+
+
+def _unsatisfiable_write_concern(ctx: Context) -> dict[str, Any] | None:
+    """mongod applies a write whose write concern the set can never satisfy, then answers a
+    writeConcernError: ``w`` above the number of data-bearing members (100) or a ``w`` mode
+    the replica set configuration does not name (79)."""
+    concern = ctx.body.get("writeConcern")
+    w = concern.get("w") if isinstance(concern, Mapping) else None
+    if isinstance(w, int) and not isinstance(w, bool) and w > len(ctx.cluster.members):
+        return {"code": 100, "codeName": "UnsatisfiableWriteConcern", "errmsg": "Not enough data-bearing nodes"}
+    if isinstance(w, str) and w != "majority":
+        return {"code": 79, "codeName": "UnknownReplWriteConcern",
+                "errmsg": f"No write concern mode named '{w}' found in replica set configuration"}
+    return None
 
 
 def _check_role(ctx: Context, spec: CommandSpec) -> None:

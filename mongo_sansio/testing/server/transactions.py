@@ -61,10 +61,10 @@ ALLOWED_IN_TRANSACTION = frozenset({
     "find", "getMore", "killCursors", "insert", "update", "delete", "findAndModify", "findandmodify",
     "aggregate", "distinct", "create", "createIndexes", "bulkWrite", COMMIT, ABORT,
 })
-# mongod's transient transaction errors for a statement (commit and abort differ: see
+# mongod's transient transaction errors (a commit's retryable errors are retried instead: see
 # transaction_labels): write conflicts, lock timeouts, a transaction that is gone, a snapshot
-# that is unavailable or too old.
-TRANSIENT_CODES = frozenset({112, 24, 251, 246, 239})
+# that is unavailable or too old, a prepared transaction in the way.
+TRANSIENT_CODES = frozenset({112, 24, 251, 246, 239, 267})
 READ_CONCERN_LEVELS = ("local", "majority", "snapshot")
 _NO_TIME = Timestamp(0, 0)
 
@@ -412,14 +412,15 @@ def _read_timestamp(ctx: Context) -> Timestamp | None:
 
 def transaction_labels(ctx: Context, code: int | None, retryable_codes: frozenset[int]) -> list[str]:
     """The labels mongod puts on an error of a command run in a transaction: a retryable
-    error of commit/abort is RetryableWriteError (and a NoSuchTransaction of commit is
-    transient); a statement's transient or retryable error is TransientTransactionError."""
+    error of commit/abort is RetryableWriteError (a commit's transient error, such as
+    NoSuchTransaction or WriteConflict, is TransientTransactionError); a statement's transient
+    or retryable error is TransientTransactionError.  A writeConcernError is not labelled here."""
     if ctx.body.get("autocommit") is not False or code is None:
         return []
     if ctx.request.name in (COMMIT, ABORT):
         if code in retryable_codes:
             return ["RetryableWriteError"]
-        if code == 251 and ctx.request.name == COMMIT:
+        if code in TRANSIENT_CODES and ctx.request.name == COMMIT:
             return ["TransientTransactionError"]
         return []
     if code in TRANSIENT_CODES or code in retryable_codes:
