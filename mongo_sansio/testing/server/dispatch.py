@@ -48,6 +48,8 @@ from mongo_sansio.testing.server.transactions import (
     COMMIT,
     WriteBlocked,
     enter,
+    snapshot_read,
+    stamp_snapshot,
     transaction_labels,
     wait_for_transaction,
 )
@@ -254,6 +256,8 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
             return _with_labels(ctx, spec, reply, action.error_code, change_stream=False)
     _check_role(ctx, spec)
     ctx.txn = enter(ctx)
+    if ctx.txn is None:
+        ctx.snapshot = snapshot_read(ctx)
     retryable = _is_retryable_write(ctx, spec)
     request = ctx.request
     txn_number = request.txn_number
@@ -269,6 +273,8 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
     def after(outcome: Outcome) -> Outcome:
         if not isinstance(outcome, dict):
             return outcome
+        if ctx.snapshot is not None:
+            stamp_snapshot(outcome, ctx.snapshot)
         if ctx.txn is not None and outcome.get("writeErrors") and request.name not in (COMMIT, ABORT):
             ctx.cluster.transactions.abort(ctx.txn, "a write in the transaction failed")
         if retryable and txn_number is not None and outcome.get("ok") == 1.0:

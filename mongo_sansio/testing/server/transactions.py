@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALLOWED_IN_TRANSACTION", "SnapshotView", "Transaction", "Transactions", "WriteBlocked",
-    "enter", "transaction_labels", "wait_for_transaction",
+    "enter", "snapshot_read", "stamp_snapshot", "transaction_labels", "wait_for_transaction",
 ]
 
 IN_PROGRESS = "in progress"
@@ -408,6 +408,47 @@ def _read_timestamp(ctx: Context) -> Timestamp | None:
     if level != "snapshot" or not isinstance(at, Timestamp):
         raise _error(72, "InvalidOptions", "readConcern atClusterTime must be a Timestamp, with level 'snapshot'")
     return at
+
+
+# The commands that read at a snapshot outside transactions (readConcern level "snapshot").
+SNAPSHOT_READS = frozenset({"find", "aggregate", "distinct"})
+
+
+def snapshot_read(ctx: Context) -> SnapshotView | None:
+    """A read outside transactions with readConcern level "snapshot": the data at its
+    ``atClusterTime`` (else at the latest write, which the reply then names).  mongod allows
+    it on find, aggregate and distinct of a replica set; afterClusterTime needs no wait here,
+    since every member shares the one oplog."""
+    read_concern = ctx.body.get("readConcern")
+    if not isinstance(read_concern, Mapping) or read_concern.get("level") != "snapshot":
+        return None
+    if ctx.cluster.standalone:  # code from memory
+        raise _error(20, "IllegalOperation", "readConcern level 'snapshot' is only supported on replica set members")
+    if ctx.request.name not in SNAPSHOT_READS:
+        raise _error(72, "InvalidOptions", f"readConcern level 'snapshot' is not supported by '{ctx.request.name}' "
+                     "outside a multi-document transaction")
+    at = read_concern.get("atClusterTime")
+    last = ctx.cluster.oplog.last_timestamp
+    if at is None:
+        at = last
+    elif not isinstance(at, Timestamp):
+        raise _error(14, "TypeMismatch", "BSON field 'atClusterTime' is the wrong type, expected type 'timestamp'")
+    elif (at.time, at.inc) > (last.time, last.inc):  # code and message from memory
+        raise _error(72, "InvalidOptions", f"readConcern atClusterTime value {at} must not be greater than the "
+                     f"current clusterTime {last}")
+    return SnapshotView(ctx.cluster, at)
+
+
+def stamp_snapshot(reply: dict[str, Any], view: SnapshotView) -> None:
+    """A snapshot read's reply names the time it read at: in the cursor for find and
+    aggregate, at the top for distinct."""
+    if reply.get("ok") != 1.0:
+        return
+    cursor = reply.get("cursor")
+    if isinstance(cursor, dict):
+        cursor["atClusterTime"] = view.at
+    else:
+        reply["atClusterTime"] = view.at
 
 
 def transaction_labels(ctx: Context, code: int | None, retryable_codes: frozenset[int]) -> list[str]:
