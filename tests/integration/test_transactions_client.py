@@ -338,11 +338,6 @@ def test_the_collections_write_concern_is_ignored_in_a_transaction(
     assert sorted(doc["_id"] for doc in client.db.things.find({})) == [0, 1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simulator gap: a snapshot read outside a transaction does not return "
-    "atClusterTime (mongod puts it in the cursor), so the session cannot pin later reads",
-)
 def test_snapshot_session_reads_at_the_first_reads_cluster_time(
     rs: SimulatedReplicaSet, clients: list[Any]
 ) -> None:
