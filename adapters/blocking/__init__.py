@@ -28,6 +28,14 @@ from .client import Database, MongoClient
 from .collection import Collection
 from .cursor import CommandCursor, Cursor, RawBatchCommandCursor, RawBatchCursor
 
+#: Index key directions and types, under PyMongo's names (``from pymongo import ASCENDING``).
+ASCENDING = 1
+DESCENDING = -1
+GEO2D = "2d"
+GEOSPHERE = "2dsphere"
+HASHED = "hashed"
+TEXT = "text"
+
 __all__ = [
     "ChangeStream",
     "Collection",
@@ -52,4 +60,10 @@ __all__ = [
     "WriteConcern",
     "ReadConcern",
     "ReadPreference",
+    "ASCENDING",
+    "DESCENDING",
+    "GEO2D",
+    "GEOSPHERE",
+    "HASHED",
+    "TEXT",
 ]

@@ -286,7 +286,7 @@ class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, OperationSettings):
         """Insert ``documents`` in as few batches as the server allows; ``ordered`` stops at
         the first error.  Errors raise BulkWriteError (indexes in ``documents``)."""
         if isinstance(documents, Mapping | str | bytes) or not isinstance(documents, Iterable):
-            raise ArgumentTypeError("documents must be a non-empty list of documents")
+            raise ArgumentTypeError("documents must be a non-empty list")
         command = self._write(
             "insert",
             ordered,
@@ -295,7 +295,7 @@ class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, OperationSettings):
         )
         prepared = [prepare_insert(document, self.id_factory) for document in documents]
         if not prepared:
-            raise ArgumentTypeError("documents must be a non-empty list of documents")
+            raise ArgumentTypeError("documents must be a non-empty list")
         to_send = [document for document, _ in prepared]
         ids = [inserted_id for _, inserted_id in prepared]
         return crud.insert_many(
