@@ -462,7 +462,39 @@ def _lookup(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -
     return run
 
 
+# Stages mongod refuses inside $facet (they write, or must come first, or nest facets).
+_NOT_IN_FACET = frozenset({"$facet", "$out", "$merge", "$changeStream", "$collStats", "$indexStats",
+                           "$geoNear", "$documents", "$listSessions", "$listLocalSessions"})
+
+
+def _facet(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
+    """$facet: every sub-pipeline over the same input; one output document of arrays."""
+    if not isinstance(argument, Mapping) or not argument:
+        raise location(15947, "a facet's fields must be specified as an object")
+    compiled: dict[str, list[Stage]] = {}
+    for name, pipeline in argument.items():
+        if not isinstance(pipeline, list) or not pipeline:
+            raise location(40170, f"arguments to $facet must be arrays, {name} is type {type(pipeline).__name__}")
+        for spec in pipeline:
+            stage = _stage_name(spec)
+            if stage in _NOT_IN_FACET:
+                raise location(40600, f"{stage} is not allowed to be used within a $facet stage")
+        compiled[name] = compile_pipeline(pipeline, lookup=lookup, now=variables.get("NOW"))
+
+    def run(docs: Documents) -> Documents:
+        out: dict[str, Any] = {}
+        for name, stages in compiled.items():
+            results = [copy_value(d) for d in docs]
+            for stage in stages:
+                results = stage(results)
+            out[name] = results
+        return [out]
+
+    return run
+
+
 _BUILDERS: dict[str, Callable[[Any, Resolver | None, dict[str, Any]], Stage]] = {
+    "$facet": _facet,
     "$match": _match,
     "$project": _project,
     "$addFields": _add_fields,

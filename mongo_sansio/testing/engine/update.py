@@ -241,6 +241,9 @@ class Update:
 
             results = run_pipeline([copy_value(document)], self.pipeline, now=now)
             new = results[0] if results else {}
+            if original_id is not MISSING and "_id" not in new:
+                # mongod keeps the document's _id when the pipeline's result has none
+                new = {"_id": original_id, **new}
             if original_id is not MISSING and not strict_equal(new.get("_id", MISSING), original_id):
                 raise _immutable_id()
             document.clear()

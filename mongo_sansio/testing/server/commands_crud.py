@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mongo_sansio.testing.engine import Collection, CommandError, run_pipeline
+from mongo_sansio.testing.engine.variables import bind_expression, bind_filter, let_values
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome, Waiting
 from mongo_sansio.testing.server.cursors import Cursor
 from mongo_sansio.testing.server.tailable import check_tailable, tailable_source
@@ -126,8 +127,19 @@ def insert(ctx: Context) -> Outcome:
     return _statements(ctx, documents, run, lambda errors: _finish_write({"n": counts["n"]}, errors))
 
 
+def _let(ctx: Context) -> dict[str, Any]:
+    """The command's ``let`` variables (bound into filters and pipelines before they compile)."""
+    return let_values(ctx.body.get("let"))
+
+
+def _bind_update(spec: Any, values: dict[str, Any]) -> Any:
+    """Variables reach a pipeline update; in operator updates ``$$x`` is a plain string."""
+    return bind_expression(spec, values) if isinstance(spec, list) else spec
+
+
 def update(ctx: Context) -> Outcome:
     statements = _items(ctx, "updates")
+    values = _let(ctx)
     collection = _target(ctx)
     upserted: list[dict[str, Any]] = []
     counts = {"n": 0, "modified": 0}
@@ -136,7 +148,7 @@ def update(ctx: Context) -> Outcome:
         if not isinstance(statement, Mapping) or "q" not in statement or "u" not in statement:
             raise CommandError(40414, "Location40414", "BSON field 'update.updates.q' is missing but a required field")
         outcome = collection.update(
-            statement["q"], statement["u"],
+            bind_filter(statement["q"], values), _bind_update(statement["u"], values),
             multi=bool(statement.get("multi", False)), upsert=bool(statement.get("upsert", False)),
             now=ctx.cluster.write_datetime(), array_filters=statement.get("arrayFilters"),
             sort=statement.get("sort"),
@@ -158,6 +170,7 @@ def update(ctx: Context) -> Outcome:
 
 def delete(ctx: Context) -> Outcome:
     statements = _items(ctx, "deletes")
+    values = _let(ctx)
     name = collection_name(ctx)
     counts = {"n": 0}
 
@@ -169,18 +182,20 @@ def delete(ctx: Context) -> Outcome:
             raise CommandError(9, "FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
         collection = ctx.collection(ctx.db, name)
         if collection is not None:
-            counts["n"] += collection.delete(statement["q"], limit=int(limit))
+            counts["n"] += collection.delete(bind_filter(statement["q"], values), limit=int(limit))
 
     return _statements(ctx, statements, run, lambda errors: _finish_write({"n": counts["n"]}, errors))
 
 
 def find_and_modify(ctx: Context) -> Outcome:
     body = ctx.body
+    values = _let(ctx)
     collection = _target(ctx)
+    fields = _doc(ctx, "fields")
     value, last_error = collection.find_and_modify(
-        _doc(ctx, "query"), sort=_doc(ctx, "sort"), update=body.get("update"),
+        bind_filter(_doc(ctx, "query"), values), sort=_doc(ctx, "sort"), update=_bind_update(body.get("update"), values),
         remove=bool(body.get("remove", False)), new=bool(body.get("new", False)),
-        upsert=bool(body.get("upsert", False)), fields=_doc(ctx, "fields"),
+        upsert=bool(body.get("upsert", False)), fields=bind_expression(fields, values) if fields else fields,
         now=ctx.cluster.write_datetime(), array_filters=body.get("arrayFilters"),
     )
     return {"lastErrorObject": last_error, "value": value, "ok": 1.0}
@@ -207,8 +222,11 @@ def find(ctx: Context) -> Outcome:
     collection = ctx.collection(ctx.db, name)
     documents: list[dict[str, Any]] = []
     if collection is not None:
+        values = _let(ctx)
+        projection = _doc(ctx, "projection")
         documents = collection.find(
-            _doc(ctx, "filter"), _doc(ctx, "projection"), sort=_doc(ctx, "sort"), skip=skip, limit=limit
+            bind_filter(_doc(ctx, "filter"), values), bind_expression(projection, values) if projection else projection,
+            sort=_doc(ctx, "sort"), skip=skip, limit=limit,
         )
     source = tailable_source(ctx, ctx.db, name, len(collection) if collection is not None else 0) if tailable else None
     return ctx.member.cursors.open(
@@ -281,6 +299,10 @@ def aggregate(ctx: Context) -> Outcome:
     pipeline = ctx.body.get("pipeline")
     if not isinstance(pipeline, list):
         raise _type_error("'pipeline' option must be specified as an array")
+    if ctx.body.get("explain") is True:
+        from mongo_sansio.testing.server.commands_explain import explain_reply  # (a cycle)
+
+        return explain_reply(ctx, {"aggregate": target, "pipeline": pipeline}, "queryPlanner")
     options = ctx.body.get("cursor")
     if not isinstance(options, Mapping):
         raise CommandError(9, "FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
@@ -305,8 +327,53 @@ def aggregate(ctx: Context) -> Outcome:
         ns = f"{ctx.db}.$cmd.aggregate"
     else:
         raise CommandError(73, "InvalidNamespace", "the aggregate target must be a collection name or 1")
+    pipeline = bind_expression(pipeline, let_values(ctx.body.get("let"), rand=ctx.cluster.random_fraction))
+    out = _out_target(ctx, pipeline)
+    if out is not None:
+        pipeline = pipeline[:-1]
     results = run_pipeline(source, pipeline, lookup=lookup, now=ctx.cluster.write_datetime())
+    if out is not None:
+        _write_out(ctx, out, results)
+        results = []
     return ctx.member.cursors.open(ns, results, batch_size=batch_size, lsid=_lsid_key(ctx))
+
+
+def _out_target(ctx: Context, pipeline: list[Any]) -> tuple[str, str] | None:
+    """The (db, collection) of a final ``$out`` stage, or None."""
+    last = pipeline[-1] if pipeline else None
+    if not isinstance(last, Mapping) or "$out" not in last:
+        return None
+    if ctx.txn is not None:
+        raise CommandError(263, "OperationNotSupportedInTransaction", "$out cannot be used in a transaction")
+    read_concern = ctx.body.get("readConcern")
+    if isinstance(read_concern, Mapping) and read_concern.get("level") == "linearizable":
+        # code and message from memory: mongod refuses a writing stage under linearizable reads
+        raise CommandError(72, "InvalidOptions", "$out cannot be used with a 'linearizable' read concern level")
+    spec = last["$out"]
+    if isinstance(spec, str) and spec:
+        return ctx.db, spec
+    if isinstance(spec, Mapping) and isinstance(spec.get("coll"), str) and spec["coll"]:
+        database = spec.get("db", ctx.db)
+        return (database if isinstance(database, str) and database else ctx.db), spec["coll"]
+    raise CommandError(16990, "Location16990", "$out only supports a string or object argument")
+
+
+def _write_out(ctx: Context, target: tuple[str, str], results: list[dict[str, Any]]) -> None:
+    """$out replaces the target's documents with the results (its indexes stay), as mongod's
+    does; a duplicate _id among the results fails the aggregate and leaves the target."""
+    seen: set[Any] = set()
+    for document in results:
+        key = repr(document.get("_id"))
+        if key in seen:
+            raise CommandError(11000, "DuplicateKey", f"E11000 duplicate key error collection: {target[0]}.{target[1]} "
+                               f"index: _id_ dup key: {{ _id: {document.get('_id')!r} }}")
+        seen.add(key)
+    ctx.cluster.begin_write(ctx.now)
+    collection = ctx.cluster.collection(*target, create=True)
+    assert collection is not None
+    collection.delete({})
+    for document in results:
+        collection.insert_one(document)
 
 
 def count(ctx: Context) -> Outcome:

@@ -144,6 +144,10 @@ class ReplicaSet:
             out += hashlib.sha256(f"{self.seed}:{self._draws}".encode()).digest()
         return out[:n]
 
+    def random_fraction(self) -> float:
+        """A seeded draw in [0, 1) (aggregation's $rand)."""
+        return int.from_bytes(self.random_bytes(7), "big") / float(1 << 56)
+
     def _process_id(self, now: float) -> ObjectId:
         return ObjectId.from_parts(int(self.wall(now)), self.random_bytes(5), int.from_bytes(self.random_bytes(3), "big"))
 
