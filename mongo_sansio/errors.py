@@ -75,6 +75,7 @@ __all__ = [
     "AuthenticationError",
     "IncompatibleServerError",
     "InvalidOperation",
+    "CollectionInvalid",
     "server_error_from_reply",
     "write_concern_error_class",
     "check_reply",
@@ -369,6 +370,10 @@ class AuthenticationError(MongoError):
 
 class IncompatibleServerError(MongoError):
     """The server's wire version range does not overlap ours; the message names both ranges."""
+
+
+class CollectionInvalid(MongoError):
+    """A collection cannot be created as asked (PyMongo's ``CollectionInvalid``): it exists."""
 
 
 def __getattr__(name: str) -> Any:

@@ -116,18 +116,18 @@ def check_update(update: Any) -> Mapping[str, Any] | list[Mapping[str, Any]]:
     pipeline (a list of stages)."""
     if isinstance(update, list):
         if not update:
-            raise ConfigurationError("update: an update pipeline must not be empty")
+            raise ConfigurationError("update cannot be empty")
         for index, stage in enumerate(update):
             check_mapping(stage, f"update[{index}]")
         return update
     document = check_mapping(update, "update")
     if not document:
-        raise ConfigurationError("update: the update document must not be empty")
+        raise ConfigurationError("update cannot be empty")
     for key in document:
         if not isinstance(key, str) or not key.startswith("$"):
             raise ConfigurationError(
-                f"update: an update document must use update operators such as $set "
-                f"(found {key!r}); to replace the whole document use replace_one"
+                f"update only works with $ operators (found {key!r}); "
+                f"to replace the whole document use replace_one"
             )
     return document
 
@@ -138,8 +138,8 @@ def check_replacement(replacement: Any) -> Mapping[str, Any]:
     first = next(iter(document), None)
     if isinstance(first, str) and first.startswith("$"):
         raise ConfigurationError(
-            f"replacement: a replacement document must not contain update operators "
-            f"(found {first!r}); to apply operators use update_one"
+            f"replacement can not include $ operators (found {first!r}); "
+            f"to apply operators use update_one"
         )
     return document
 

@@ -28,7 +28,12 @@ from typing import Any
 import attrs
 
 from mongo_sansio.cursors.cursor import Cursor
-from mongo_sansio.errors import InvalidOperation, MongoError, RemoteProtocolError, ServerError
+from mongo_sansio.errors import (
+    CollectionInvalid,
+    InvalidOperation,
+    RemoteProtocolError,
+    ServerError,
+)
 from mongo_sansio.flow import Flow
 from mongo_sansio.ops import crud
 from mongo_sansio.ops.collection import (
@@ -46,10 +51,6 @@ __all__ = [
     "list_databases",
     "list_database_names",
 ]
-
-
-class CollectionInvalid(MongoError):
-    """A collection cannot be created as asked (PyMongo's ``CollectionInvalid``): it exists."""
 
 
 def _command_body(

@@ -173,6 +173,16 @@ class ReadPreference:
         )
 
     @property
+    def name(self) -> str:
+        """PyMongo's name of the mode (``"SecondaryPreferred"``)."""
+        return self.mode.value[0].upper() + self.mode.value[1:]
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """PyMongo's name for :meth:`to_document`."""
+        return self.to_document()
+
+    @property
     def has_tags(self) -> bool:
         """Whether some tag set restricts anything (the default ``[{}]`` does not)."""
         return any(self.tag_sets)

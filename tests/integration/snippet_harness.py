@@ -28,6 +28,7 @@ import bson.son
 import pymongo
 import pymongo.errors
 import pymongo.read_concern
+import pytest
 
 import mongo_sansio.adapters.blocking as blocking
 import mongo_sansio.bson as our_bson
@@ -40,7 +41,9 @@ _PYMONGO_ERROR_NAMES = frozenset(
     for name, value in vars(pymongo.errors).items()
     if isinstance(value, type) and issubclass(value, BaseException)
 ) | frozenset(
-    name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
 )
 
 #: our class names that are PyMongo's under another name
@@ -110,7 +113,14 @@ def _regex_flags(flags: int | str) -> str:
     """A Regex's flags as BSON spells them (PyMongo keeps ``re`` bits, ours the letters)."""
     if isinstance(flags, str):
         return "".join(sorted(flags))
-    letters = {re.IGNORECASE: "i", re.LOCALE: "l", re.MULTILINE: "m", re.DOTALL: "s", re.UNICODE: "u", re.VERBOSE: "x"}
+    letters = {
+        re.IGNORECASE: "i",
+        re.LOCALE: "l",
+        re.MULTILINE: "m",
+        re.DOTALL: "s",
+        re.UNICODE: "u",
+        re.VERBOSE: "x",
+    }
     return "".join(sorted(letter for bit, letter in letters.items() if flags & bit))
 
 
@@ -129,7 +139,11 @@ class Normaliser:
             return int(value)
         if isinstance(value, float):
             return ("float", value)
-        if isinstance(value, bytes | bytearray | memoryview) and name in ("bytes", "bytearray", "memoryview"):
+        if isinstance(value, bytes | bytearray | memoryview) and name in (
+            "bytes",
+            "bytearray",
+            "memoryview",
+        ):
             return ("bytes", bytes(value))
         if name == "ObjectId":
             ordinal = self._object_ids.setdefault(str(value), len(self._object_ids))
@@ -209,3 +223,35 @@ def outcome(snippet: Callable[..., Any], *args: Any) -> Any:
         return normalise(snippet(*args))
     except Exception as exc:  # noqa: BLE001 - the outcome is the exception
         return normalise.exception(exc)
+
+
+# --- the registry of snippets --------------------------------------------------------------------
+
+DB = "snippets"
+
+Snippet = Callable[[Any, Any], Any]
+SNIPPETS: list[Any] = []
+
+
+def snippet(
+    fn: Snippet | None = None, *, simulator_gap: str | None = None, ours_gap: str | None = None
+) -> Any:
+    """Register a snippet; ``simulator_gap`` names what the simulator lacks for it,
+    ``ours_gap`` what our client still does differently (an expected failure, strict)."""
+
+    def register(fn: Snippet) -> Snippet:
+        marks = [pytest.mark.xfail(strict=True, reason=ours_gap)] if ours_gap else []
+        SNIPPETS.append(pytest.param(fn, simulator_gap, id=fn.__name__, marks=marks))
+        return fn
+
+    return register(fn) if fn is not None else register
+
+
+def seeded(client: Any, n: int = 6, name: str = "things") -> Any:
+    """A collection holding ``{_id: i, x: i, tag: even|odd}`` for i < n."""
+    coll = client[DB][name]
+    if n:
+        coll.insert_many(
+            [{"_id": i, "x": i, "tag": "even" if i % 2 == 0 else "odd"} for i in range(n)]
+        )
+    return coll

@@ -56,7 +56,6 @@ DELIBERATE = {
 # PyMongo's public exception names that we do not have, each with the reason.
 ABSENT = {
     "ClientBulkWriteException": "client.bulk_write is not implemented",
-    "CollectionInvalid": "Database.create_collection does not raise it yet",
     "EncryptionError": "no client-side field level encryption",
     "EncryptedCollectionError": "no client-side field level encryption",
 }
