@@ -73,7 +73,8 @@ COMMAND_FIELD_KWARGS = frozenset(
      "distinct", "list_collections", "list_collection_names", "list_databases",
      "list_database_names", "create_collection", "create_index", "create_indexes", "drop_index",
      "drop_indexes", "list_indexes", "list_search_indexes", "cursor_command", "command",
-     "rename", "drop_collection", "drop"}
+     "rename", "drop_collection", "drop", "find_one_and_delete", "find_one_and_replace",
+     "find_one_and_update"}
 )
 
 

@@ -11,6 +11,7 @@ under test does not have raises :class:`~.matching.UnsupportedInTest` naming it.
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -84,8 +85,6 @@ def _options(driver: Driver, arguments: Mapping[str, Any], skip: tuple[str, ...]
     for key, value in arguments.items():
         if key in skip:
             continue
-        if key == "sort" and isinstance(value, Mapping):
-            value = list(value.items())
         if key == "returnDocument":
             if value not in ("Before", "After"):
                 raise ValueError(f"returnDocument must be Before or After, not {value!r}")
@@ -299,9 +298,20 @@ def _client(driver: Driver, entity: ClientEntity, name: str, arguments: dict[str
     raise UnsupportedInTest(f"client operation {name!r} is not implemented by this runner")
 
 
-def _cursor(cursor: Any, name: str) -> Any:
+def _cursor(cursor: Any, name: str, wait_seconds: float) -> Any:
     if name == "iterateUntilDocumentOrError":
-        return next(cursor)
+        if not hasattr(cursor, "try_next"):
+            return next(cursor)
+        # next() would wait for ever on a change stream that gets nothing; try_next() is one
+        # round of next()'s loop (a getMore when the batch is empty), bounded here
+        deadline = time.monotonic() + wait_seconds
+        while time.monotonic() < deadline:
+            document = cursor.try_next()
+            if document is not None:
+                return document
+            if not getattr(cursor, "alive", True):
+                raise StopIteration
+        raise AssertionError(f"iterateUntilDocumentOrError: no document and no error in {wait_seconds} s")
     if name == "iterateOnce":
         if hasattr(cursor, "try_next"):
             return cursor.try_next()
@@ -337,9 +347,15 @@ def _session(
 
 
 def execute(
-    driver: Driver, entity: Any, name: str, arguments: dict[str, Any], nested: Nested
+    driver: Driver,
+    entity: Any,
+    name: str,
+    arguments: dict[str, Any],
+    nested: Nested,
+    wait_seconds: float = 10.0,
 ) -> Any:
-    """Run operation ``name`` on ``entity`` (see the module docstring)."""
+    """Run operation ``name`` on ``entity`` (see the module docstring); iterating a change
+    stream until a document comes gives up after ``wait_seconds``."""
     kind = entity_kind(entity)
     if kind == "collection":
         return _collection(driver, entity, name, arguments)
@@ -348,7 +364,7 @@ def execute(
     if kind == "client":
         return _client(driver, entity, name, arguments)
     if kind == "cursor":
-        return _cursor(entity, name)
+        return _cursor(entity, name, wait_seconds)
     if kind == "session":
         return _session(driver, entity, name, arguments, nested)
     raise UnsupportedInTest(f"operation {name!r} on a {kind} entity is not implemented by this runner")

@@ -64,6 +64,7 @@ class TestRunner:
         self.wait_timeout = wait_timeout
         self.loop_seconds = loop_seconds
         self.client_defaults = dict(client_defaults or {})
+        self.entity_timeouts: dict[str, Any] = {}
         self.entities = EntityMap()
         self.matcher = Matcher(self.entities, driver.load_json, self._session_lsid)
         self.failpoints: set[str] = set()
@@ -187,8 +188,8 @@ class TestRunner:
 
     def operation(self, operation: Mapping[str, Any], *, nested: bool = False) -> None:
         """Execute one operation with its expectations (see "Executing an Operation").  In a
-        callback (``nested``), an error nobody expected propagates as it is, so that
-        withTransaction sees the driver's error (and its labels)."""
+        callback (``nested``), an operation's error propagates as it is once checked (expected
+        or ignored alike), so that withTransaction sees the driver's error and its labels."""
         name = operation["name"]
         target = operation["object"]
         arguments = dict(operation.get("arguments", {}))
@@ -200,17 +201,21 @@ class TestRunner:
         if target not in self.entities:
             raise AssertionError(f"operation {name}: no entity named {target!r}")
         entity = self.entities[target]
+        # a cursor or change stream keeps the timeoutMS it was created with for its iterations
+        timeout_ms = arguments.pop("timeoutMS", self.entity_timeouts.get(target))
         try:
-            with self._operation_timeout(arguments.pop("timeoutMS", None)):
-                result = execute(self.driver, entity, name, self.prepare_arguments(arguments), self.run_nested)
+            with self._operation_timeout(timeout_ms):
+                result = execute(
+                    self.driver, entity, name, self.prepare_arguments(arguments), self.run_nested,
+                    self.wait_timeout,
+                )
         except self.operation_errors() as error:
-            if operation.get("ignoreResultAndError"):
-                return
-            if nested and "expectError" not in operation:
-                raise
-            if "expectError" not in operation:
+            if "expectError" in operation:
+                self.check_error(operation["expectError"], error)
+            elif not operation.get("ignoreResultAndError") and not nested:
                 raise AssertionError(f"{name} on {target} raised {type(error).__name__}: {error}") from error
-            self.check_error(operation["expectError"], error)
+            if nested:
+                raise  # withTransaction decides on the callback's error (retry, abort, raise)
             return
         if operation.get("ignoreResultAndError"):
             return
@@ -221,6 +226,8 @@ class TestRunner:
             self.check_result(name, operation["expectResult"], result)
         if "saveResultAsEntity" in operation:
             self.entities.add(operation["saveResultAsEntity"], result)
+            if timeout_ms is not None:
+                self.entity_timeouts[operation["saveResultAsEntity"]] = timeout_ms
 
     def _operation_timeout(self, timeout_ms: Any) -> AbstractContextManager[Any]:
         """The driver's timeout block for an operation's ``timeoutMS`` (none without one)."""

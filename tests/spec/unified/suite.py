@@ -12,9 +12,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from collections.abc import Iterable
+import signal
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +39,8 @@ __all__ = ["DeploymentPool", "run_case", "unified_cases"]
 
 TOPOLOGIES = ("replicaset", "single")
 CLOSE_TIMEOUT_SECONDS = 10.0
+#: one test's time limit (the watchdog of tests/spec/conftest.py, 60 s, ends the whole run)
+TEST_TIME_LIMIT_SECONDS = 30.0
 
 
 def standalone_supported() -> bool:
@@ -151,6 +156,37 @@ def choose_deployment(pool: DeploymentPool, file: Any, test: Any) -> Deployment:
     pytest.skip("; ".join(dict.fromkeys(reasons)) or "no deployment")
 
 
+class TestTimeLimit(BaseException):
+    """Raised in the main thread when a test outlives its time limit: a BaseException, so
+    that neither the client nor the runner's loops take it for an operation's error."""
+
+    __test__ = False  # not a pytest class
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Interrupt the block with an AssertionError after ``seconds`` (SIGALRM, main thread
+    only; elsewhere no limit): a test that waits for ever (withTransaction retrying for its
+    120 s against a server without transactions, an iteration nothing feeds) fails alone
+    instead of tripping the module's watchdog, which ends the whole run."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(_signum: int, _frame: Any) -> None:
+        raise TestTimeLimit(seconds)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except TestTimeLimit as expired:
+        raise AssertionError(f"the test ran for more than {seconds} s") from expired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def run_case(
     case: Any, pool: DeploymentPool, driver: Driver, *, expect_failure: bool = False, **options: Any
 ) -> None:
@@ -162,7 +198,8 @@ def run_case(
         pytest.skip(f"the test file skips it: {test['skipReason']}")
     deployment = choose_deployment(pool, file, test)
     try:
-        TestRunner(driver, deployment, file, test, **options).run()
+        with time_limit(TEST_TIME_LIMIT_SECONDS):
+            TestRunner(driver, deployment, file, test, **options).run()
     except UnsupportedInTest as missing:
         pytest.skip(str(missing))
     except Exception:
