@@ -1,0 +1,155 @@
+"""The asyncio runtime: tasks on the running event loop, asyncio streams, ``time.monotonic``.
+
+What :class:`~mongo_sansio.adapters._async.AsyncInterpreter` needs, and nothing else: streams
+from :mod:`mongo_sansio.transports.asyncio_stream`, an ``asyncio.Event`` to wait on with a
+deadline, a task per background flow (monitors, connection openers, the client's upkeep, SRV
+polling) and dnspython's asyncio resolver for SRV polling.  No thread is started for an IP
+address; asyncio's ``getaddrinfo`` (a worker thread) is only asked about host names.  Runs on
+any asyncio event loop, uvloop's included.
+
+The clock is ``time.monotonic``, the clock of ``timeout()`` blocks, not the loop's.
+
+Background tasks: a client may be built outside any event loop (``client = AsyncMongoClient()``
+at import time).  Its first tasks are then kept until :meth:`AsyncioRuntime.start` -- called by
+the engine before each operation and by ``async with`` -- finds the running loop; a client built
+inside a coroutine starts them at once.  The runtime keeps a strong reference to each task
+(asyncio only keeps weak ones) and :meth:`AsyncioRuntime.stop` waits for them on close,
+cancelling those that outlive the grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from transports.asyncio_stream import AsyncioStream, open_stream
+    from transports.dns_asyncio import AsyncioResolver, AsyncResolver
+else:
+    from mongo_sansio.transports.asyncio_stream import AsyncioStream, open_stream
+    from mongo_sansio.transports.dns_asyncio import AsyncioResolver, AsyncResolver
+
+__all__ = ["AsyncioRuntime", "AsyncioEvent"]
+
+Buffer = bytes | bytearray | memoryview
+Target = Callable[[], Awaitable[None]]
+
+
+class AsyncioEvent:
+    """An ``asyncio.Event`` whose wait takes a timeout (True once set, False on timeout)."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    async def wait(self, timeout: float | None) -> bool:
+        if timeout is None:
+            await self._event.wait()
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                await self._event.wait()
+        except TimeoutError:
+            return self._event.is_set()
+        return True
+
+
+class AsyncioRuntime:
+    """asyncio tasks and streams (see the module docstring).  ``ssl_context`` is the client's
+    TLS context (None: plain TCP); ``resolver`` answers SRV polling's DNS questions."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None, resolver: AsyncResolver | None = None):
+        self._ssl_context = ssl_context
+        self._resolver = resolver
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queued: list[tuple[Target, str]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopped = False
+
+    monotonic = staticmethod(time.monotonic)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    def event(self) -> AsyncioEvent:
+        return AsyncioEvent()
+
+    # -- background tasks -------------------------------------------------------------------------
+
+    def spawn(self, target: Target, name: str) -> None:
+        if self._stopped:
+            return  # the client closed: its flows end unstarted
+        if self._loop is None:
+            try:
+                self._loop = asyncio.get_running_loop()
+            except RuntimeError:  # built outside a loop: wait for start()
+                self._queued.append((target, name))
+                return
+        # the interpreter's targets are coroutine functions; the protocol says Awaitable
+        coroutine = cast(Coroutine[Any, Any, None], target())
+        task = self._loop.create_task(coroutine, name=f"mongo-sansio {name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def start(self) -> None:
+        """Run the queued background tasks on the running loop (and later ones there too)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif self._loop is not loop:
+            raise RuntimeError("this client is bound to another event loop")
+        queued, self._queued = self._queued, []
+        for target, name in queued:
+            self.spawn(target, name)
+
+    @contextlib.asynccontextmanager
+    async def hosted(self) -> AsyncIterator[None]:
+        """The block of ``async with client``: tasks start on entry (the engine stops them)."""
+        self.start()
+        yield
+
+    async def stop(self, grace: float) -> None:
+        """End the background tasks: wait up to ``grace`` seconds for them to finish (the core
+        has closed, so they are ending), then cancel the rest and wait for those."""
+        self._stopped = True
+        self._queued.clear()
+        current = asyncio.current_task()
+        tasks = [task for task in self._tasks if task is not current]
+        if not tasks:
+            return
+        _done, late = await asyncio.wait(tasks, timeout=grace)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late)
+
+    # -- streams and DNS --------------------------------------------------------------------------
+
+    async def open_stream(self, address: tuple[str, int], timeout: float | None) -> AsyncioStream:
+        return await open_stream(address, timeout=timeout, ssl_context=self._ssl_context)
+
+    async def send_all(
+        self, stream: AsyncioStream, buffers: Sequence[Buffer], timeout: float | None
+    ) -> None:
+        await stream.send_all(buffers, timeout)
+
+    async def receive(self, stream: AsyncioStream, timeout: float | None) -> bytes:
+        return await stream.receive(timeout)
+
+    def close_stream(self, stream: AsyncioStream, /) -> None:
+        """Close at once; a task reading ``stream`` wakes to its end."""
+        stream.abort()
+
+    async def resolve(self, question: Any) -> Any:
+        """Answer a DNS question (SRV polling) with the client's resolver."""
+        if self._resolver is None:
+            self._resolver = AsyncioResolver()
+        return await self._resolver.ask(question)

@@ -1,0 +1,193 @@
+"""The trio runtime: a nursery for the client's background tasks, trio streams, no threads.
+
+What :class:`~mongo_sansio.adapters._async.AsyncInterpreter` needs: streams from
+:mod:`mongo_sansio.transports.trio_stream` (names looked up with dnspython on trio's sockets, so
+no worker thread is ever started), a ``trio.Event`` waited on under a cancel scope, dnspython's
+trio resolver for SRV polling, and a nursery for the background flows (monitors, connection
+openers, the client's upkeep, SRV polling).
+
+Structured concurrency.  The background tasks live in one nursery owned by a *host* task, which
+keeps the nursery open until the client closes.  Where the host runs is the caller's choice:
+
+* ``async with client:`` -- the host runs in a nursery opened by that block, in the caller's
+  task: cancelling the scope around the block cancels the client's tasks too, and leaving the
+  block closes the client and waits for every task to end.  This is the structured way.
+* an operation awaited outside such a block (or before it) starts the host as a trio *system*
+  task (:func:`trio.lowlevel.spawn_system_task`), the way trio itself hosts long-lived helpers:
+  the caller's cancel scopes do not reach the monitors, ``await client.close()`` ends them, and
+  trio cancels them when ``trio.run`` returns.
+
+Tasks spawned before the host runs (the core spawns its monitors as soon as it is built, which
+may be outside ``trio.run``) are queued and started by the host.  ``close_stream`` closes the
+socket through trio (``notify_closing``), so a task blocked reading it wakes at once.
+
+The clock is ``time.monotonic`` (the clock of ``timeout()`` blocks), not trio's; trio is only
+ever given relative timeouts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import ssl
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+if TYPE_CHECKING:
+    from transports.dns_asyncio import AsyncResolver
+    from transports.dns_trio import TrioResolver
+    from transports.trio_stream import HostLookup, TrioStream, open_stream
+else:
+    from mongo_sansio.transports.dns_asyncio import AsyncResolver
+    from mongo_sansio.transports.dns_trio import TrioResolver
+    from mongo_sansio.transports.trio_stream import HostLookup, TrioStream, open_stream
+
+__all__ = ["TrioRuntime", "TrioEvent"]
+
+Buffer = bytes | bytearray | memoryview
+Target = Callable[[], Awaitable[None]]
+
+
+class TrioEvent:
+    """A ``trio.Event`` whose wait takes a timeout (True once set, False on timeout)."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    async def wait(self, timeout: float | None) -> bool:
+        with trio.move_on_after(math.inf if timeout is None else timeout):
+            await self._event.wait()
+        return self._event.is_set()
+
+
+class TrioRuntime:
+    """trio tasks and streams (see the module docstring).  ``ssl_context`` is the client's TLS
+    context (None: plain TCP); ``resolver`` answers SRV polling's DNS questions; ``lookup``
+    resolves host names to addresses (default: dnspython on trio's sockets)."""
+
+    def __init__(
+        self,
+        ssl_context: ssl.SSLContext | None,
+        resolver: AsyncResolver | None = None,
+        lookup: HostLookup | None = None,
+    ) -> None:
+        self._ssl_context = ssl_context
+        self._resolver = resolver
+        self._lookup = lookup
+        self._queued: list[tuple[Target, str]] = []
+        self._nursery: trio.Nursery | None = None
+        self._hosting = False  # a host task was started (it may not have run yet)
+        self._stop_requested = trio.Event()
+        self._host_done = trio.Event()
+        self._stopped = False
+
+    monotonic = staticmethod(time.monotonic)
+
+    async def sleep(self, seconds: float) -> None:
+        await trio.sleep(seconds)
+
+    def event(self) -> TrioEvent:
+        return TrioEvent()
+
+    # -- background tasks -------------------------------------------------------------------------
+
+    def spawn(self, target: Target, name: str) -> None:
+        if self._stopped:
+            return  # the client closed: its flows end unstarted
+        if self._nursery is None:
+            self._queued.append((target, name))
+        else:
+            self._nursery.start_soon(target, name=f"mongo-sansio {name}")
+
+    def start(self) -> None:
+        """Host the background tasks in a system task, unless a host exists (see the module
+        docstring); called from a trio task before each operation."""
+        if self._hosting or self._stopped:
+            return
+        self._hosting = True
+        trio.lowlevel.spawn_system_task(self._host, name="mongo-sansio client tasks")
+
+    @contextlib.asynccontextmanager
+    async def hosted(self) -> AsyncIterator[None]:
+        """The block of ``async with client``: the host runs in a nursery of this block.  The
+        engine stops the host before the block ends, so the nursery closes at once; an error
+        of the block leaves it as raised, not wrapped in an exception group."""
+        if self._hosting or self._stopped:
+            yield
+            return
+        self._hosting = True
+        error: BaseException | None = None
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self._host)
+            try:
+                yield
+            except BaseException as exc:  # noqa: BLE001 - raised again below, unwrapped
+                error = exc
+            finally:
+                self._request_stop(0.0)
+        if error is not None:
+            raise error
+
+    async def _host(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            if self._stopped:  # closed before this task ran
+                task_status.started()
+                return
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                queued, self._queued = self._queued, []
+                for target, name in queued:
+                    self.spawn(target, name)
+                task_status.started()
+                await self._stop_requested.wait()
+        finally:
+            self._nursery = None
+            self._host_done.set()
+
+    def _request_stop(self, grace: float) -> None:
+        self._stopped = True
+        self._queued.clear()
+        if self._nursery is not None:
+            scope = self._nursery.cancel_scope
+            scope.deadline = min(scope.deadline, trio.current_time() + grace)
+        self._stop_requested.set()
+
+    async def stop(self, grace: float) -> None:
+        """End the background tasks: they have up to ``grace`` seconds to finish (the core
+        has closed, so they are ending), then the host's nursery cancels the rest."""
+        self._request_stop(grace)
+        if self._hosting:
+            await self._host_done.wait()
+
+    # -- streams and DNS --------------------------------------------------------------------------
+
+    async def open_stream(self, address: tuple[str, int], timeout: float | None) -> TrioStream:
+        return await open_stream(
+            address, timeout=timeout, ssl_context=self._ssl_context, lookup=self._lookup
+        )
+
+    async def send_all(
+        self, stream: TrioStream, buffers: Sequence[Buffer], timeout: float | None
+    ) -> None:
+        await stream.send_all(buffers, timeout)
+
+    async def receive(self, stream: TrioStream, timeout: float | None) -> bytes:
+        return await stream.receive(timeout)
+
+    def close_stream(self, stream: TrioStream, /) -> None:
+        """Close at once; a task blocked on ``stream`` wakes with NetworkError."""
+        stream.close()
+
+    async def resolve(self, question: Any) -> Any:
+        """Answer a DNS question (SRV polling) with the client's resolver."""
+        if self._resolver is None:
+            self._resolver = TrioResolver()
+        return await self._resolver.ask(question)

@@ -1,0 +1,254 @@
+"""Byte streams for trio: TCP over IPv4/IPv6, Unix sockets, TLS; with timeouts; no threads.
+
+:func:`open_stream` connects to an address -- ``(host, port)``, or a Unix socket given as
+``(path, 0)`` or any host holding ``/`` -- within a timeout that also bounds the TLS handshake,
+and returns a :class:`TrioStream`: ``await send_all(buffers, timeout)``, ``await
+receive(timeout)`` and :meth:`~TrioStream.close`, which is synchronous: it closes the socket
+through trio (``notify_closing``), so a task blocked reading or writing the stream wakes at once
+with an error instead of waiting on a number the kernel may give to a new socket.
+
+The same promises as :mod:`mongo_sansio.transports.blocking`, whose helpers it shares: every
+address of the host is tried in order, TCP_NODELAY and keepalive are set, TLS uses
+:func:`~mongo_sansio.transports.blocking.make_ssl_context`'s context with the host name checked
+as the settings say, and every failure is a :class:`~mongo_sansio.errors.NetworkError` (a
+timeout a :class:`~mongo_sansio.errors.NetworkTimeout`) naming the address.
+
+Names without a thread: trio's own ``getaddrinfo`` runs the system's resolver in a worker
+thread, so it is only asked about IP literals (which it answers without one).  A host name is
+looked up with dnspython's resolver on trio's sockets (A records, then AAAA, with the system's
+search domains); ``localhost`` is the loopback addresses (RFC 6761).  Other names from
+``/etc/hosts`` are not seen: use an IP address or DNS for them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import socket
+import ssl
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import trio
+
+from mongo_sansio.errors import ConfigurationError, NetworkError, NetworkTimeout
+
+from .blocking import _is_unix, _network_error, _set_keepalive, describe_address
+from .dns import HAVE_DNSPYTHON
+
+if HAVE_DNSPYTHON:
+    import dns.asyncbackend
+    import dns.asyncresolver
+    import dns.exception
+
+__all__ = ["TrioStream", "open_stream", "lookup_host", "HostLookup"]
+
+Buffer = bytes | bytearray | memoryview
+#: Resolves a host name to the IP addresses to try, in order (NetworkError if it cannot).
+HostLookup = Callable[[str], Awaitable[list[str]]]
+
+_RECEIVE_SIZE = 65536
+_LOOPBACK = ["127.0.0.1", "::1"]
+
+
+async def open_stream(
+    address: tuple[str, int],
+    *,
+    timeout: float | None,
+    ssl_context: ssl.SSLContext | None,
+    lookup: HostLookup | None = None,
+) -> TrioStream:
+    """Connect to ``address`` within ``timeout`` seconds (None: no limit); TLS when
+    ``ssl_context`` is given; ``lookup`` resolves host names (default: :func:`lookup_host`)."""
+    where = describe_address(address)
+    phase = f"cannot connect to {where}"
+    stream: trio.abc.Stream | None = None
+    with trio.move_on_after(math.inf if timeout is None else timeout) as limit:
+        if _is_unix(address):
+            sock = await _connect_unix(address[0], where)
+        else:
+            sock = await _connect_tcp(address, where, lookup or lookup_host)
+        stream = trio.SocketStream(sock)
+        if ssl_context is not None:
+            phase = f"TLS handshake with {where} failed"
+            try:
+                stream = await _start_tls(stream, ssl_context, address, where)
+            except BaseException:
+                sock.close()
+                raise
+    if stream is None or limit.cancelled_caught:  # the socket was closed where it was cut
+        raise NetworkTimeout(f"{phase}: timed out")
+    return TrioStream(stream, sock, where)
+
+
+async def lookup_host(host: str) -> list[str]:
+    """The addresses of ``host`` from DNS (see the module docstring)."""
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return list(_LOOPBACK)
+    if not HAVE_DNSPYTHON:
+        raise ConfigurationError(
+            "trio resolves host names with dnspython: install mongo-sansio[trio]"
+        )
+    resolver = dns.asyncresolver.Resolver()
+    backend = dns.asyncbackend.get_backend("trio")
+    found: list[str] = []
+    failure: Exception | None = None
+    for rdtype in ("A", "AAAA"):
+        try:
+            answer = await resolver.resolve(host, rdtype, search=True, backend=backend)
+        except (dns.exception.DNSException, OSError) as exc:
+            failure = failure or exc
+            continue
+        found.extend(record.to_text() for record in answer)
+    if not found:
+        raise NetworkError(f"cannot resolve {host}: {failure or 'the name has no addresses'}")
+    return found
+
+
+async def _connect_unix(path: str, where: str) -> trio.socket.SocketType:
+    if not hasattr(socket, "AF_UNIX"):
+        raise NetworkError(f"cannot connect to {where}: Unix sockets are not available here")
+    try:
+        sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise _network_error(exc, f"cannot connect to {where}") from exc
+    try:
+        await sock.connect(path)
+    except (OSError, ValueError) as exc:  # ValueError: a path with a NUL
+        sock.close()
+        if isinstance(exc, ValueError):
+            raise NetworkError(f"cannot connect to {where}: {exc}") from exc
+        raise _network_error(exc, f"cannot connect to {where}") from exc
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+async def _connect_tcp(
+    address: tuple[str, int], where: str, lookup: HostLookup
+) -> trio.socket.SocketType:
+    host, port = address
+    hosts = [host] if _is_ip_literal(host) else await lookup(host)
+    infos: list[tuple[Any, ...]] = []
+    for literal in hosts:
+        try:  # numeric only: answered by the C library at once, without any lookup
+            infos += socket.getaddrinfo(
+                literal, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST
+            )
+        except (OSError, UnicodeError) as exc:
+            raise NetworkError(f"cannot resolve {where}: {exc}") from exc
+    last: OSError | None = None
+    for family, kind, proto, _name, sockaddr in infos:
+        try:
+            sock = trio.socket.socket(family, kind, proto)
+        except OSError as exc:
+            last = exc
+            continue
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _set_keepalive(sock)  # type: ignore[arg-type]  # trio's socket has the same methods
+            await sock.connect(sockaddr)
+        except OSError as exc:
+            sock.close()
+            last = exc
+            continue
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    if last is None:
+        raise NetworkError(f"cannot connect to {where}: the name has no addresses")
+    raise _network_error(last, f"cannot connect to {where}") from last
+
+
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+async def _start_tls(
+    stream: trio.SocketStream, context: ssl.SSLContext, address: tuple[str, int], where: str
+) -> trio.SSLStream[trio.SocketStream]:
+    unix = _is_unix(address)
+    if unix and context.check_hostname:
+        raise NetworkError(
+            f"TLS to {where}: a Unix socket has no host name to verify; "
+            "set tlsAllowInvalidHostnames=true"
+        )
+    try:
+        # https_compatible: a peer that closes without TLS's goodbye is an end of stream,
+        # as with the blocking transport's sockets
+        tls = trio.SSLStream(
+            stream, context, server_hostname=None if unix else address[0], https_compatible=True
+        )
+        await tls.do_handshake()
+    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        raise _stream_error(exc, f"TLS handshake with {where} failed") from exc
+    except (ValueError, UnicodeError) as exc:  # a host name ssl cannot use as SNI
+        raise NetworkError(f"TLS handshake with {where} failed: {exc}") from exc
+    return tls
+
+
+def _stream_error(exc: Exception, context: str) -> NetworkError:
+    """Our error for trio's stream errors, from the socket or TLS failure behind them."""
+    cause = exc.__cause__
+    if isinstance(cause, OSError):  # ssl.SSLError included
+        return _network_error(cause, context)
+    if isinstance(exc, trio.ClosedResourceError):
+        return NetworkError(f"{context}: the connection was closed")
+    return NetworkError(f"{context}: {cause or exc or type(exc).__name__}")
+
+
+class TrioStream:
+    """A connected trio stream (maybe TLS) whose every failure is a NetworkError naming
+    ``where``; ``sock`` is the socket under it, which :meth:`close` closes."""
+
+    def __init__(self, stream: trio.abc.Stream, sock: trio.socket.SocketType, where: str) -> None:
+        self._stream = stream
+        self._sock = sock
+        self.where = where
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def send_all(self, buffers: Sequence[Buffer], timeout: float | None) -> None:
+        """Write every buffer, in order, within ``timeout`` seconds."""
+        self._check_open()
+        data = buffers[0] if len(buffers) == 1 else b"".join(buffers)
+        with trio.move_on_after(math.inf if timeout is None else timeout) as limit:
+            try:
+                await self._stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise _stream_error(exc, f"sending to {self.where} failed") from exc
+        if limit.cancelled_caught:
+            raise NetworkTimeout(f"sending to {self.where} failed: timed out")
+
+    async def receive(self, timeout: float | None) -> bytes:
+        """What arrives next (at most 64 KiB); ``b""`` at the end of the stream."""
+        self._check_open()
+        data: bytes | bytearray = b""
+        with trio.move_on_after(math.inf if timeout is None else timeout) as limit:
+            try:
+                data = await self._stream.receive_some(_RECEIVE_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise _stream_error(exc, f"reading from {self.where} failed") from exc
+        if limit.cancelled_caught:
+            raise NetworkTimeout(f"reading from {self.where} failed: timed out")
+        return bytes(data) if isinstance(data, bytearray) else data
+
+    def close(self) -> None:
+        """Close the socket now (idempotent): a task blocked on it wakes with NetworkError."""
+        if self._closed:
+            return
+        self._closed = True
+        self._sock.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise NetworkError(f"the connection to {self.where} is closed")
