@@ -19,7 +19,7 @@ import re
 import types
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, overload
 
 import bson
 import bson.codec_options
@@ -46,8 +46,10 @@ _PYMONGO_ERROR_NAMES = frozenset(
     if isinstance(value, type) and issubclass(value, BaseException)
 )
 
-#: our class names that are PyMongo's under another name
-_SAME_TYPE = {"RawDocument": "RawBSONDocument", "RawArray": "list"}
+#: our class names that are PyMongo's under another name; a SON (a dict that keeps PyMongo's
+#: index documents in order) equals the dict ours gives, so the name is not compared: snippets
+#: that ask for ``document_class=SON`` compare the type's name themselves
+_SAME_TYPE = {"RawDocument": "RawBSONDocument", "RawArray": "list", "SON": "dict"}
 
 #: the names every snippet may use; both namespaces define each of them
 _COMMON_NAMES = (
@@ -233,9 +235,15 @@ Snippet = Callable[[Any, Any], Any]
 SNIPPETS: list[Any] = []
 
 
+@overload
+def snippet(fn: Snippet, *, simulator_gap: None = None, ours_gap: None = None) -> Snippet: ...
+@overload
+def snippet(
+    fn: None = None, *, simulator_gap: str | None = None, ours_gap: str | None = None
+) -> Callable[[Snippet], Snippet]: ...
 def snippet(
     fn: Snippet | None = None, *, simulator_gap: str | None = None, ours_gap: str | None = None
-) -> Any:
+) -> Snippet | Callable[[Snippet], Snippet]:
     """Register a snippet; ``simulator_gap`` names what the simulator lacks for it,
     ``ours_gap`` what our client still does differently (an expected failure, strict)."""
 

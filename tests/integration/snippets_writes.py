@@ -90,7 +90,8 @@ def first_clause(exc: Exception) -> str:
 @snippet
 def update_without_operators_is_refused(client: Any, ns: Any) -> Any:
     refused = []
-    for update in ({"x": 1}, {}, []):
+    updates: tuple[Any, ...] = ({"x": 1}, {}, [])
+    for update in updates:
         try:
             client[DB].things.update_one({}, update)
         except ValueError as exc:
