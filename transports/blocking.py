@@ -27,6 +27,7 @@ from __future__ import annotations
 import socket
 import ssl
 from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from mongo_sansio.errors import ConfigurationError, NetworkError, NetworkTimeout
@@ -59,9 +60,12 @@ def _is_unix(address: tuple[str, int]) -> bool:
     return port == 0 or "/" in host
 
 
-def make_ssl_context(settings: TlsSettings) -> ssl.SSLContext:
-    """The client-side context for ``settings`` (one per client; it caches sessions)."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+def make_ssl_context(
+    settings: TlsSettings, context_class: type[ssl.SSLContext] = ssl.SSLContext
+) -> ssl.SSLContext:
+    """The client-side context for ``settings`` (one per client; it caches sessions);
+    ``context_class`` may be a subclass whose sockets cooperate with an event loop (gevent's)."""
+    context = context_class(ssl.PROTOCOL_TLS_CLIENT)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
         if settings.ca_file is not None:
@@ -89,13 +93,16 @@ def open_stream(
     connect_timeout: float | None,
     socket_timeout: float | None,
     ssl_context: ssl.SSLContext | None = None,
+    sockets: ModuleType = socket,
 ) -> BlockingStream:
-    """Connect to ``address`` (see the module docstring); TLS when ``ssl_context`` is given."""
+    """Connect to ``address`` (see the module docstring); TLS when ``ssl_context`` is given.
+    ``sockets`` is the module whose ``socket`` and ``getaddrinfo`` connect: the standard
+    library's, or one with the same interface whose sockets wait cooperatively (gevent's)."""
     where = describe_address(address)
     if _is_unix(address):
-        sock = _connect_unix(address[0], connect_timeout, where)
+        sock = _connect_unix(address[0], connect_timeout, where, sockets)
     else:
-        sock = _connect_tcp(address, connect_timeout, where)
+        sock = _connect_tcp(address, connect_timeout, where, sockets)
     if ssl_context is not None:
         sock = _wrap_tls(sock, ssl_context, address, connect_timeout, where)
     stream = BlockingStream(sock, where, socket_timeout)
@@ -103,11 +110,13 @@ def open_stream(
     return stream
 
 
-def _connect_unix(path: str, timeout: float | None, where: str) -> socket.socket:
+def _connect_unix(
+    path: str, timeout: float | None, where: str, sockets: ModuleType
+) -> socket.socket:
     if not hasattr(socket, "AF_UNIX"):
         raise NetworkError(f"cannot connect to {where}: Unix sockets are not available here")
     try:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock: socket.socket = sockets.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     except OSError as exc:  # out of file descriptors, or the like
         raise _network_error(exc, f"cannot connect to {where}") from exc
     try:
@@ -124,16 +133,18 @@ def _connect_unix(path: str, timeout: float | None, where: str) -> socket.socket
     return sock
 
 
-def _connect_tcp(address: tuple[str, int], timeout: float | None, where: str) -> socket.socket:
+def _connect_tcp(
+    address: tuple[str, int], timeout: float | None, where: str, sockets: ModuleType
+) -> socket.socket:
     host, port = address
     try:
-        infos = socket.getaddrinfo(host, port, socket.AF_UNSPEC, socket.SOCK_STREAM)
+        infos = sockets.getaddrinfo(host, port, socket.AF_UNSPEC, socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:  # socket.gaierror; a name IDNA cannot encode
         raise NetworkError(f"cannot resolve {where}: {exc}") from exc
     last: OSError | None = None
     for family, kind, proto, _name, sockaddr in infos:
         try:
-            sock = socket.socket(family, kind, proto)
+            sock: socket.socket = sockets.socket(family, kind, proto)
         except OSError as exc:
             last = exc
             continue
@@ -244,7 +255,8 @@ class BlockingStream:
         try:
             if len(buffers) == 1:
                 self._sock.sendall(buffers[0])
-            elif isinstance(self._sock, ssl.SSLSocket) or not hasattr(self._sock, "sendmsg"):
+            elif hasattr(self._sock, "cipher") or not hasattr(self._sock, "sendmsg"):
+                # a TLS socket (ssl's, or gevent's, which is no ssl.SSLSocket) cannot gather
                 self._sock.sendall(b"".join(buffers))
             else:
                 self._send_gathered(buffers)
@@ -292,6 +304,18 @@ class BlockingStream:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+
+    def forget(self) -> None:
+        """Close the file descriptor without a word to the peer: no shutdown, no TLS goodbye.
+        For a process forked from the one that opened the stream, whose parent still uses the
+        connection (a shutdown would end it for both)."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             self._sock.close()
         except OSError:

@@ -3,7 +3,8 @@
 :class:`Engine` is the shared :class:`~.._engine_base.EngineBase` (the client core and the
 preparation of each operation) run by the synchronous interpreter on
 :class:`~._runtime.ThreadRuntime`.  Every decision is the core's.  The gevent client reuses it
-with a greenlet runtime.
+with a greenlet runtime (a subclass whose :meth:`Engine.new_runtime` gives one); a forked child
+gets a new runtime of the same kind (:mod:`.._fork`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from mongo_sansio.client import ClientSettings
 from mongo_sansio.client.srv_polling import SrvSource
 from mongo_sansio.flow import Flow
 
-from .._engine_base import EngineBase
+from .._engine_base import EngineBase, Primitives
 from .._sync import SyncInterpreter, SyncRuntime
 from ._runtime import ThreadRuntime
 
@@ -46,28 +47,43 @@ class Engine(EngineBase):
         srv: SrvSource | None = None,
         resolver: Any = None,
     ) -> None:
-        if runtime is None:
-            ssl_context = make_ssl_context(settings.tls) if settings.tls.enabled else None
-            runtime = ThreadRuntime(ssl_context, resolver)
-        self.runtime = runtime
-        self.interpreter = SyncInterpreter(runtime)
+        self.settings = settings
+        self.resolver = resolver
+        primitives = self._use(self.new_runtime() if runtime is None else runtime)
         super().__init__(
             settings,
             metadata=metadata,
-            spawn=self.interpreter.spawn,
-            close_stream=runtime.close_stream,
-            monotonic=runtime.monotonic,
-            lock=runtime.lock,
+            spawn=primitives.spawn,
+            close_stream=primitives.close_stream,
+            monotonic=primitives.monotonic,
+            lock=primitives.lock,
             publish=publish,
             faas=faas,
             topology_id=topology_id,
             srv=srv,
         )
 
+    def new_runtime(self) -> SyncRuntime:
+        """A runtime of this engine's kind, for its settings: threads and blocking sockets."""
+        tls = self.settings.tls
+        return ThreadRuntime(make_ssl_context(tls) if tls.enabled else None, self.resolver)
+
+    def renewed_runtime(self) -> Primitives:
+        return self._use(self.new_runtime())
+
+    def _use(self, runtime: SyncRuntime) -> Primitives:
+        self.runtime = runtime
+        self.interpreter = SyncInterpreter(runtime)
+        return Primitives(
+            self.interpreter.spawn, runtime.close_stream, runtime.monotonic, runtime.lock
+        )
+
     def run(self, flow: Flow[T], *, timeout: float | None = None, session: Any = None) -> T:
         """Run an operation flow of the core to its result (see
         :meth:`~.._engine_base.EngineBase.operation`)."""
-        result: T = self.interpreter.run(self.operation(flow, timeout, session))
+        # operation() first: in a forked child it renews the runtime, and so the interpreter
+        task = self.operation(flow, timeout, session)
+        result: T = self.interpreter.run(task)
         return result
 
     def close(self) -> None:

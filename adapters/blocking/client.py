@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 
 from mongo_sansio.bson import ObjectId
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
@@ -121,6 +121,9 @@ class MongoClient(ClosesOnExit):
     (default: the system's name servers through dnspython).
     """
 
+    #: the engine, and so the runtime, every operation runs on (the gevent client's differs)
+    engine_class: ClassVar[type[Engine]] = Engine
+
     def __init__(
         self,
         host: str = "mongodb://localhost:27017",
@@ -158,7 +161,7 @@ class MongoClient(ClosesOnExit):
         topology_id = ObjectId()
         metadata = client_metadata(self._settings.handshake.app_name)
         publisher = Publisher(event_listeners, log_settings=log_settings, topology_id=topology_id)
-        self._engine = Engine(
+        self._engine = self.engine_class(
             self._settings,
             metadata=metadata,
             faas="name" in metadata.get("env", {}),
