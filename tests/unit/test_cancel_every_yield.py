@@ -287,8 +287,8 @@ class World:
         assert len({id(s) for s in pooled}) == len(pooled), "a server session pooled twice"
         sessions = [*self.implicit, *([self.explicit] if self.explicit is not None else [])]
         live = [s.server_session for s in sessions if not s.ended and s.server_session]
-        for server_session in live:
-            assert all(s is not server_session for s in pooled), f"{server_session} pooled"
+        for bound in live:
+            assert all(s is not bound for s in pooled), f"{bound} is pooled while in use"
         for session in self.implicit:
             assert session.cursor_holds == 0
             assert session.ended, f"{session} was never given back"
@@ -303,38 +303,27 @@ class World:
             assert not self.explicit.in_use
 
 
-class _Counting:
-    """Counts the primitives its flow yields (how far a cut can go)."""
-
-    def __init__(self, flow: Flow) -> None:
-        self.flow = flow
-        self.count = 0
-
-    def __iter__(self) -> _Counting:
-        return self
-
-    def __next__(self) -> Any:
-        return self.send(None)
-
-    def send(self, value: Any) -> Any:
-        request = self.flow.send(value)
-        self.count += 1
-        return request
-
-    def throw(self, error: BaseException, *args: Any) -> Any:
-        request = self.flow.throw(error)
-        self.count += 1
-        return request
-
-    def close(self) -> None:
-        self.flow.close()
+def _counted(flow: Flow, count: list[int]) -> Flow:
+    """``flow``, counting in ``count[0]`` the primitives it yields (how far a cut can go)."""
+    answer: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            request = flow.send(answer) if error is None else flow.throw(error)
+        except StopIteration as stop:
+            return stop.value
+        count[0] += 1
+        try:
+            answer, error = (yield request), None
+        except Exception as exc:  # a failure the runtime threw in: the flow's to handle
+            answer, error = None, exc
 
 
 def primitives_of(case: Case) -> int:
     world = World(case)
-    counting = _Counting(world.flow())
-    world.loop.run(counting)
-    return counting.count
+    count = [0]
+    world.loop.run(_counted(world.flow(), count))
+    return count[0]
 
 
 def cut(case: Case, k: int, throw: bool) -> World:
