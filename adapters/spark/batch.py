@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import (
     DataSourceReader,
     EqualTo,
@@ -56,8 +56,9 @@ _PUSHABLE = {Kind.INT, Kind.LONG, Kind.DOUBLE, Kind.BOOLEAN, Kind.STRING, Kind.D
 @contextmanager
 def open_collection(options: SourceOptions) -> Iterator[Any]:
     """A client of its own for this call, closed on the way out (never pickled, fork-safe)."""
-    from mongo_sansio.adapters.blocking import MongoClient
     from mongo_sansio.ops.write_concern import WriteConcern
+
+    from ..blocking import MongoClient
 
     client = MongoClient(options.uri)
     try:
@@ -110,7 +111,7 @@ def plan_partitions(options: SourceOptions) -> list[dict[str, Any]]:
     return range_filters(choose_boundaries(sample, options.partitions, count))
 
 
-class MongoPartition(InputPartition):  # type: ignore[misc]
+class MongoPartition(InputPartition):
     """One ``_id`` range (canonical Extended JSON of its ``$match`` filter)."""
 
     def __init__(self, index: int, filter_json: str) -> None:
@@ -136,12 +137,14 @@ def _to_match(item: Filter, tree: Struct | None) -> dict[str, Any] | None:
     field = ".".join(path)
     if isinstance(item, EqualTo):
         return {field: item.value}
-    operators = {GreaterThan: "$gt", GreaterThanOrEqual: "$gte", LessThan: "$lt", LessThanOrEqual: "$lte"}
+    operators: dict[type[Filter], str] = {
+        GreaterThan: "$gt", GreaterThanOrEqual: "$gte", LessThan: "$lt", LessThanOrEqual: "$lte",
+    }
     for kind, operator in operators.items():
         if isinstance(item, kind):
-            return {field: {operator: item.value}}
+            return {field: {operator: getattr(item, "value", None)}}
     if isinstance(item, In):
-        return {field: {"$in": list(item.value)}}
+        return {field: {"$in": list(getattr(item, "value", ()))}}
     if isinstance(item, IsNull):
         return {field: None}
     if isinstance(item, IsNotNull):
@@ -149,7 +152,7 @@ def _to_match(item: Filter, tree: Struct | None) -> dict[str, Any] | None:
     return None
 
 
-class MongoBatchReader(DataSourceReader):  # type: ignore[misc]
+class MongoBatchReader(DataSourceReader):
     """Reads a collection (through the user's pipeline) in ``_id``-range partitions."""
 
     def __init__(self, options: SourceOptions, schema: StructType, inferred: Struct | None) -> None:

@@ -39,7 +39,7 @@ STREAM_OPTIONS = frozenset({
 })
 
 
-class MongoDataSource(DataSource):  # type: ignore[misc]
+class MongoDataSource(DataSource):
     """MongoDB collections and change streams for Spark (format ``mongo_sansio``)."""
 
     def __init__(self, options: dict[str, str]) -> None:

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -39,6 +39,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import (
+    DataType,
     LongType,
     StringType,
     StructField,
@@ -68,7 +69,7 @@ _CLUSTER_TIME = StructType([StructField("t", LongType(), True), StructField("i",
 
 def event_schema(options: SourceOptions) -> StructType:
     """The stream's columns: fixed, whatever the collection holds."""
-    document = StringType()
+    document: DataType = StringType()
     if options.document_format == "variant":
         from pyspark.sql.types import VariantType
 
@@ -152,7 +153,7 @@ def fix_initial_offset(options: SourceOptions) -> StreamOffset:
     return offset
 
 
-class StreamPartition(InputPartition):  # type: ignore[misc]
+class StreamPartition(InputPartition):
     def __init__(self, start: str, end: str, index: int, partitions: int) -> None:
         super().__init__(index)
         self.start = start
@@ -161,7 +162,7 @@ class StreamPartition(InputPartition):  # type: ignore[misc]
         self.partitions = partitions
 
 
-class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         expected = event_schema(options)
         if schema != expected:
@@ -199,7 +200,7 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
 
     def _collection(self) -> Any:
         if self._collection_client is None:
-            from mongo_sansio.adapters.blocking import MongoClient
+            from ..blocking import MongoClient
 
             client = MongoClient(self.options.uri)
             self._collection_client = (client, client[self.options.database][self.options.collection])

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
@@ -42,7 +42,7 @@ _DUPLICATE_KEY = 11000
 
 
 @attrs.frozen
-class WriteSummary(WriterCommitMessage):  # type: ignore[misc]
+class WriteSummary(WriterCommitMessage):
     rows: int = 0
     inserted: int = 0
     upserted: int = 0
@@ -150,7 +150,7 @@ def write_rows(options: SourceOptions, batches: Iterator[pa.RecordBatch]) -> Wri
     return WriteSummary(**summary)
 
 
-class MongoWriter(DataSourceArrowWriter):  # type: ignore[misc]
+class MongoWriter(DataSourceArrowWriter):
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
@@ -159,7 +159,7 @@ class MongoWriter(DataSourceArrowWriter):  # type: ignore[misc]
         return write_rows(self.options, iterator)
 
 
-class MongoStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
+class MongoStreamWriter(DataSourceStreamArrowWriter):
     """A micro-batch replayed after a failure writes the same rows again: keyed replaces and
     updates make that a no-op, so the sink is exactly-once with the default operationType."""
 

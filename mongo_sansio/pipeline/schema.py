@@ -205,7 +205,7 @@ def widen(left: ColumnType, right: ColumnType) -> ColumnType:
     if isinstance(left, Array) and isinstance(right, Array):
         return Array(widen(left.element, right.element))
     if left in _NUMBERS and right in _NUMBERS:
-        return max(left, right, key=lambda kind: _NUMBERS[kind])  # type: ignore[arg-type,index]
+        return max(left, right, key=lambda kind: _NUMBERS[kind])
     return Kind.JSON  # a string column of rendered values (never a pushed-down filter's target)
 
 
@@ -290,7 +290,7 @@ def spark_type_name(column: ColumnType) -> str:
         return "struct<t: bigint, i: bigint>"
     if column in (Kind.NULL, Kind.DECIMAL, Kind.OBJECT_ID, Kind.JSON):
         return "string"
-    return column.value
+    return str(column.value)
 
 
 def render(value: Any) -> str:

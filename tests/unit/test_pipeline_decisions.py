@@ -245,7 +245,7 @@ def test_schema_hints() -> None:
 
 def test_sample_returns_distinct_documents_of_the_collection() -> None:
     docs = [{"_id": n} for n in range(50)]
-    now = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    now = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
     picked = run_pipeline(docs, [{"$sample": {"size": 10}}], now=now)
     assert len({d["_id"] for d in picked}) == 10
     assert len(run_pipeline(docs, [{"$sample": {"size": 500}}])) == 50
