@@ -95,7 +95,9 @@ class SyncInterpreter:
                 self.run(task)
             except MongoError:
                 pass  # a background task's last error has already been reported to the core
-            except BaseException:  # noqa: BLE001 - a bug in a background task must be seen
+            except BaseException as exc:  # noqa: BLE001 - a bug in a background task must be seen
+                if isinstance(exc, getattr(self.runtime, "task_stopped", ())):
+                    return  # the runtime stopped it on purpose (gevent's GreenletExit)
                 print(f"mongo-sansio: background task {name!r} failed:", file=sys.stderr)
                 traceback.print_exc()
 
