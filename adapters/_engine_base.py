@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from mongo_sansio.bson import ObjectId
+from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.client import ClientSettings
 from mongo_sansio.client.core import ClientCore, KillCursor
 from mongo_sansio.client.execute import drive, end_sessions, kill_cursors, operation_deadline
@@ -121,10 +122,17 @@ class EngineBase:
             self.core.close(self._monotonic())
             self._start_core(self.renewed_runtime())
 
-    def operation(self, flow: Flow[Any], timeout: float | None, session: Any) -> Task:
+    def operation(
+        self,
+        flow: Flow[Any],
+        timeout: float | None,
+        session: Any,
+        codec_options: CodecOptions | None = None,
+    ) -> Task:
         """The flow of primitives that runs ``flow`` as one operation.  ``timeout`` (seconds)
         is the collection's or database's timeoutMS, when set there; ``session`` the caller's
-        explicit session (a runtime's ``ClientSession``), None for an implicit one."""
+        explicit session (a runtime's ``ClientSession``), None for an implicit one;
+        ``codec_options`` encode the operation's commands (None: the defaults)."""
         self.own_core()
         deadline = operation_deadline(
             self._monotonic(), context=current_deadline(), own=timeout, client=self.settings.timeout
@@ -132,7 +140,9 @@ class EngineBase:
         with self.lock:
             self.core.require_open()
         core_session = None if session is None else session.core_session(self)
-        return drive(self.core, flow, deadline=deadline, session=core_session)
+        return drive(
+            self.core, flow, deadline=deadline, session=core_session, codec_options=codec_options
+        )
 
     def new_session(self, **options: Any) -> Session:
         """A new explicit session of this client (the core's half of ``ClientSession``)."""

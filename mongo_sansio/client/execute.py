@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.client.events import CommandMonitor
 from mongo_sansio.client.link import exchange
 from mongo_sansio.client.runtime import Signal, Wait
@@ -90,6 +91,7 @@ class _Operation:
         "explicit",
         "sessions",
         "context",
+        "codec_options",
     )
 
     def __init__(
@@ -106,6 +108,7 @@ class _Operation:
         self.explicit = explicit
         self.sessions: list[Session] = []  # every session a command of the operation used
         self.context: OperationContext | None = None
+        self.codec_options: CodecOptions | None = None
 
     def session(self) -> Session:
         """The operation's session: the caller's, else an implicit one made on first use."""
@@ -145,10 +148,17 @@ class _Operation:
 
 
 def drive(
-    core: ClientCore, flow: Flow, *, deadline: float | None = None, session: Session | None = None
+    core: ClientCore,
+    flow: Flow,
+    *,
+    deadline: float | None = None,
+    session: Session | None = None,
+    codec_options: CodecOptions | None = None,
 ) -> Flow:
     """Run the operation ``flow`` on ``core``; returns its result (see the module docstring).
-    ``session`` is the caller's explicit session (None: an implicit one when needed).
+    ``session`` is the caller's explicit session (None: an implicit one when needed);
+    ``codec_options`` encode its commands (its collection's: a ``uuid.UUID`` in a filter needs
+    the collection's uuidRepresentation).
 
     Whatever stops this flow (an error, the runtime closing it), ``flow`` is closed too and
     no connection stays checked out."""
@@ -164,6 +174,7 @@ def drive(
     operation = _Operation(
         core, deadline, core.next_request_id() if core.publish is not None else None, session
     )
+    operation.codec_options = codec_options
     answer: Any = None
     error: MongoError | None = None
     try:
@@ -220,7 +231,10 @@ def _in_transaction(operation: _Operation, request: SelectServer) -> SelectServe
     if request.read_preference.mode is Mode.PRIMARY:
         return request
     return SelectServer(
-        ReadPreference(mode=Mode.PRIMARY), request.for_writes, request.deprioritized, request.operation
+        ReadPreference(mode=Mode.PRIMARY),
+        request.for_writes,
+        request.deprioritized,
+        request.operation,
     )
 
 
@@ -250,7 +264,12 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
         publish = core.publish
         if publish is None:
             reply = yield from exchange(
-                link, request.db, body, sequences=request.sequences, deadline=exchange_deadline
+                link,
+                request.db,
+                body,
+                sequences=request.sequences,
+                deadline=exchange_deadline,
+                codec_options=operation.codec_options,
             )
             document: Mapping[str, Any] = reply.document
         else:
@@ -263,6 +282,10 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
         core.sessions.failed(session, body, failure)
         raise
     finally:
+        if link.broken and session is not None and session.server_session is not None:
+            # cut mid-exchange (cancelled, a network error): the server may still hold state
+            # for this session, so it is never handed out again
+            session.server_session.dirty = True
         core.check_in(link)
 
 
@@ -300,7 +323,13 @@ def _monitored(
 
     try:
         reply = yield from exchange(
-            link, db, body, sequences=sequences, deadline=deadline, before_send=on_sent
+            link,
+            db,
+            body,
+            sequences=sequences,
+            deadline=deadline,
+            before_send=on_sent,
+            codec_options=operation.codec_options,
         )
     except MongoError as exc:
         if monitor is not None:

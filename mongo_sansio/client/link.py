@@ -30,6 +30,7 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.client.runtime import OpenStream, Receive, SendAll
 from mongo_sansio.connection import (
     CLOSED,
@@ -186,15 +187,21 @@ def exchange(
     exhaust_allowed: bool = False,
     deadline: float | None,
     before_send: Callable[[], None] | None = None,
+    codec_options: CodecOptions | None = None,
 ) -> LinkFlow:
     """Send ``body`` on ``link`` and return the :class:`Reply`.  An encoding error (a document
     too large, a bad value) leaves the link as it was; anything after the first byte was
     written breaks it.  ``before_send`` runs once the bytes are ready (command monitoring's
-    started event)."""
+    started event); ``codec_options`` encode the body (the operation's collection's)."""
     if link.broken:
         raise NetworkError(f"connection {link.id} to {link.address[0]}:{link.address[1]} is closed")
     buffers = link.machine.send_command(
-        db, body, sequences=sequences, op_query=op_query, exhaust_allowed=exhaust_allowed
+        db,
+        body,
+        sequences=sequences,
+        op_query=op_query,
+        exhaust_allowed=exhaust_allowed,
+        codec_options=codec_options,
     )
     try:
         # the machine now awaits this request's reply: whatever fails from here on, even
@@ -233,7 +240,5 @@ def _read_reply(link: Link, deadline: float | None) -> LinkFlow:
         if isinstance(reply, Reply):
             return reply
         if reply is CLOSED:
-            raise NetworkError(
-                f"{link.address[0]}:{link.address[1]} closed the connection"
-            )
+            raise NetworkError(f"{link.address[0]}:{link.address[1]} closed the connection")
         raise LocalProtocolError(f"unexpected connection output {reply!r}")

@@ -238,8 +238,10 @@ class Connection:
         op_query: bool = False,
         exhaust_allowed: bool = False,
         more_to_come: bool = False,
+        codec_options: CodecOptions | None = None,
     ) -> list[Buffer]:
-        """The bytes of ``body`` run against ``db``, as buffers to write in order.
+        """The bytes of ``body`` run against ``db``, as buffers to write in order (values
+        encoded with ``codec_options``, default the defaults).
 
         ``op_query`` sends a legacy OP_QUERY to ``db.$cmd`` (the first hello only: no
         ``$db``, no compression, not allowed with a Stable API version).  ``sequences``
@@ -289,6 +291,7 @@ class Connection:
                 flags=flags,
                 compressor=self._compressor,
                 max_message_size=self._max_message_size,
+                codec_options=codec_options,
             )
         # Encoding succeeded: only now does the machine move.
         self._state = TRANSITIONS[_IDLE, _I.SEND_NO_REPLY if more_to_come else _I.SEND]

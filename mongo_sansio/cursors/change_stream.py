@@ -519,6 +519,16 @@ class ChangeStream:
             return ResumeDecision.RAISE
         return ResumeDecision.RESUME
 
+    def interrupt(self) -> None:
+        """A call on the stream was cut mid-way (its task cancelled, a timeout around it):
+        nothing is lost -- the resume token is the last event returned -- so the next call
+        resumes from there.  A stream cut before its first aggregate answered is closed."""
+        if self._state in (_State.OPEN, _State.RESUMING, _State.RESUME_PENDING):
+            self._state = _State.RESUME_PENDING
+            self._fragments.reset()
+        elif self._state is _State.NEW:
+            self.close()
+
     def begin_resume(self) -> KillCursors | None:
         """Start a resume: forget the old cursor (returning the killCursors to send for it, to
         its own server, errors ignored) and any partly received split event."""

@@ -162,7 +162,7 @@ def _after_error(cs: ChangeStream) -> Flow[None]:
 
 
 def _abandon(cs: ChangeStream) -> None:
-    # Not a library error (the adapter closed the generator, or a bug): no more requests may be
-    # yielded, so the stream is closed without killCursors (the server reaps idle cursors).
-    if not cs.needs_resume:
-        cs.close()
+    # Not a library error (the task was cancelled, a timeout around the call, a bug): no more
+    # requests may be yielded now; the stream resumes from its token on the next call (the old
+    # cursor gets its killCursors then).
+    cs.interrupt()

@@ -56,6 +56,7 @@ __all__ = [
     "Namespace",
     "InvalidNamespace",
     "Cursor",
+    "CursorInterrupted",
     "COMMENT_ON_GET_MORE_WIRE_VERSION",
     "cursor_next",
     "cursor_try_next",
@@ -125,6 +126,10 @@ def _post_batch_resume_token(section: Mapping[str, Any]) -> Mapping[str, Any] | 
     return token
 
 
+class CursorInterrupted(InvalidOperation):
+    """A cursor was used after one of its getMores was cut mid-way (its batch is lost)."""
+
+
 class Cursor:
     """One server cursor and the documents of its current batch.
 
@@ -169,6 +174,9 @@ class Cursor:
         #: implicit one goes back to the pool only when the server holds the cursor no more
         self.session: Any = None
         self._holding = False
+        #: a getMore was cut while its reply was awaited: the server moved on, that batch is
+        #: lost, so the cursor must not carry on as if nothing happened
+        self.interrupted = False
 
     def hold_session(self, session: Any) -> None:
         """Keep ``session`` for the cursor's later commands (held while the cursor is alive)."""
@@ -387,6 +395,17 @@ def _get_more(cursor: Cursor) -> Flow[None]:
         cursor.handle_get_more_error(error)
         yield from cursor_close(cursor)
         raise
+    except BaseException:
+        cursor.interrupted = True
+        raise
+
+
+def _check_interrupted(cursor: Cursor) -> Flow[None]:
+    yield from cursor_close(cursor)
+    raise CursorInterrupted(
+        "the cursor's last getMore was interrupted while its reply was awaited: that "
+        "batch is lost, so the cursor is closed (open a new one to read on)"
+    )
 
 
 def cursor_close(cursor: Cursor) -> Flow[None]:
@@ -407,6 +426,8 @@ def _after_document(cursor: Cursor) -> Flow[None]:
 def cursor_next(cursor: Cursor) -> Flow[Any | None]:
     """The next document, sending getMores while batches come back empty and the cursor is
     alive; None once the cursor is exhausted (its server cursor then closed)."""
+    if cursor.interrupted:
+        yield from _check_interrupted(cursor)
     while True:
         document = cursor.next_buffered()
         if document is not None:
@@ -420,6 +441,8 @@ def cursor_next(cursor: Cursor) -> Flow[Any | None]:
 
 def cursor_try_next(cursor: Cursor) -> Flow[Any | None]:
     """The next document, sending at most one getMore; None when that batch was empty too."""
+    if cursor.interrupted:
+        yield from _check_interrupted(cursor)
     document = cursor.next_buffered()
     if document is None:
         if not cursor.can_get_more:
@@ -435,6 +458,8 @@ def cursor_try_next(cursor: Cursor) -> Flow[Any | None]:
 def cursor_next_batch(cursor: Cursor) -> Flow[list[Any]]:
     """The rest of the current batch, or the next non-empty one; an empty list once the cursor
     is exhausted."""
+    if cursor.interrupted:
+        yield from _check_interrupted(cursor)
     while True:
         documents = cursor.take_buffered()
         if documents:

@@ -55,6 +55,7 @@ from mongo_sansio.cursors import (
     cursor_close,
     cursor_next,
 )
+from mongo_sansio.cursors.cursor import CursorInterrupted
 from mongo_sansio.flow import GetContext, Sleep
 from mongo_sansio.ops.collection import CollectionOps
 from mongo_sansio.ops.transactions import commit_transaction
@@ -343,7 +344,9 @@ def check_every_cut(case: Case) -> int:
             try:
                 world.assert_consistent()
             except AssertionError as exc:
-                raise AssertionError(f"{case}: cut at {k} of {total} (throw={throw}): {exc}") from exc
+                raise AssertionError(
+                    f"{case}: cut at {k} of {total} (throw={throw}): {exc}"
+                ) from exc
     return total
 
 
@@ -398,7 +401,7 @@ def test_the_flows_are_what_they_claim() -> None:
     assert not task.done and len(world.core._topology_waiters) == 1
 
 
-# -- gaps the cuts expose (strict xfails: each passes, and must be flipped, once fixed) ----------
+# -- what a cut in the middle of an exchange must not cost ---------------------------------------
 
 
 def _cut_mid_exchange(world: World, flow: Flow) -> None:
@@ -416,11 +419,6 @@ def _cut_mid_exchange(world: World, flow: Flow) -> None:
     assert world.loop.run(flow, cut_after=k) is NOT_FINISHED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core gap: run_command marks the server session dirty on a NetworkError only; a "
-    "command cut in flight (its connection closed) leaves it clean and pooled for reuse",
-)
 def test_a_command_cut_in_flight_dirties_its_server_session() -> None:
     world = World(Case("insert"))
     _cut_mid_exchange(world, world.flow())
@@ -428,11 +426,6 @@ def test_a_command_cut_in_flight_dirties_its_server_session() -> None:
     assert session.server_session is not None and session.server_session.dirty
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core gap: a cut getMore leaves the cursor alive; the next getMore returns the batch "
-    "after the lost one, so iteration silently skips documents",
-)
 def test_a_cursor_whose_get_more_was_cut_does_not_skip_documents() -> None:
     world = World(Case("find"))
     cursor = world.loop.run(world.operation(world.things.find({}, batch_size=2)))
@@ -441,20 +434,13 @@ def test_a_cursor_whose_get_more_was_cut_does_not_skip_documents() -> None:
     # cut while the getMore's reply is awaited (its 6th primitive: Now, Now, SendAll, Receive)
     assert world.loop.run(getmore, cut_after=6) is NOT_FINISHED
     assert len(world.server.commands("getMore")) == 1
-    try:
-        while (document := world.loop.run(world.operation(cursor_next(cursor)))) is not None:
-            documents.append(document)
-    except Exception:  # noqa: BLE001 - refusing to go on is an acceptable answer
-        return
-    assert [d["_id"] for d in documents] == [0, 1, 2, 3, 4]
+    # the lost batch is not skipped silently: the cursor refuses to go on (and is closed)
+    with pytest.raises(CursorInterrupted):
+        world.loop.run(world.operation(cursor_next(cursor)))
+    assert [d["_id"] for d in documents] == [0, 1]
+    assert not cursor.alive
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core gap: a change stream's next() cut mid-getMore closes the stream "
-    "(change_stream_flow._abandon) instead of leaving it to resume from its token, so a "
-    "timed-out wait (asyncio.wait_for, trio.move_on_after) ends the stream",
-)
 def test_a_change_stream_survives_a_cancelled_next() -> None:
     world = World(Case("change"))
     stream = world.stream
