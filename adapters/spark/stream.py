@@ -61,7 +61,7 @@ __all__ = ["MongoStreamReader", "event_row", "event_schema", "fix_initial_offset
 
 INITIAL_OFFSET_FILE = "mongo_sansio_initial_offset.json"
 # A read-ahead with no limit stops after this long even if events keep coming.
-READ_AHEAD_SECONDS = 2.0
+READ_AHEAD_SECONDS = 10.0
 _HISTORY_LOST = 286
 _DOCUMENT_COLUMNS = ("documentKey", "fullDocument", "fullDocumentBeforeChange", "updateDescription")
 _CLUSTER_TIME = StructType([StructField("t", LongType(), True), StructField("i", LongType(), True)])
