@@ -91,6 +91,9 @@ class Driver:
     #: the library's ``SearchIndexModel(definition, name=None, type=None)`` (None: no search
     #: index helpers)
     search_index_model: Any = None
+    #: the library's cursor types by the format's ``cursorType`` (nonTailable, tailable,
+    #: tailableAwait); empty: the runner cannot ask for one
+    cursor_types: Mapping[str, Any] = attrs.field(factory=dict)
 
     def listener_bases(self) -> tuple[type, ...]:
         bases = tuple(getattr(self.monitoring, n) for n in LISTENER_BASES if hasattr(self.monitoring, n))
@@ -117,6 +120,12 @@ PYMONGO_TXN_STATES = {1: "none", 2: "starting", 3: "in_progress", 4: "committed"
 def _pymongo_transaction_state(session: Any) -> str | None:
     state = getattr(getattr(session, "_transaction", None), "state", None)
     return PYMONGO_TXN_STATES.get(state) if isinstance(state, int) else None
+
+
+def _cursor_types(cursor_type: Any) -> dict[str, Any]:
+    """The format's cursorType names, on a class with PyMongo's cursor type names."""
+    names = {"nonTailable": "NON_TAILABLE", "tailable": "TAILABLE", "tailableAwait": "TAILABLE_AWAIT"}
+    return {k: getattr(cursor_type, v) for k, v in names.items() if hasattr(cursor_type, v)}
 
 
 def _pymongo_session_dirty(session: Any) -> bool | None:
@@ -240,6 +249,7 @@ def pymongo_driver() -> Driver:
         timeout=pymongo.timeout,
         close_in_background=True,
         search_index_model=importlib.import_module("pymongo.operations").SearchIndexModel,
+        cursor_types=_cursor_types(pymongo.CursorType),
     )
 
 
@@ -387,6 +397,7 @@ def sansio_driver() -> Driver:
         session_dirty=_sansio_session_dirty,
         timeout=getattr(blocking, "timeout", None),
         search_index_model=getattr(blocking, "SearchIndexModel", None),
+        cursor_types=_cursor_types(_optional_attribute("mongo_sansio.ops.crud_commands", "CursorType")),
     )
 
 

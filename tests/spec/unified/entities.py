@@ -224,9 +224,7 @@ def _collection_options(driver: Driver, options: Mapping[str, Any]) -> dict[str,
         elif key == "readPreference":
             converted["read_preference"] = driver.read_preference(value)
         elif key == "timeoutMS":
-            raise UnsupportedInTest(
-                "timeoutMS as a database/collection option (PyMongo's API has none to mirror)"
-            )
+            converted["timeoutMS"] = value  # PyMongo has none: call_api then skips, naming it
         else:
             raise UnsupportedInTest(f"collection/database option {key!r} is not supported by this runner")
     return converted
@@ -313,7 +311,7 @@ def create_entity(
             elif key == "snapshotTime":
                 options["snapshot_time"] = entities[value] if isinstance(value, str) else value
             elif key == "defaultTimeoutMS":
-                raise UnsupportedInTest("session option defaultTimeoutMS (PyMongo's API has none to mirror)")
+                options["defaultTimeoutMS"] = value  # PyMongo has none: call_api skips, naming it
             elif key == "defaultTransactionOptions":
                 if driver.transaction_options is None:
                     raise UnsupportedInTest("the client under test has no transactions")

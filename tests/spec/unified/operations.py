@@ -170,6 +170,26 @@ def _search_index(driver: Driver, collection: Any, name: str, args: dict[str, An
     )
 
 
+def _find(driver: Driver, collection: Any, name: str, args: dict[str, Any]) -> Any:
+    """find, createFindCursor and findOne: the options PyMongo sets on the cursor rather than
+    as find's keywords (cursorType as the library's constant, maxAwaitTimeMS by method)."""
+    if "timeoutMode" in args:
+        raise UnsupportedInTest("timeoutMode (PyMongo's API has none to mirror)")
+    if "cursorType" in args:
+        kind = args.pop("cursorType")
+        if kind not in driver.cursor_types:
+            raise UnsupportedInTest(f"the client under test has no cursor type {kind!r}")
+        args["cursorType"] = driver.cursor_types[kind]
+    max_await = args.pop("maxAwaitTimeMS", None)
+    filter_ = args.pop("filter", {})
+    if name == "findOne":
+        return call_api(collection, "find_one", filter_, **_options(driver, args))
+    cursor = call_api(collection, "find", filter_, **_options(driver, args))
+    if max_await is not None:
+        cursor = call_api(cursor, "max_await_time_ms", max_await)
+    return cursor if name == "createFindCursor" else list(cursor)
+
+
 def _collection(driver: Driver, collection: Any, name: str, arguments: dict[str, Any]) -> Any:
     args = dict(arguments)
     if name in ("insertOne",):
@@ -186,11 +206,16 @@ def _collection(driver: Driver, collection: Any, name: str, arguments: dict[str,
     if name in ("deleteOne", "deleteMany"):
         method = "delete_one" if name == "deleteOne" else "delete_many"
         return to_document(call_api(collection, method, args.pop("filter"), **_options(driver, args)))
-    if name in ("find", "createFindCursor"):
-        if "filter" not in args:
+    if name in ("find", "createFindCursor", "findOne"):
+        if "filter" not in args and name != "findOne":
             raise ValueError(f"{name} needs a filter")
-        cursor = call_api(collection, "find", args.pop("filter"), **_options(driver, args))
-        return cursor if name == "createFindCursor" else list(cursor)
+        return _find(driver, collection, name, args)
+    if name == "listIndexNames":
+        return list(call_api(collection, "index_information", **_options(driver, args)))
+    if name == "dropIndexes":
+        return call_api(collection, "drop_indexes", **_options(driver, args))
+    if name == "count":
+        raise UnsupportedInTest("the count helper (PyMongo 4 has no Collection.count; countDocuments replaces it)")
     if name == "aggregate":
         return list(call_api(collection, "aggregate", list(args.pop("pipeline")), **_options(driver, args)))
     if name == "countDocuments":
