@@ -33,12 +33,13 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
+from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.client import ClientSettings
 from mongo_sansio.client.srv_polling import SrvSource
 from mongo_sansio.flow import Flow
 
 from ._async import AsyncInterpreter, AsyncRuntime
-from ._engine_base import EngineBase
+from ._engine_base import EngineBase, Primitives
 
 __all__ = ["AsyncEngine", "BackgroundRuntime"]
 
@@ -64,6 +65,11 @@ class BackgroundRuntime(AsyncRuntime, Protocol):
         and wait for them; later spawns are dropped."""
         ...
 
+    def renewed(self) -> BackgroundRuntime:
+        """A new runtime of the same kind and settings, for the core a forked child builds
+        (the inherited one's tasks and streams belong to the parent's event loop)."""
+        ...
+
 
 class AsyncEngine(EngineBase):
     """See the module docstring.  ``metadata`` is the handshake's ``client`` document;
@@ -81,26 +87,42 @@ class AsyncEngine(EngineBase):
         topology_id: object = None,
         srv: SrvSource | None = None,
     ) -> None:
-        self.runtime = runtime
-        self.interpreter = AsyncInterpreter(runtime)
         self._hosting: AbstractAsyncContextManager[None] | None = None
+        primitives = self._use(runtime)
         super().__init__(
             settings,
             metadata=metadata,
-            spawn=self.interpreter.spawn,
-            close_stream=runtime.close_stream,
-            monotonic=runtime.monotonic,
+            spawn=primitives.spawn,
+            close_stream=primitives.close_stream,
+            monotonic=primitives.monotonic,
             publish=publish,
             faas=faas,
             topology_id=topology_id,
             srv=srv,
         )
 
-    async def run(self, flow: Flow[T], *, timeout: float | None = None, session: Any = None) -> T:
+    def renewed_runtime(self) -> Primitives:
+        return self._use(self.runtime.renewed())
+
+    def _use(self, runtime: BackgroundRuntime) -> Primitives:
+        self.runtime = runtime
+        self.interpreter = AsyncInterpreter(runtime)
+        return Primitives(self.interpreter.spawn, runtime.close_stream, runtime.monotonic)
+
+    async def run(
+        self,
+        flow: Flow[T],
+        *,
+        timeout: float | None = None,
+        session: Any = None,
+        codec_options: CodecOptions | None = None,
+    ) -> T:
         """Run an operation flow of the core to its result (see
         :meth:`~._engine_base.EngineBase.operation`)."""
+        # operation() first: in a forked child it renews the runtime, and so the interpreter
+        task = self.operation(flow, timeout, session, codec_options)
         self.runtime.start()
-        result: T = await self.interpreter.run(self.operation(flow, timeout, session))
+        result: T = await self.interpreter.run(task)
         return result
 
     async def start(self) -> None:

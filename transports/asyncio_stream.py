@@ -3,7 +3,7 @@
 :func:`open_stream` connects to an address -- ``(host, port)``, or a Unix socket given as
 ``(path, 0)`` or any host holding ``/`` -- within a timeout that also bounds the TLS handshake,
 and returns an :class:`AsyncioStream`: ``await send_all(buffers, timeout)``, ``await
-receive(timeout)`` and :meth:`~AsyncioStream.abort`, which is synchronous and wakes a task
+receive(timeout)`` and :meth:`~AsyncioStream.close`, which is synchronous and wakes a task
 blocked reading the stream (its read returns ``b""``, the end of the stream).
 
 The same promises as :mod:`mongo_sansio.transports.blocking`, whose helpers it shares (address
@@ -148,9 +148,9 @@ class AsyncioStream:
         except OSError as exc:  # TimeoutError included
             raise _network_error(exc, f"reading from {self.where} failed") from exc
 
-    def abort(self) -> None:
-        """Close at once (idempotent), dropping unsent bytes; a task reading the stream gets
-        its end (``b""``) as soon as the loop runs."""
+    def close(self) -> None:
+        """Close at once (idempotent; the transport is aborted, unsent bytes dropped): a task
+        reading the stream gets its end (``b""``) as soon as the loop runs."""
         if self._closed:
             return
         self._closed = True

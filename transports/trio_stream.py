@@ -27,7 +27,6 @@ import math
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
 
 import trio
 
@@ -62,17 +61,17 @@ async def open_stream(
     ``ssl_context`` is given; ``lookup`` resolves host names (default: :func:`lookup_host`)."""
     where = describe_address(address)
     phase = f"cannot connect to {where}"
-    stream: trio.abc.Stream | None = None
+    stream: trio.SocketStream | trio.SSLStream[trio.SocketStream] | None = None
     with trio.move_on_after(math.inf if timeout is None else timeout) as limit:
         if _is_unix(address):
-            sock = await _connect_unix(address[0], where)
+            plain = await _connect_unix(address[0], where)
         else:
-            sock = await _connect_tcp(address, where, lookup or lookup_host)
-        stream = trio.SocketStream(sock)
+            plain = await _connect_tcp(address, where, lookup or lookup_host)
+        stream, sock = plain, plain.socket
         if ssl_context is not None:
             phase = f"TLS handshake with {where} failed"
             try:
-                stream = await _start_tls(stream, ssl_context, address, where)
+                stream = await _start_tls(plain, ssl_context, address, where)
             except BaseException:
                 sock.close()
                 raise
@@ -105,61 +104,45 @@ async def lookup_host(host: str) -> list[str]:
     return found
 
 
-async def _connect_unix(path: str, where: str) -> trio.socket.SocketType:
+async def _connect_unix(path: str, where: str) -> trio.SocketStream:
     if not hasattr(socket, "AF_UNIX"):
         raise NetworkError(f"cannot connect to {where}: Unix sockets are not available here")
     try:
-        sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        return await trio.open_unix_socket(path)  # closes its socket when it fails
     except OSError as exc:
         raise _network_error(exc, f"cannot connect to {where}") from exc
-    try:
-        await sock.connect(path)
-    except (OSError, ValueError) as exc:  # ValueError: a path with a NUL
-        sock.close()
-        if isinstance(exc, ValueError):
-            raise NetworkError(f"cannot connect to {where}: {exc}") from exc
-        raise _network_error(exc, f"cannot connect to {where}") from exc
-    except BaseException:
-        sock.close()
-        raise
-    return sock
+    except ValueError as exc:  # a path with a NUL
+        raise NetworkError(f"cannot connect to {where}: {exc}") from exc
 
 
 async def _connect_tcp(
     address: tuple[str, int], where: str, lookup: HostLookup
-) -> trio.socket.SocketType:
+) -> trio.SocketStream:
     host, port = address
-    hosts = [host] if _is_ip_literal(host) else await lookup(host)
-    infos: list[tuple[Any, ...]] = []
-    for literal in hosts:
-        try:  # numeric only: answered by the C library at once, without any lookup
-            infos += socket.getaddrinfo(
-                literal, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST
-            )
-        except (OSError, UnicodeError) as exc:
-            raise NetworkError(f"cannot resolve {where}: {exc}") from exc
     last: OSError | None = None
-    for family, kind, proto, _name, sockaddr in infos:
+    # trio answers IP literals itself; its resolver thread is never asked about a name
+    for literal in [host] if _is_ip_literal(host) else await lookup(host):
         try:
-            sock = trio.socket.socket(family, kind, proto)
+            stream = await trio.open_tcp_stream(literal, port)  # TCP_NODELAY set
         except OSError as exc:
-            last = exc
+            last = _last_attempt(exc)
             continue
         try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            _set_keepalive(sock)  # type: ignore[arg-type]  # trio's socket has the same methods
-            await sock.connect(sockaddr)
-        except OSError as exc:
-            sock.close()
-            last = exc
-            continue
-        except BaseException:
-            sock.close()
-            raise
-        return sock
+            _set_keepalive(stream.socket)  # type: ignore[arg-type]  # the same methods
+        except OSError:
+            pass  # a socket that refuses options still carries bytes
+        return stream
     if last is None:
         raise NetworkError(f"cannot connect to {where}: the name has no addresses")
     raise _network_error(last, f"cannot connect to {where}") from last
+
+
+def _last_attempt(exc: OSError) -> OSError:
+    """The failure of the last address tried ("connection refused"), rather than trio's
+    summary of all of them."""
+    attempts = getattr(exc.__cause__, "exceptions", ())
+    failures = [attempt for attempt in attempts if isinstance(attempt, OSError)]
+    return failures[-1] if failures else exc
 
 
 def _is_ip_literal(host: str) -> bool:

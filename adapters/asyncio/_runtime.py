@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -33,9 +33,10 @@ else:
     from mongo_sansio.transports.asyncio_stream import AsyncioStream, open_stream
     from mongo_sansio.transports.dns_asyncio import AsyncioResolver, AsyncResolver
 
+from .._async_streams import AsyncStreams
+
 __all__ = ["AsyncioRuntime", "AsyncioEvent"]
 
-Buffer = bytes | bytearray | memoryview
 Target = Callable[[], Awaitable[None]]
 
 
@@ -62,13 +63,13 @@ class AsyncioEvent:
         return True
 
 
-class AsyncioRuntime:
+class AsyncioRuntime(AsyncStreams):
     """asyncio tasks and streams (see the module docstring).  ``ssl_context`` is the client's
     TLS context (None: plain TCP); ``resolver`` answers SRV polling's DNS questions."""
 
     def __init__(self, ssl_context: ssl.SSLContext | None, resolver: AsyncResolver | None = None):
+        super().__init__(resolver)
         self._ssl_context = ssl_context
-        self._resolver = resolver
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queued: list[tuple[Target, str]] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -131,25 +132,14 @@ class AsyncioRuntime:
         if late:
             await asyncio.wait(late)
 
-    # -- streams and DNS --------------------------------------------------------------------------
+    def renewed(self) -> AsyncioRuntime:
+        """A new runtime with these settings (for a forked child's new core)."""
+        return AsyncioRuntime(self._ssl_context, self._resolver)
+
+    # -- streams (sending, receiving, closing and DNS: AsyncStreams) ---------------------------
 
     async def open_stream(self, address: tuple[str, int], timeout: float | None) -> AsyncioStream:
         return await open_stream(address, timeout=timeout, ssl_context=self._ssl_context)
 
-    async def send_all(
-        self, stream: AsyncioStream, buffers: Sequence[Buffer], timeout: float | None
-    ) -> None:
-        await stream.send_all(buffers, timeout)
-
-    async def receive(self, stream: AsyncioStream, timeout: float | None) -> bytes:
-        return await stream.receive(timeout)
-
-    def close_stream(self, stream: AsyncioStream, /) -> None:
-        """Close at once; a task reading ``stream`` wakes to its end."""
-        stream.abort()
-
-    async def resolve(self, question: Any) -> Any:
-        """Answer a DNS question (SRV polling) with the client's resolver."""
-        if self._resolver is None:
-            self._resolver = AsyncioResolver()
-        return await self._resolver.ask(question)
+    def default_resolver(self) -> AsyncResolver:
+        return AsyncioResolver()

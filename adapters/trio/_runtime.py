@@ -31,8 +31,8 @@ import contextlib
 import math
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -45,9 +45,10 @@ else:
     from mongo_sansio.transports.dns_trio import TrioResolver
     from mongo_sansio.transports.trio_stream import HostLookup, TrioStream, open_stream
 
+from .._async_streams import AsyncStreams
+
 __all__ = ["TrioRuntime", "TrioEvent"]
 
-Buffer = bytes | bytearray | memoryview
 Target = Callable[[], Awaitable[None]]
 
 
@@ -68,7 +69,7 @@ class TrioEvent:
         return self._event.is_set()
 
 
-class TrioRuntime:
+class TrioRuntime(AsyncStreams):
     """trio tasks and streams (see the module docstring).  ``ssl_context`` is the client's TLS
     context (None: plain TCP); ``resolver`` answers SRV polling's DNS questions; ``lookup``
     resolves host names to addresses (default: dnspython on trio's sockets)."""
@@ -79,8 +80,8 @@ class TrioRuntime:
         resolver: AsyncResolver | None = None,
         lookup: HostLookup | None = None,
     ) -> None:
+        super().__init__(resolver)
         self._ssl_context = ssl_context
-        self._resolver = resolver
         self._lookup = lookup
         self._queued: list[tuple[Target, str]] = []
         self._nursery: trio.Nursery | None = None
@@ -167,27 +168,16 @@ class TrioRuntime:
         if self._hosting:
             await self._host_done.wait()
 
-    # -- streams and DNS --------------------------------------------------------------------------
+    def renewed(self) -> TrioRuntime:
+        """A new runtime with these settings (for a forked child's new core)."""
+        return TrioRuntime(self._ssl_context, self._resolver, self._lookup)
+
+    # -- streams (sending, receiving, closing and DNS: AsyncStreams) ---------------------------
 
     async def open_stream(self, address: tuple[str, int], timeout: float | None) -> TrioStream:
         return await open_stream(
             address, timeout=timeout, ssl_context=self._ssl_context, lookup=self._lookup
         )
 
-    async def send_all(
-        self, stream: TrioStream, buffers: Sequence[Buffer], timeout: float | None
-    ) -> None:
-        await stream.send_all(buffers, timeout)
-
-    async def receive(self, stream: TrioStream, timeout: float | None) -> bytes:
-        return await stream.receive(timeout)
-
-    def close_stream(self, stream: TrioStream, /) -> None:
-        """Close at once; a task blocked on ``stream`` wakes with NetworkError."""
-        stream.close()
-
-    async def resolve(self, question: Any) -> Any:
-        """Answer a DNS question (SRV polling) with the client's resolver."""
-        if self._resolver is None:
-            self._resolver = TrioResolver()
-        return await self._resolver.ask(question)
+    def default_resolver(self) -> AsyncResolver:
+        return TrioResolver()

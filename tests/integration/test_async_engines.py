@@ -11,6 +11,7 @@ which the client must still serve every operation promptly.
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -406,6 +407,45 @@ def test_trio_resolves_localhost_without_a_thread(started_threads: list[str]) ->
 
         kit.run(main)
     assert started_threads == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_forked_child_builds_its_own_core_and_runtime(kit: Kit, rs: SimulatedReplicaSet) -> None:
+    """The parent used the engine (its pools hold streams) and its event loop ended; a child
+    forked then runs the same engine in its own loop: a new core on a new runtime, none of
+    the parent's streams touched, the parent's data there."""
+    engine = kit.engine(rs.uri)
+
+    async def parent() -> None:
+        await engine.run(COLLECTION.insert_one({"_id": "parent"}))
+
+    kit.run(parent)
+    inherited_core, inherited_runtime = engine.core, engine.runtime
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit status only
+        status = 1
+        try:
+
+            async def child() -> bool:
+                document = await engine.run(COLLECTION.find_one({"_id": "parent"}))
+                await engine.run(COLLECTION.insert_one({"_id": "child"}))
+                renewed = engine.core is not inherited_core
+                renewed = renewed and engine.runtime is not inherited_runtime
+                await engine.aclose()
+                return renewed and document == {"_id": "parent"}
+
+            status = 0 if kit.run(child) else 2
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    checker = kit.engine(rs.uri)
+
+    async def check() -> Any:
+        async with checker:
+            return await checker.run(COLLECTION.find_one({"_id": "child"}))
+
+    assert kit.run(check) == {"_id": "child"}
 
 
 def _running_tasks(kit: Kit) -> list[str]:

@@ -96,7 +96,7 @@ class AsyncioSide:
         return await asyncio_stream.open_stream(address, timeout=timeout, ssl_context=tls)
 
     def close(self, stream: Any) -> None:
-        stream.abort()
+        stream.close()
 
     async def later(self, seconds: float, action: Callable[[], None]) -> None:
         asyncio.get_running_loop().call_later(seconds, action)
