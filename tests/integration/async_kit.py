@@ -4,12 +4,14 @@ A :class:`Kit` runs a test's main coroutine (``asyncio.run`` / ``trio.run``), bu
 :class:`~mongo_sansio.adapters._async_engine.AsyncEngine` on its runtime, and offers the
 runtime-neutral helpers the scenarios need: sleep, run coroutines concurrently, cancel an
 awaitable after a delay (an asyncio ``task.cancel()``; a trio cancel scope) and poll a
-condition.  Each test module parametrizes over :data:`KITS`.
+condition.  Each test module parametrizes over :data:`KITS` (uvloop's kit skips, naming why,
+when uvloop is not installed).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -29,6 +31,8 @@ CANCELLED = object()
 
 class Kit:
     name = ""
+    family = ""  # "asyncio" (uvloop included) or "trio"
+    available = True
 
     def run(self, main: Callable[[], Awaitable[Any]]) -> Any:
         raise NotImplementedError
@@ -77,6 +81,7 @@ class Kit:
 
 class AsyncioKit(Kit):
     name = "asyncio"
+    family = "asyncio"
 
     def run(self, main: Callable[[], Awaitable[Any]]) -> Any:
         async def wrapped() -> Any:
@@ -111,8 +116,25 @@ class AsyncioKit(Kit):
             return CANCELLED
 
 
+class UvloopKit(AsyncioKit):
+    """asyncio on uvloop's event loop, when uvloop is installed (it is optional)."""
+
+    name = "uvloop"
+    available = importlib.util.find_spec("uvloop") is not None
+
+    def run(self, main: Callable[[], Awaitable[Any]]) -> Any:
+        import uvloop
+
+        async def wrapped() -> Any:
+            return await main()
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(wrapped())
+
+
 class TrioKit(Kit):
     name = "trio"
+    family = "trio"
 
     def run(self, main: Callable[[], Awaitable[Any]]) -> Any:
         return trio.run(main)
@@ -141,4 +163,4 @@ class TrioKit(Kit):
         return result
 
 
-KITS: Sequence[Kit] = (AsyncioKit(), TrioKit())
+KITS: Sequence[Kit] = (AsyncioKit(), TrioKit(), UvloopKit())
