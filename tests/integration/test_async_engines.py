@@ -24,7 +24,7 @@ from async_kit import CANCELLED, KITS, Kit
 from mongo_sansio.adapters._async_engine import AsyncEngine
 from mongo_sansio.adapters._timeout import timeout
 from mongo_sansio.adapters.sim import SimulatedReplicaSet
-from mongo_sansio.cmap.events import PoolCleared
+from mongo_sansio.cmap.events import ConnectionClosed, PoolCleared
 from mongo_sansio.cursors import (
     ChangeStream,
     ChangeStreamOptions,
@@ -264,9 +264,10 @@ def test_kill_storm_leaves_the_pool_whole(kit: Kit, rs: SimulatedReplicaSet) -> 
     """200 operations (finds, inserts, updates) from four tasks, each cancelled at a random
     moment, against maxPoolSize=1; then every operation is served promptly."""
     draw = random.Random(f"kill storm {kit.name}")
+    events: list[object] = []
 
     async def main() -> dict[str, float]:
-        async with kit.engine(rs.uri, maxPoolSize=1) as engine:
+        async with kit.engine(rs.uri, events=events, maxPoolSize=1) as engine:
             await engine.run(COLLECTION.insert_one({"_id": "counter", "n": 0}))
             outcomes: list[object] = []
 
@@ -292,6 +293,8 @@ def test_kill_storm_leaves_the_pool_whole(kit: Kit, rs: SimulatedReplicaSet) -> 
             cancelled = sum(outcome is CANCELLED for outcome in outcomes)
             assert len(outcomes) == STORM_OPERATIONS
             assert 0 < cancelled < STORM_OPERATIONS, cancelled
+            cut = sum(isinstance(e, ConnectionClosed) for e in events)
+            assert cut > 0, "no cancellation met a command in flight"
 
             await kit.wait_for(lambda: in_use(engine) == 0, 1.0)
             pool = engine.core.pool(tuple(_split(rs.primary)))
@@ -309,6 +312,7 @@ def test_kill_storm_leaves_the_pool_whole(kit: Kit, rs: SimulatedReplicaSet) -> 
             return {
                 "storm_s": storm,
                 "cancelled": cancelled,
+                "connections_cut": cut,
                 "after_mean_ms": 1000 * sum(latencies) / len(latencies),
                 "after_max_ms": 1000 * max(latencies),
             }
