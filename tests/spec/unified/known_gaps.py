@@ -279,6 +279,71 @@ def _duplicate_ids_in_timeseries(file: Mapping[str, Any], test: Mapping[str, Any
     return False
 
 
+def _in_transaction(test: Mapping[str, Any]) -> bool:
+    return any(o.get("name") in ("startTransaction", "withTransaction") for o in _operations(test))
+
+
+def _expected_events_mention(test: Mapping[str, Any], word: str) -> bool:
+    return word in set(_names(test.get("expectEvents", [])))
+
+
+def _server_api_declared(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    clients = _entity_specs(file, test, "client")
+    return any("serverApi" in spec for spec in clients) and _expected_events_mention(test, "apiVersion")
+
+
+def _causal_transactions(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    return _in_transaction(test) and _expected_events_mention(test, "afterClusterTime")
+
+
+def _unacknowledged_transaction(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    def w0(value: Any) -> bool:
+        if isinstance(value, Mapping):
+            concern = value.get("writeConcern")
+            if isinstance(concern, Mapping) and concern.get("w") == 0:
+                return True
+            return any(w0(v) for v in value.values())
+        return isinstance(value, list) and any(w0(v) for v in value)
+
+    return _in_transaction(test) and w0((file.get("createEntities", []), test.get("operations", [])))
+
+
+def _backpressure_labels(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    return any("SystemOverloadedError" in data.get("errorLabels", ()) for data in _failpoint_data(test))
+
+
+def _duplicate_key_message(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    return any(
+        "E11000" in str(operation.get("expectError", {}).get("errorContains", ""))
+        for operation in _operations(test)
+    )
+
+
+def _run_command_read_preference(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """runCommand with a readPreference in a transaction (must be refused) or on a
+    standalone (must not be sent)."""
+    standalone = any(
+        r.get("topologies") == ["single"]
+        for r in list(file.get("runOnRequirements", [])) + list(test.get("runOnRequirements", []))
+    )
+    return (standalone or _in_transaction(test)) and any(
+        o.get("name") == "runCommand" and "readPreference" in o.get("arguments", {}) for o in _operations(test)
+    )
+
+
+def _change_stream_retry(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A retryable error injected on a change stream's aggregate."""
+    return "createChangeStream" in {o.get("name") for o in _operations(test)} and any(
+        "aggregate" in data.get("failCommands", ())
+        and (data.get("closeConnection") or data.get("errorCode") in RETRYABLE_CODES)
+        for data in _failpoint_data(test)
+    )
+
+
+def _zero_timeout(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    return any(o.get("arguments", {}).get("timeoutMS") == 0 for o in _operations(test))
+
+
 OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "needs CMAP events (pool/connection listeners) from the client -- the new client core":
         _mentions(frozenset(CMAP_EVENTS) | {"assertNumberConnectionsCheckedOut"}),
@@ -290,6 +355,29 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
         _retryable_write_concern_error,
     "retryable reads and writes: no retry after a retryable error or a network error":
         _retry_after_injected_error,
+    "server_api (Stable API): commands do not declare apiVersion":
+        _server_api_declared,
+    "transactions: the first command after a transaction lacks readConcern.afterClusterTime "
+    "(causal consistency across transactions)":
+        _causal_transactions,
+    "transactions: a w:0 write concern in or around a transaction (the spec's results and "
+    "errors)":
+        _unacknowledged_transaction,
+    "backpressure: no retry with backoff on SystemOverloadedError/RetryableError labels":
+        _backpressure_labels,
+    "a single write's error is a BulkWriteError (PyMongo: WriteError/DuplicateKeyError with the "
+    "server's errmsg)":
+        _duplicate_key_message,
+    "runCommand's readPreference: sent as $readPreference to a standalone, not refused in a "
+    "transaction":
+        _run_command_read_preference,
+    "retryable reads: a change stream's initial aggregate is not retried":
+        _change_stream_retry,
+    "timeout(0) expires at once (pymongo.timeout(0), an operation's timeoutMS=0, means no "
+    "limit)":
+        _zero_timeout,
+    "rawData (8.2): the option is not accepted, or is sent to servers before 8.2":
+        _uses_argument("rawData"),
 }
 
 
