@@ -16,13 +16,12 @@ import os
 import signal
 import time
 import traceback
-from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from event_counts import EventCounts
 
-from mongo_sansio import monitoring
 from mongo_sansio.adapters import blocking
 from mongo_sansio.adapters.sim import SimulatedReplicaSet
 from mongo_sansio.errors import InvalidOperation
@@ -37,22 +36,6 @@ OPTIONS: dict[str, Any] = {
     "heartbeatFrequencyMS": 500,
 }
 CHILD_SECONDS = 20.0
-
-
-class Events(monitoring.ConnectionPoolListener, monitoring.ServerHeartbeatListener):
-    """Counts pool and heartbeat events by name."""
-
-    def __init__(self) -> None:
-        self.counts: Counter[str] = Counter()
-
-    def _count(self, event: object) -> None:
-        self.counts[type(event).__name__] += 1
-
-    pool_created = pool_ready = pool_cleared = pool_closed = _count
-    connection_created = connection_ready = connection_closed = _count
-    connection_check_out_started = connection_check_out_failed = _count
-    connection_checked_out = connection_checked_in = _count
-    started = succeeded = failed = _count
 
 
 def open_streams() -> list[BlockingStream]:
@@ -137,13 +120,13 @@ def sleep(client_class: type[blocking.MongoClient]) -> Callable[[float], None]:
 
 
 @pytest.fixture
-def events() -> Events:
-    return Events()
+def events() -> EventCounts:
+    return EventCounts()
 
 
 @pytest.fixture
 def client(
-    rs: SimulatedReplicaSet, client_class: type[blocking.MongoClient], events: Events
+    rs: SimulatedReplicaSet, client_class: type[blocking.MongoClient], events: EventCounts
 ) -> Iterator[blocking.MongoClient]:
     opened = client_class(rs.uri, event_listeners=[events], **OPTIONS)
     yield opened
@@ -151,7 +134,7 @@ def client(
 
 
 def test_both_processes_use_the_client_and_the_child_never_touches_the_parents_sockets(
-    client: blocking.MongoClient, events: Events, sleep: Callable[[float], None]
+    client: blocking.MongoClient, events: EventCounts, sleep: Callable[[float], None]
 ) -> None:
     things = client.test.things
     things.insert_many([{"_id": i} for i in range(10)])
@@ -217,7 +200,7 @@ def test_a_cursor_dropped_in_the_child_stays_open_for_the_parent(
 
 
 def test_closing_in_the_child_first_leaves_the_parent_untouched(
-    client: blocking.MongoClient, events: Events, sleep: Callable[[float], None]
+    client: blocking.MongoClient, events: EventCounts, sleep: Callable[[float], None]
 ) -> None:
     things = client.test.things
     things.insert_one({"_id": 1})

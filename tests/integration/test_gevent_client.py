@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from event_counts import EventCounts
 from integration_helpers import next_changes, trusted_tls
 
 pytest.importorskip("gevent", reason="the gevent extra is not installed")
@@ -43,21 +44,6 @@ OPTIONS: dict[str, Any] = {
     "socketTimeoutMS": 10000,
 }
 AWAIT_MS = 50
-
-
-class PoolEvents(monitoring.ConnectionPoolListener):
-    """Counts the connection pool events by name."""
-
-    def __init__(self) -> None:
-        self.counts: Counter[str] = Counter()
-
-    def _count(self, event: object) -> None:
-        self.counts[type(event).__name__] += 1
-
-    pool_created = pool_ready = pool_cleared = pool_closed = _count
-    connection_created = connection_ready = connection_closed = _count
-    connection_check_out_started = connection_check_out_failed = _count
-    connection_checked_out = connection_checked_in = _count
 
 
 class InFlight(monitoring.CommandListener):
@@ -300,7 +286,7 @@ def test_kill_storm(rs: SimulatedReplicaSet, pool_size: int) -> None:
     one whose command is in flight, so that exchanges are cut mid-way) and every third one
     runs each operation under a random gevent.Timeout.  Afterwards nothing is checked out, the
     cut connections were discarded, and 100 operations (50 at once) are served promptly."""
-    pool_events, in_flight = PoolEvents(), InFlight()
+    pool_events, in_flight = EventCounts(), InFlight()
     client = MongoClient(
         rs.uri, maxPoolSize=pool_size, event_listeners=[pool_events, in_flight], **OPTIONS
     )
