@@ -88,17 +88,14 @@ class AsyncEngine(EngineBase):
         srv: SrvSource | None = None,
     ) -> None:
         self._hosting: AbstractAsyncContextManager[None] | None = None
-        primitives = self._use(runtime)
         super().__init__(
             settings,
             metadata=metadata,
-            spawn=primitives.spawn,
-            close_stream=primitives.close_stream,
-            monotonic=primitives.monotonic,
             publish=publish,
             faas=faas,
             topology_id=topology_id,
             srv=srv,
+            **self._use(runtime)._asdict(),
         )
 
     def renewed_runtime(self) -> Primitives:

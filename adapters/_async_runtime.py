@@ -1,20 +1,28 @@
-"""The half of an asynchronous runtime that asyncio and trio share: using a stream.
+"""What the asyncio and trio runtimes share: the clock, spawning, and using a stream.
 
-The asyncio and trio transports (:mod:`mongo_sansio.transports.asyncio_stream`,
+The clock is ``time.monotonic`` on both -- the clock of ``timeout()`` blocks, to which every
+deadline of the core is compared -- never the event loop's own.  The asyncio and trio
+transports (:mod:`mongo_sansio.transports.asyncio_stream`,
 :mod:`~mongo_sansio.transports.trio_stream`) give streams of one shape -- ``await
 send_all(buffers, timeout)``, ``await receive(timeout)``, a synchronous ``close()`` that wakes a
 blocked reader -- so sending, receiving, closing and answering DNS questions are written once
-here; each runtime adds how a stream is opened, its tasks, events and sleep.
+here; each runtime adds how a stream is opened, its events and sleep, and how a background
+task is launched.  Spawning is shared too: a task spawned before the runtime can run it (the
+core spawns its monitors as soon as it is built, maybe outside any event loop) is queued until
+the runtime launches the queue, and once the client closed, a spawned task is dropped (its
+flow ends unstarted).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
-__all__ = ["AsyncStreams", "AsyncStream"]
+__all__ = ["AsyncRuntimeBase", "AsyncStream"]
 
 Buffer = bytes | bytearray | memoryview
+Target = Callable[[], Awaitable[None]]
 
 
 class AsyncStream(Protocol):
@@ -23,12 +31,37 @@ class AsyncStream(Protocol):
     def close(self) -> None: ...
 
 
-class AsyncStreams:
-    """Stream and DNS primitives; ``resolver`` (an object with ``async ask(question)``)
-    answers SRV polling, else :meth:`default_resolver` made on first use."""
+class AsyncRuntimeBase:
+    """The clock, spawning, stream and DNS primitives; ``resolver`` (an object with ``async
+    ask(question)``) answers SRV polling, else :meth:`default_resolver` made on first use."""
+
+    monotonic = staticmethod(time.monotonic)
 
     def __init__(self, resolver: Any = None) -> None:
         self._resolver = resolver
+        self._queued: list[tuple[Target, str]] = []
+        self._stopped = False
+
+    def spawn(self, target: Target, name: str) -> None:
+        """Run ``target`` as the background task ``mongo-sansio <name>``, now or once the
+        runtime can (see the module docstring)."""
+        if self._stopped:
+            return
+        if not self._launch(target, f"mongo-sansio {name}"):
+            self._queued.append((target, name))
+
+    def _launch(self, target: Target, name: str) -> bool:
+        """Start the task, or say (False) that the runtime cannot run tasks yet."""
+        raise NotImplementedError
+
+    def _launch_queued(self) -> None:
+        queued, self._queued = self._queued, []
+        for target, name in queued:
+            self.spawn(target, name)
+
+    def _stop_spawning(self) -> None:
+        self._stopped = True
+        self._queued.clear()
 
     async def send_all(
         self, stream: AsyncStream, buffers: Sequence[Buffer], timeout: float | None

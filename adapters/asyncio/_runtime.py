@@ -1,4 +1,4 @@
-"""The asyncio runtime: tasks on the running event loop, asyncio streams, ``time.monotonic``.
+"""The asyncio runtime: tasks on the running event loop, asyncio streams.
 
 What :class:`~mongo_sansio.adapters._async.AsyncInterpreter` needs, and nothing else: streams
 from :mod:`mongo_sansio.transports.asyncio_stream`, an ``asyncio.Event`` to wait on with a
@@ -6,8 +6,6 @@ deadline, a task per background flow (monitors, connection openers, the client's
 polling) and dnspython's asyncio resolver for SRV polling.  No thread is started for an IP
 address; asyncio's ``getaddrinfo`` (a worker thread) is only asked about host names.  Runs on
 any asyncio event loop, uvloop's included.
-
-The clock is ``time.monotonic``, the clock of ``timeout()`` blocks, not the loop's.
 
 Background tasks: a client may be built outside any event loop (``client = AsyncMongoClient()``
 at import time).  Its first tasks are then kept until :meth:`AsyncioRuntime.start` -- called by
@@ -22,8 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -33,37 +30,25 @@ else:
     from mongo_sansio.transports.asyncio_stream import AsyncioStream, open_stream
     from mongo_sansio.transports.dns_asyncio import AsyncioResolver, AsyncResolver
 
-from .._async_streams import AsyncStreams
+from .._async_runtime import AsyncRuntimeBase, Target
 
 __all__ = ["AsyncioRuntime", "AsyncioEvent"]
 
-Target = Callable[[], Awaitable[None]]
 
-
-class AsyncioEvent:
+class AsyncioEvent(asyncio.Event):
     """An ``asyncio.Event`` whose wait takes a timeout (True once set, False on timeout)."""
 
-    __slots__ = ("_event",)
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-
-    def set(self) -> None:
-        self._event.set()
-
-    async def wait(self, timeout: float | None) -> bool:
+    async def wait(self, timeout: float | None = None) -> bool:  # type: ignore[override]
         if timeout is None:
-            await self._event.wait()
-            return True
+            return await super().wait()
         try:
             async with asyncio.timeout(timeout):
-                await self._event.wait()
+                return await super().wait()
         except TimeoutError:
-            return self._event.is_set()
-        return True
+            return self.is_set()
 
 
-class AsyncioRuntime(AsyncStreams):
+class AsyncioRuntime(AsyncRuntimeBase):
     """asyncio tasks and streams (see the module docstring).  ``ssl_context`` is the client's
     TLS context (None: plain TCP); ``resolver`` answers SRV polling's DNS questions."""
 
@@ -71,34 +56,24 @@ class AsyncioRuntime(AsyncStreams):
         super().__init__(resolver)
         self._ssl_context = ssl_context
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._queued: list[tuple[Target, str]] = []
         self._tasks: set[asyncio.Task[None]] = set()
-        self._stopped = False
 
-    monotonic = staticmethod(time.monotonic)
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-
-    def event(self) -> AsyncioEvent:
-        return AsyncioEvent()
+    sleep = staticmethod(asyncio.sleep)
+    event = AsyncioEvent
 
     # -- background tasks -------------------------------------------------------------------------
 
-    def spawn(self, target: Target, name: str) -> None:
-        if self._stopped:
-            return  # the client closed: its flows end unstarted
+    def _launch(self, target: Target, name: str) -> bool:
         if self._loop is None:
             try:
                 self._loop = asyncio.get_running_loop()
             except RuntimeError:  # built outside a loop: wait for start()
-                self._queued.append((target, name))
-                return
+                return False
         # the interpreter's targets are coroutine functions; the protocol says Awaitable
-        coroutine = cast(Coroutine[Any, Any, None], target())
-        task = self._loop.create_task(coroutine, name=f"mongo-sansio {name}")
+        task = self._loop.create_task(cast(Coroutine[Any, Any, None], target()), name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return True
 
     def start(self) -> None:
         """Run the queued background tasks on the running loop (and later ones there too)."""
@@ -107,9 +82,7 @@ class AsyncioRuntime(AsyncStreams):
             self._loop = loop
         elif self._loop is not loop:
             raise RuntimeError("this client is bound to another event loop")
-        queued, self._queued = self._queued, []
-        for target, name in queued:
-            self.spawn(target, name)
+        self._launch_queued()
 
     @contextlib.asynccontextmanager
     async def hosted(self) -> AsyncIterator[None]:
@@ -120,8 +93,7 @@ class AsyncioRuntime(AsyncStreams):
     async def stop(self, grace: float) -> None:
         """End the background tasks: wait up to ``grace`` seconds for them to finish (the core
         has closed, so they are ending), then cancel the rest and wait for those."""
-        self._stopped = True
-        self._queued.clear()
+        self._stop_spawning()
         current = asyncio.current_task()
         tasks = [task for task in self._tasks if task is not current]
         if not tasks:
@@ -136,7 +108,7 @@ class AsyncioRuntime(AsyncStreams):
         """A new runtime with these settings (for a forked child's new core)."""
         return AsyncioRuntime(self._ssl_context, self._resolver)
 
-    # -- streams (sending, receiving, closing and DNS: AsyncStreams) ---------------------------
+    # -- streams (sending, receiving, closing, DNS and the clock: AsyncRuntimeBase) ------------
 
     async def open_stream(self, address: tuple[str, int], timeout: float | None) -> AsyncioStream:
         return await open_stream(address, timeout=timeout, ssl_context=self._ssl_context)

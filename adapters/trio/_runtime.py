@@ -21,8 +21,8 @@ Tasks spawned before the host runs (the core spawns its monitors as soon as it i
 may be outside ``trio.run``) are queued and started by the host.  ``close_stream`` closes the
 socket through trio (``notify_closing``), so a task blocked reading it wakes at once.
 
-The clock is ``time.monotonic`` (the clock of ``timeout()`` blocks), not trio's; trio is only
-ever given relative timeouts.
+The clock is the shared one (``time.monotonic``, :mod:`.._async_runtime`), not trio's: trio is
+only ever given relative timeouts.
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ from __future__ import annotations
 import contextlib
 import math
 import ssl
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 import trio
@@ -45,11 +44,9 @@ else:
     from mongo_sansio.transports.dns_trio import TrioResolver
     from mongo_sansio.transports.trio_stream import HostLookup, TrioStream, open_stream
 
-from .._async_streams import AsyncStreams
+from .._async_runtime import AsyncRuntimeBase, Target
 
 __all__ = ["TrioRuntime", "TrioEvent"]
-
-Target = Callable[[], Awaitable[None]]
 
 
 class TrioEvent:
@@ -69,7 +66,7 @@ class TrioEvent:
         return self._event.is_set()
 
 
-class TrioRuntime(AsyncStreams):
+class TrioRuntime(AsyncRuntimeBase):
     """trio tasks and streams (see the module docstring).  ``ssl_context`` is the client's TLS
     context (None: plain TCP); ``resolver`` answers SRV polling's DNS questions; ``lookup``
     resolves host names to addresses (default: dnspython on trio's sockets)."""
@@ -83,30 +80,21 @@ class TrioRuntime(AsyncStreams):
         super().__init__(resolver)
         self._ssl_context = ssl_context
         self._lookup = lookup
-        self._queued: list[tuple[Target, str]] = []
         self._nursery: trio.Nursery | None = None
         self._hosting = False  # a host task was started (it may not have run yet)
         self._stop_requested = trio.Event()
         self._host_done = trio.Event()
-        self._stopped = False
 
-    monotonic = staticmethod(time.monotonic)
-
-    async def sleep(self, seconds: float) -> None:
-        await trio.sleep(seconds)
-
-    def event(self) -> TrioEvent:
-        return TrioEvent()
+    sleep = staticmethod(trio.sleep)
+    event = TrioEvent
 
     # -- background tasks -------------------------------------------------------------------------
 
-    def spawn(self, target: Target, name: str) -> None:
-        if self._stopped:
-            return  # the client closed: its flows end unstarted
-        if self._nursery is None:
-            self._queued.append((target, name))
-        else:
-            self._nursery.start_soon(target, name=f"mongo-sansio {name}")
+    def _launch(self, target: Target, name: str) -> bool:
+        if self._nursery is None:  # no host yet: it launches the queue
+            return False
+        self._nursery.start_soon(target, name=name)
+        return True
 
     def start(self) -> None:
         """Host the background tasks in a system task, unless a host exists (see the module
@@ -144,9 +132,7 @@ class TrioRuntime(AsyncStreams):
                 return
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                queued, self._queued = self._queued, []
-                for target, name in queued:
-                    self.spawn(target, name)
+                self._launch_queued()
                 task_status.started()
                 await self._stop_requested.wait()
         finally:
@@ -154,8 +140,7 @@ class TrioRuntime(AsyncStreams):
             self._host_done.set()
 
     def _request_stop(self, grace: float) -> None:
-        self._stopped = True
-        self._queued.clear()
+        self._stop_spawning()
         if self._nursery is not None:
             scope = self._nursery.cancel_scope
             scope.deadline = min(scope.deadline, trio.current_time() + grace)
@@ -172,7 +157,7 @@ class TrioRuntime(AsyncStreams):
         """A new runtime with these settings (for a forked child's new core)."""
         return TrioRuntime(self._ssl_context, self._resolver, self._lookup)
 
-    # -- streams (sending, receiving, closing and DNS: AsyncStreams) ---------------------------
+    # -- streams (sending, receiving, closing, DNS and the clock: AsyncRuntimeBase) ------------
 
     async def open_stream(self, address: tuple[str, int], timeout: float | None) -> TrioStream:
         return await open_stream(
