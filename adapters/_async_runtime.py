@@ -15,9 +15,17 @@ flow ends unstarted).
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self
+
+from mongo_sansio.client import TlsSettings
+
+if TYPE_CHECKING:
+    from transports.blocking import make_ssl_context
+else:
+    from mongo_sansio.transports.blocking import make_ssl_context
 
 __all__ = ["AsyncRuntimeBase", "AsyncStream"]
 
@@ -32,15 +40,23 @@ class AsyncStream(Protocol):
 
 
 class AsyncRuntimeBase:
-    """The clock, spawning, stream and DNS primitives; ``resolver`` (an object with ``async
-    ask(question)``) answers SRV polling, else :meth:`default_resolver` made on first use."""
+    """The clock, spawning, stream and DNS primitives.  ``ssl_context`` is the client's TLS
+    context (None: plain TCP); ``resolver`` (an object with ``async ask(question)``) answers
+    SRV polling, else :meth:`default_resolver` made on first use."""
 
     monotonic = staticmethod(time.monotonic)
 
-    def __init__(self, resolver: Any = None) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext | None, resolver: Any = None) -> None:
+        self._ssl_context = ssl_context  # for the runtime's open_stream (None: plain TCP)
         self._resolver = resolver
         self._queued: list[tuple[Target, str]] = []
         self._stopped = False
+
+    @classmethod
+    def for_tls(cls, tls: TlsSettings, resolver: Any = None) -> Self:
+        """A runtime for a client whose TLS settings are ``tls`` (the context built as the
+        blocking client builds it)."""
+        return cls(make_ssl_context(tls) if tls.enabled else None, resolver)
 
     def spawn(self, target: Target, name: str) -> None:
         """Run ``target`` as the background task ``mongo-sansio <name>``, now or once the

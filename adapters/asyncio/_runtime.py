@@ -53,8 +53,7 @@ class AsyncioRuntime(AsyncRuntimeBase):
     TLS context (None: plain TCP); ``resolver`` answers SRV polling's DNS questions."""
 
     def __init__(self, ssl_context: ssl.SSLContext | None, resolver: AsyncResolver | None = None):
-        super().__init__(resolver)
-        self._ssl_context = ssl_context
+        super().__init__(ssl_context, resolver)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 

@@ -77,8 +77,7 @@ class TrioRuntime(AsyncRuntimeBase):
         resolver: AsyncResolver | None = None,
         lookup: HostLookup | None = None,
     ) -> None:
-        super().__init__(resolver)
-        self._ssl_context = ssl_context
+        super().__init__(ssl_context, resolver)
         self._lookup = lookup
         self._nursery: trio.Nursery | None = None
         self._hosting = False  # a host task was started (it may not have run yet)

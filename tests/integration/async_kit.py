@@ -23,7 +23,7 @@ from mongo_sansio.adapters._uri import parse_client_uri
 from mongo_sansio.adapters.asyncio import AsyncioRuntime
 from mongo_sansio.adapters.environment import client_metadata
 from mongo_sansio.adapters.trio import TrioRuntime
-from mongo_sansio.client import ClientSettings
+from mongo_sansio.client import ClientSettings, TlsSettings
 
 CANCELLED = object()
 """What :meth:`Kit.cancel_after` returns when the awaitable was cancelled before it ended."""
@@ -37,7 +37,7 @@ class Kit:
     def run(self, main: Callable[[], Awaitable[Any]]) -> Any:
         raise NotImplementedError
 
-    def runtime(self) -> BackgroundRuntime:
+    def runtime(self, tls: TlsSettings) -> BackgroundRuntime:
         raise NotImplementedError
 
     async def sleep(self, seconds: float) -> None:
@@ -64,7 +64,7 @@ class Kit:
         )
         return AsyncEngine(
             settings,
-            runtime=runtime or self.runtime(),
+            runtime=runtime or self.runtime(settings.tls),
             metadata=client_metadata(None),
             publish=None if events is None else events.append,
         )
@@ -89,8 +89,8 @@ class AsyncioKit(Kit):
 
         return asyncio.run(wrapped())
 
-    def runtime(self) -> BackgroundRuntime:
-        return AsyncioRuntime(None)
+    def runtime(self, tls: TlsSettings) -> BackgroundRuntime:
+        return AsyncioRuntime.for_tls(tls)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -139,8 +139,8 @@ class TrioKit(Kit):
     def run(self, main: Callable[[], Awaitable[Any]]) -> Any:
         return trio.run(main)
 
-    def runtime(self) -> BackgroundRuntime:
-        return TrioRuntime(None)
+    def runtime(self, tls: TlsSettings) -> BackgroundRuntime:
+        return TrioRuntime.for_tls(tls)
 
     async def sleep(self, seconds: float) -> None:
         await trio.sleep(seconds)

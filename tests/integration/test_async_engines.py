@@ -16,10 +16,12 @@ import random
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from async_kit import CANCELLED, KITS, Kit
+from integration_helpers import trusted_tls
 
 from mongo_sansio.adapters._async_engine import AsyncEngine
 from mongo_sansio.adapters._timeout import timeout
@@ -116,6 +118,27 @@ def test_discovery_insert_and_find_across_batches(kit: Kit, rs: SimulatedReplica
             assert in_use(engine) == 0
 
     kit.run(main)
+
+
+def test_tls_to_the_simulated_set(kit: Kit, tmp_path: Path) -> None:
+    """The runtime's context comes from the client's TLS settings (tlsCAFile verified)."""
+    tls = trusted_tls(tmp_path)
+    with SimulatedReplicaSet(members=2, tls=tls.server_context) as rs:
+
+        async def main() -> Any:
+            async with kit.engine(rs.uri, tls=True, tlsCAFile=tls.ca_file) as engine:
+                await engine.run(COLLECTION.insert_one({"_id": "secret"}))
+                return await engine.run(COLLECTION.find_one({"_id": "secret"}))
+
+        assert kit.run(main) == {"_id": "secret"}
+
+        async def untrusted() -> None:
+            engine = kit.engine(rs.uri, serverSelectionTimeoutMS=500)  # plain TCP to TLS
+            with pytest.raises(MongoError):
+                await engine.run(COLLECTION.find_one({}))
+            await engine.aclose()
+
+        kit.run(untrusted)
 
 
 def test_change_stream_returns_each_insert_once(kit: Kit, rs: SimulatedReplicaSet) -> None:
