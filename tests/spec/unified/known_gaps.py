@@ -292,8 +292,19 @@ def _server_api_declared(file: Mapping[str, Any], test: Mapping[str, Any]) -> bo
     return any("serverApi" in spec for spec in clients) and _expected_events_mention(test, "apiVersion")
 
 
-def _causal_transactions(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    return _in_transaction(test) and _expected_events_mention(test, "afterClusterTime")
+def _causal_after_transaction(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """An operation in a session after that session's transaction ended, whose command must
+    carry readConcern.afterClusterTime."""
+    operations = [o for o in test.get("operations", []) if isinstance(o, Mapping)]
+    ends = [
+        i for i, o in enumerate(operations)
+        if o.get("name") in ("commitTransaction", "abortTransaction", "withTransaction")
+    ]
+    return bool(ends) and _expected_events_mention(test, "afterClusterTime") and any(
+        "session" in o.get("arguments", {}) and o.get("object") != "testRunner"
+        for o in operations[ends[0] + 1 :]
+        if o.get("name") not in ("startTransaction", "commitTransaction", "abortTransaction", "withTransaction")
+    )
 
 
 def _unacknowledged_transaction(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
@@ -303,7 +314,7 @@ def _unacknowledged_transaction(file: Mapping[str, Any], test: Mapping[str, Any]
             if isinstance(concern, Mapping) and concern.get("w") == 0:
                 return True
             return any(w0(v) for v in value.values())
-        return isinstance(value, list) and any(w0(v) for v in value)
+        return isinstance(value, (list, tuple)) and any(w0(v) for v in value)
 
     return _in_transaction(test) and w0((file.get("createEntities", []), test.get("operations", [])))
 
@@ -332,12 +343,36 @@ def _run_command_read_preference(file: Mapping[str, Any], test: Mapping[str, Any
 
 
 def _change_stream_retry(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """A retryable error injected on a change stream's aggregate."""
+    """A retryable error (or a socket timeout: blockConnection) injected on a change stream's
+    aggregate."""
     return "createChangeStream" in {o.get("name") for o in _operations(test)} and any(
         "aggregate" in data.get("failCommands", ())
-        and (data.get("closeConnection") or data.get("errorCode") in RETRYABLE_CODES)
+        and (
+            data.get("closeConnection")
+            or data.get("blockConnection")
+            or data.get("errorCode") in RETRYABLE_CODES
+        )
         for data in _failpoint_data(test)
     )
+
+
+def _uses_timeout_ms(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    return "timeoutMS" in set(_names((file.get("createEntities", []), test)))
+
+
+def _timeout_ms_with(*features: str) -> Predicate:
+    """timeoutMS, with an operation or argument of ``features`` (operation names or argument
+    keys)."""
+
+    def predicate(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+        if not _uses_timeout_ms(file, test):
+            return False
+        return any(
+            o.get("name") in features or set(features) & set(o.get("arguments", {}))
+            for o in _operations(test)
+        )
+
+    return predicate
 
 
 def _zero_timeout(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
@@ -357,9 +392,9 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
         _retry_after_injected_error,
     "server_api (Stable API): commands do not declare apiVersion":
         _server_api_declared,
-    "transactions: the first command after a transaction lacks readConcern.afterClusterTime "
-    "(causal consistency across transactions)":
-        _causal_transactions,
+    "sessions: an operation after the session's transaction lacks readConcern.afterClusterTime "
+    "(causal consistency after a transaction)":
+        _causal_after_transaction,
     "transactions: a w:0 write concern in or around a transaction (the spec's results and "
     "errors)":
         _unacknowledged_transaction,
@@ -376,6 +411,13 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "timeout(0) expires at once (pymongo.timeout(0), an operation's timeoutMS=0, means no "
     "limit)":
         _zero_timeout,
+    "CSOT: timeoutMS with tailable cursors and change streams (maxAwaitTimeMS checked against "
+    "it, refreshed per getMore, an iteration after a timeout)":
+        _timeout_ms_with("cursorType", "createChangeStream"),
+    "CSOT: timeoutMS with transactions (withTransaction's, commit/abort's, wTimeoutMS ignored)":
+        _timeout_ms_with("startTransaction", "withTransaction"),
+    "CSOT: timeoutMS refreshed for a cursor's close (killCursors)":
+        _timeout_ms_with("close"),
     "rawData (8.2): the option is not accepted, or is sent to servers before 8.2":
         _uses_argument("rawData"),
 }
