@@ -16,9 +16,11 @@ SUITE = "crud/tests/unified"
 DRIVER = selected_driver()  # the conftest's deployments fixture reads it
 pytestmark = pytest.mark.usefixtures("watchdog")
 CASES = unified_cases(SUITE, DRIVER)
+#: a retry after a state-change error waits for the monitor's next check: 0.5 s, not 10 s
+CLIENT_DEFAULTS = {"heartbeatFrequencyMS": 500}
 
 
 @pytest.mark.spec
 @pytest.mark.parametrize("case", CASES)
 def test_crud_unified(case: Any, deployments: DeploymentPool) -> None:
-    run_case(case, deployments, DRIVER)
+    run_case(case, deployments, DRIVER, client_defaults=CLIENT_DEFAULTS)

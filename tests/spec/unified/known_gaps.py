@@ -63,13 +63,6 @@ def _failpoint_data(test: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
             yield operation["arguments"]["failPoint"].get("data", {})
 
 
-def _retryable_write_concern_error(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    return any(
-        "writeConcernError" in data and "RetryableWriteError" in data.get("errorLabels", ())
-        for data in _failpoint_data(test)
-    )
-
-
 def _hello_reply_logged(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     """A hello reply (a command's or a heartbeat's) expected, parsed, in a log message."""
     for message in _expected_logs(test):
@@ -144,18 +137,6 @@ def _unknown_update_stage(file: Mapping[str, Any], test: Mapping[str, Any]) -> b
 
 
 RETRYABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
-CRUD_COMMANDS = frozenset({"insert", "update", "delete", "find", "aggregate", "findAndModify", "distinct", "count"})
-
-
-def _retry_after_injected_error(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """A retryable error injected on a CRUD command (outside change streams): a retry is due."""
-    if "createChangeStream" in set(_names(test)):
-        return False
-    return any(
-        set(data.get("failCommands", ())) & CRUD_COMMANDS
-        and (data.get("closeConnection") or data.get("errorCode") in RETRYABLE_CODES)
-        for data in _failpoint_data(test)
-    )
 
 
 def _operations(test: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
@@ -386,10 +367,6 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
         _mentions(frozenset(SDAM_EVENTS) | {"recordTopologyDescription", "waitForPrimaryChange"}),
     "server selection log messages lack the operation name (data.operation is empty)":
         _logs_component("serverSelection"),
-    "retryable writes do not retry a writeConcernError labelled RetryableWriteError":
-        _retryable_write_concern_error,
-    "retryable reads and writes: no retry after a retryable error or a network error":
-        _retry_after_injected_error,
     "server_api (Stable API): commands do not declare apiVersion":
         _server_api_declared,
     "sessions: an operation after the session's transaction lacks readConcern.afterClusterTime "

@@ -40,7 +40,7 @@ __all__ = ["DeploymentPool", "run_case", "unified_cases"]
 TOPOLOGIES = ("replicaset", "single")
 CLOSE_TIMEOUT_SECONDS = 10.0
 #: one test's time limit (the watchdog of tests/spec/conftest.py, 60 s, ends the whole run)
-TEST_TIME_LIMIT_SECONDS = 30.0
+TEST_TIME_LIMIT_SECONDS = 20.0
 
 
 def standalone_supported() -> bool:
