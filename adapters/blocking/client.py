@@ -1,23 +1,11 @@
 """The blocking ``MongoClient``: PyMongo's entry point over the core.
 
-``MongoClient(uri, **options)`` parses the connection string (keyword options, with PyMongo's
-names, override the string's), resolves a ``mongodb+srv`` string through DNS
-(:mod:`mongo_sansio.transports.dns` answering :mod:`mongo_sansio.uri.seedlist`'s questions), and
-builds the :class:`~._engine.Engine` that runs every operation's flow.  Nothing connects until
-the first operation: server selection then discovers the deployment.
-
-The client holds the settings its databases inherit, and they pass them on to their
-collections (PyMongo's chain): codec options (from the ``document_class``, ``tz_aware``,
-``tzinfo``, ``uuidRepresentation``, ``datetime_conversion`` and
-``unicode_decode_error_handler`` keywords), read preference, write concern and read concern
-(from the connection string).  ``client.db`` / ``client["db"]`` / :meth:`get_database` give a
-:class:`~.database.Database`.
-
-Errors: server errors are :class:`~mongo_sansio.errors.ServerError` subclasses, network faults
-:class:`~mongo_sansio.errors.NetworkError`, a deployment that offers no suitable server
-:class:`~mongo_sansio.selection.ServerSelectionTimeoutError`, a bad option
-:class:`~mongo_sansio.errors.ConfigurationError` (a bad codec keyword: TypeError or ValueError,
-as in PyMongo) -- never a raw socket or TLS error.
+``MongoClient(uri, **options)`` parses the connection string, resolves a ``mongodb+srv``
+string, and builds the :class:`~._engine.Engine` (the synchronous interpreter on threads) that
+runs every operation's flow.  Nothing connects until the first operation: server selection
+then discovers the deployment.  Everything but the engine, ``close()`` and ``with`` is shared
+with the async clients (:mod:`mongo_sansio.adapters._api.client`); on this class each
+operation runs and returns its result, and ``address``, ``is_primary``... are properties.
 
 Thread safety: a client may be shared by threads; one lock guards its topology and connection
 sets, and each operation runs on a connection of its own.  Cursors and change streams belong to
@@ -26,424 +14,41 @@ one thread at a time.
 
 from __future__ import annotations
 
-import random
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
+from typing import Any, ClassVar
 
-from mongo_sansio.bson import ObjectId
-from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.client import ClientSettings
-from mongo_sansio.client.srv_polling import SrvSource
-from mongo_sansio.connection import ServerApi
-from mongo_sansio.cursors import ChangeStreamTarget
-from mongo_sansio.errors import ConfigurationError, InvalidOperation
-from mongo_sansio.flow import Flow, ServerInfo
-from mongo_sansio.ops import crud
-from mongo_sansio.ops.database import list_database_names, list_databases
-from mongo_sansio.ops.decoding import CODEC_KEYWORDS, codec_options_from_keywords
-from mongo_sansio.ops.write_concern import (
-    DEFAULT_WRITE_CONCERN,
-    ReadConcern,
-    WriteConcern,
-)
-from mongo_sansio.sdam.description import ServerDescription, ServerType, TopologyType
-from mongo_sansio.sdam.topology import TopologyDescription
-from mongo_sansio.selection import ReadPreference
-from mongo_sansio.selection.read_preference import PRIMARY
-from mongo_sansio.uri import ConnectionString, apply_seedlist, discovery_for
 
-from .._publish import LogSettings, Publisher
-from .._uri import emit_uri_warnings, parse_client_uri
-from ..environment import client_metadata
-from ._closing import ClosesOnExit
+from .._api.client import ClientBase
+from .._api.closing import ClosesOnExit
+from .._api.program import Blocking
 from ._engine import Engine
-from .change_stream import ChangeStream, watch_options
+from .change_stream import ChangeStream
 from .cursor import CommandCursor
 from .database import Database
-from .session import ClientSession, TransactionOptions
-
-if TYPE_CHECKING:
-    from transports.dns import BlockingResolver, Resolver, resolve_seedlist
-else:
-    from mongo_sansio.transports.dns import BlockingResolver, Resolver, resolve_seedlist
+from .session import ClientSession
 
 __all__ = ["MongoClient", "Database"]
 
-T = TypeVar("T")
 
-_REPLICA_SET_TYPES = (TopologyType.REPLICA_SET_WITH_PRIMARY, TopologyType.REPLICA_SET_NO_PRIMARY)
-
-
-def _resolve(
-    uri: ConnectionString, resolver: Resolver | None
-) -> tuple[ConnectionString, SrvSource | None]:
-    """A ``mongodb+srv`` string with its SRV and TXT records applied, and where to poll them
-    again (others unchanged, no polling)."""
-    if not uri.needs_seedlist:
-        return uri, None
-    discovery = discovery_for(uri, randbelow=random.SystemRandom().randrange)
-    if resolver is None:
-        resolver = BlockingResolver()
-    seedlist = resolve_seedlist(discovery, resolver)
-    source = SrvSource(
-        hostname=uri.srv_host or "",
-        srv_service_name=uri.srv_service_name,
-        srv_max_hosts=uri.srv_max_hosts,
-        min_ttl=seedlist.min_ttl,
-    )
-    return apply_seedlist(uri, seedlist), source
-
-
-def _split_codec_keywords(options: dict[str, Any]) -> dict[str, Any]:
-    """Take the codec keywords out of ``options`` (the connection string parser does not know
-    them) and return them."""
-    codec = {key: value for key, value in options.items() if key.lower() in CODEC_KEYWORDS}
-    for key in codec:
-        del options[key]
-    return codec
-
-
-class MongoClient(ClosesOnExit):
-    """A client for one deployment (see the module docstring).
-
-    ``host`` is a ``mongodb://`` or ``mongodb+srv://`` connection string, or a bare host name
-    (with ``port``).  ``document_class`` and ``tz_aware`` (and the codec keywords) say how
-    documents decode; ``connect`` is accepted for PyMongo's sake (monitoring starts at once
-    either way); ``type_registry`` is not supported.  ``options`` are URI options by their
-    PyMongo names (``username``, ``password``, ``authSource``, ``authMechanism``, ``tls``,
-    ``tlsCAFile``, ``appname``, ``compressors``, ``serverSelectionTimeoutMS``,
-    ``connectTimeoutMS``, ``socketTimeoutMS``, ``directConnection``, ``replicaSet``,
-    ``readPreference``, ``w`` ...), any case.  ``event_listeners`` are listeners of
-    :mod:`mongo_sansio.monitoring` (command, server, heartbeat, topology and pool events,
-    dispatched by base class as PyMongo does; anything else is a TypeError);
-    ``log_settings`` overrides the ``MONGODB_LOG_*`` variables; ``server_api`` declares a
-    Stable API version; ``dns_resolver`` answers a ``mongodb+srv`` string's DNS questions
-    (default: the system's name servers through dnspython).
-    """
+class MongoClient(
+    Blocking,
+    ClosesOnExit,
+    ClientBase[Database, CommandCursor, ChangeStream, ClientSession, Engine],
+):
+    """A client for one deployment (see the module docstring; the arguments are
+    :class:`~mongo_sansio.adapters._api.client.ClientBase`'s, PyMongo's)."""
 
     #: the engine, and so the runtime, every operation runs on (the gevent client's differs)
     engine_class: ClassVar[type[Engine]] = Engine
 
-    def __init__(
-        self,
-        host: str = "mongodb://localhost:27017",
-        port: int | None = None,
-        document_class: type | None = None,
-        tz_aware: bool | None = None,
-        connect: bool | None = None,
-        type_registry: Any = None,
-        *,
-        event_listeners: Sequence[object] = (),
-        log_settings: LogSettings | None = None,
-        server_api: ServerApi | None = None,
-        dns_resolver: Resolver | None = None,
-        **options: Any,
-    ) -> None:
-        if not isinstance(host, str):
-            raise ConfigurationError(f"host must be a connection string, not {host!r}")
-        if type_registry is not None:
-            raise ConfigurationError("type_registry: custom type codecs are not supported")
-        if "://" not in host:
-            host = f"mongodb://{host}" + (f":{port}" if port is not None else "")
-        elif port is not None:
-            raise ConfigurationError("port cannot be given with a connection string")
-        codec = _split_codec_keywords(options)
-        codec.update(document_class=document_class, tz_aware=tz_aware)
-        parsed = parse_client_uri(host, options, stacklevel=2)
-        uri, srv_source = _resolve(parsed, dns_resolver)
-        emit_uri_warnings(uri.warnings[len(parsed.warnings) :], stacklevel=2)
-        # the connection string may name the UUID representation; a keyword wins over it
-        in_uri = {"uuidRepresentation": uri.options.get("uuidRepresentation")}
-        self._codec_options = codec_options_from_keywords({**in_uri, **codec})
-        self._settings = ClientSettings.from_connection_string(uri, server_api=server_api)
-        self._write_concern = WriteConcern.from_document(self._settings.write_concern or {})
-        self._read_concern = ReadConcern.from_document(self._settings.read_concern or {})
-        topology_id = ObjectId()
-        metadata = client_metadata(self._settings.handshake.app_name)
-        publisher = Publisher(event_listeners, log_settings=log_settings, topology_id=topology_id)
-        self._engine = self.engine_class(
-            self._settings,
-            metadata=metadata,
-            faas="name" in metadata.get("env", {}),
-            publish=publisher.publish if publisher.active else None,
-            topology_id=topology_id,
-            srv=srv_source,
-            resolver=dns_resolver,
-        )
+    _database_class = Database
+    _command_cursor_class = CommandCursor
+    _change_stream_class = ChangeStream
+    _session_class = ClientSession
 
-    # -- settings inherited by databases ----------------------------------------------------------
-
-    @property
-    def codec_options(self) -> CodecOptions:
-        return self._codec_options
-
-    @property
-    def read_preference(self) -> ReadPreference:
-        return self._settings.read_preference
-
-    @property
-    def write_concern(self) -> WriteConcern:
-        return self._write_concern
-
-    @property
-    def read_concern(self) -> ReadConcern:
-        return self._read_concern
-
-    @property
-    def settings(self) -> ClientSettings:
-        """Everything the connection string and keywords configured."""
-        return self._settings
-
-    @property
-    def engine(self) -> Engine:
-        return self._engine
-
-    # -- databases --------------------------------------------------------------------------------
-
-    def get_database(
-        self,
-        name: str | None = None,
-        codec_options: CodecOptions | None = None,
-        read_preference: ReadPreference | None = None,
-        write_concern: WriteConcern | None = None,
-        read_concern: ReadConcern | None = None,
-        *,
-        timeoutMS: float | None = None,  # noqa: N803 - the option's name (CSOT spec)
-    ) -> Database:
-        """The database ``name`` (default: the connection string's); settings not given are
-        the client's (``timeoutMS``, milliseconds, bounds each of its operations)."""
-        if name is None:
-            name = self._settings.database
-            if name is None:
-                raise ConfigurationError("No default database defined")
-        return Database(
-            self,
-            name,
-            codec_options,
-            read_preference,
-            write_concern,
-            read_concern,
-            timeoutMS=timeoutMS,
-        )
-
-    def get_default_database(
-        self,
-        default: str | None = None,
-        codec_options: CodecOptions | None = None,
-        read_preference: ReadPreference | None = None,
-        write_concern: WriteConcern | None = None,
-        read_concern: ReadConcern | None = None,
-    ) -> Database:
-        """The connection string's database, else ``default``."""
-        name = self._settings.database or default
-        if name is None:
-            raise ConfigurationError("No default database name defined or provided.")
-        return Database(self, name, codec_options, read_preference, write_concern, read_concern)
-
-    def __getitem__(self, name: str) -> Database:
-        return Database(self, name)
-
-    def __getattr__(self, name: str) -> Database:
-        if name.startswith("_"):
-            raise AttributeError(
-                f"MongoClient has no attribute {name!r}. To access the {name} database, use "
-                f"client[{name!r}]."
-            )
-        return self[name]
-
-    # PyMongo: a client is not iterable (``for db in client`` would call __getattr__ forever)
-    __iter__ = None
-
-    def __next__(self) -> NoReturn:
-        raise TypeError("'MongoClient' object is not iterable")
-
-    next = __next__
-
-    @property
-    def admin(self) -> Database:
-        return self["admin"]
-
-    def _admin_commands(self) -> Database:
-        """The admin database with the default settings (listDatabases decodes as PyMongo's)."""
-        return self.get_database(
-            "admin",
-            codec_options=DEFAULT_CODEC_OPTIONS,
-            read_preference=PRIMARY,
-            write_concern=DEFAULT_WRITE_CONCERN,
-        )
-
-    def list_databases(
-        self, session: Any = None, comment: Any = None, **kwargs: Any
-    ) -> CommandCursor:
-        """A cursor over the ``listDatabases`` documents; ``kwargs`` are the command's fields
-        (``nameOnly``, ``filter``, ``authorizedDatabases``)."""
-        documents = self.run(list_databases(comment=comment, **kwargs), session=session)
-        admin = self._admin_commands()
-        return CommandCursor(
-            admin.get_collection("$cmd"),
-            documents=documents,
-            session=session,
-            codec_options=DEFAULT_CODEC_OPTIONS,
-        )
-
-    def list_database_names(self, session: Any = None, comment: Any = None) -> list[str]:
-        return self.run(list_database_names(comment=comment), session=session)
-
-    def drop_database(
-        self, name_or_database: str | Database, session: Any = None, comment: Any = None
-    ) -> None:
-        """Drop a database (by name or :class:`~.database.Database`), with the client's write
-        concern."""
-        name = name_or_database
-        if isinstance(name, Database):
-            name = name.name
-        if not isinstance(name, str):
-            raise TypeError(
-                f"name_or_database must be an instance of str or a Database, not {type(name)}"
-            )
-        self.run(self[name].ops.drop(comment=comment), session=session)
-
-    def server_info(self, session: Any = None) -> dict[str, Any]:
-        """The ``buildInfo`` reply of the primary."""
-        return dict(self.admin.command("buildinfo", read_preference=PRIMARY, session=session))
-
-    # -- change streams ----------------------------------------------------------------------------
-
-    def watch(
-        self,
-        pipeline: Sequence[Mapping[str, Any]] | None = None,
-        *,
-        session: Any = None,
-        **options: Any,
-    ) -> ChangeStream:
-        """A change stream over every database (except admin, config and local)."""
-        return ChangeStream(
-            self._engine,
-            ChangeStreamTarget.whole_cluster(),
-            pipeline,
-            watch_options(**options),
-            self._settings.read_preference,
-            self._settings.read_concern,
-            session=session,
-        )
-
-    # -- the deployment as last seen -------------------------------------------------------------
-
-    @property
-    def topology_description(self) -> TopologyDescription:
-        return self._engine.core.description
-
-    def _address(self, server: ServerDescription) -> tuple[str, int]:
-        return self._engine.core.transport_address(server.address)
-
-    def _members(self, kind: ServerType) -> set[tuple[str, int]]:
-        description = self.topology_description
-        if description.type not in _REPLICA_SET_TYPES:
-            return set()
-        return {self._address(s) for s in description.servers.values() if s.type is kind}
-
-    @property
-    def nodes(self) -> frozenset[tuple[str, int]]:
-        """The servers the client currently knows (empty before discovery)."""
-        return frozenset(
-            self._address(server)
-            for server in self.topology_description.servers.values()
-            if server.type is not ServerType.UNKNOWN
-        )
-
-    @property
-    def primary(self) -> tuple[str, int] | None:
-        """The replica set's primary as last seen (None before discovery, without one, or
-        when the deployment is not a replica set)."""
-        description = self.topology_description
-        if description.type is not TopologyType.REPLICA_SET_WITH_PRIMARY:
-            return None
-        for server in description.servers.values():
-            if server.type is ServerType.RS_PRIMARY:
-                return self._address(server)
-        return None
-
-    @property
-    def secondaries(self) -> set[tuple[str, int]]:
-        """The replica set's secondaries as last seen."""
-        return self._members(ServerType.RS_SECONDARY)
-
-    @property
-    def arbiters(self) -> set[tuple[str, int]]:
-        """The replica set's arbiters as last seen."""
-        return self._members(ServerType.RS_ARBITER)
-
-    def _writable_server(self) -> tuple[ServerInfo, ServerDescription | None]:
-        """Select a writable server (waiting for discovery, up to serverSelectionTimeoutMS)."""
-        server: ServerInfo = self.run(crud.select_server(for_writes=True))
-        sdam_address = self._engine.core.sdam_address(server.address)
-        return server, self.topology_description.servers.get(sdam_address)
-
-    @property
-    def address(self) -> tuple[str, int] | None:
-        """The standalone, primary or mongos that writes go to (waits for discovery).
-        InvalidOperation when the client balances among several mongoses (see :attr:`nodes`)."""
-        description = self.topology_description
-        if description.type is TopologyType.SHARDED and len(description.servers) > 1:
-            raise InvalidOperation(
-                'Cannot use "address" property when load balancing among mongoses, use '
-                '"nodes" instead.'
-            )
-        server, _ = self._writable_server()
-        return server.address
-
-    @property
-    def is_primary(self) -> bool:
-        """Whether the server writes go to accepts writes (waits for discovery)."""
-        server, _ = self._writable_server()
-        return server.is_writable
-
-    @property
-    def is_mongos(self) -> bool:
-        """Whether the client is connected to mongos (waits for discovery)."""
-        _, description = self._writable_server()
-        return description is not None and description.type is ServerType.MONGOS
-
-    # -- running -----------------------------------------------------------------------------------
-
-    def run(self, flow: Flow[T], *, session: Any = None) -> T:
-        """Run a flow of the core (an operation written against :mod:`mongo_sansio.flow`), in
-        ``session`` (None: an implicit one)."""
-        return self._engine.run(flow, session=session)
-
-    # -- sessions ----------------------------------------------------------------------------------
-
-    def start_session(
-        self,
-        causal_consistency: bool | None = None,
-        default_transaction_options: TransactionOptions | None = None,
-        snapshot: bool | None = False,
-    ) -> ClientSession:
-        """A new explicit session (PyMongo's ``start_session``): pass it as ``session=``;
-        ``with client.start_session() as s:`` ends it on the way out."""
-        return ClientSession(
-            self,
-            self._engine.new_session(
-                causal_consistency=causal_consistency,
-                default_transaction_options=default_transaction_options,
-                snapshot=bool(snapshot),
-            ),
-        )
-
-    def default_transaction_options(self) -> TransactionOptions:
-        """The client's read concern, write concern and read preference, the last defaults of
-        a transaction's options."""
-        settings = self._settings
-        return TransactionOptions(
-            read_concern=settings.read_concern or None,
-            write_concern=settings.write_concern or None,
-            read_preference=settings.read_preference,
-        )
+    def _new_engine(self, settings: ClientSettings, resolver: Any, **common: Any) -> Engine:
+        return self.engine_class(settings, resolver=resolver, **common)
 
     def close(self) -> None:
         """Close every idle connection; the client refuses operations afterwards."""
         self._engine.close()
-
-    def __repr__(self) -> str:
-        seeds = ", ".join(f"{h}:{p}" for h, p in self._settings.seeds.addresses)
-        return f"MongoClient([{seeds}], topology={self.topology_description.type.value})"

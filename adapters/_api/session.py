@@ -1,0 +1,214 @@
+"""What the blocking and async ``ClientSession`` share: PyMongo's session API over the core's
+:class:`~mongo_sansio.sessions.Session`, written once as programs (:mod:`.program`).
+
+A client's ``start_session()`` returns one; pass it as ``session=`` to operations, and use it
+as a context manager (``with`` / ``async with``: it ends on the way out, aborting a transaction
+left open).  Transactions: ``start_transaction()`` (a context manager too: commit on success,
+abort on an exception), ``commit_transaction()``, ``abort_transaction()`` and
+``with_transaction(callback)``.  Every decision (what commands carry, retries, labels, the
+convenient API's loop rules) is the core's (:mod:`mongo_sansio.sessions`,
+:mod:`mongo_sansio.ops.transactions`).
+
+Each flavour adds only what differs: the context-manager protocol of the session and of its
+transaction block, and ``with_transaction``'s callback (a function, or a coroutine function).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, Protocol, TypeVar
+
+from mongo_sansio.errors import InvalidOperation
+from mongo_sansio.ops.transactions import (
+    Next,
+    abort_transaction,
+    after_callback_error,
+    after_commit_error,
+    commit_transaction,
+)
+from mongo_sansio.sessions import Session, SessionOptions, TransactionOptions
+
+from .program import Call, Program, Run, operation
+
+__all__ = ["ClientSessionBase", "TransactionBlockBase", "SessionOptions", "TransactionOptions"]
+
+
+class _Client(Protocol):
+    @property
+    def engine(self) -> Any: ...
+
+    def default_transaction_options(self) -> TransactionOptions: ...
+
+
+ClientT = TypeVar("ClientT", bound=_Client)
+BlockT = TypeVar("BlockT")
+T = TypeVar("T")
+
+
+class TransactionBlockBase:
+    """What ``start_transaction()`` returns: a context manager that commits the transaction
+    when its block succeeds and aborts it when the block raises."""
+
+    def __init__(self, session: ClientSessionBase[Any, Any]) -> None:
+        self._session = session
+        self._engine = session._engine
+
+    def _finishing(self, failed: bool) -> Program[None]:
+        session = self._session
+        if not session.in_transaction:
+            return
+        flow = abort_transaction if failed else commit_transaction
+        yield session._ending(flow(session._session))
+
+
+class ClientSessionBase(Generic[ClientT, BlockT]):
+    """A session of one client (see the module docstring); ``ClientT`` is the flavour's client
+    and ``BlockT`` its transaction block."""
+
+    _transaction_block: Callable[[Any], BlockT]
+
+    def __init__(self, client: ClientT, session: Session) -> None:
+        self._client = client
+        self._engine = client.engine
+        self._session = session
+
+    def core_session(self, engine: object) -> Session:
+        """The core's session, for ``engine`` (the client that started this one)."""
+        if engine is not self._engine:
+            raise InvalidOperation("Can only use session with the MongoClient that started it")
+        return self._session
+
+    def _ending(self, flow: Any) -> Run:
+        return Run(flow, session=self)
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def client(self) -> ClientT:
+        return self._client
+
+    @property
+    def options(self) -> SessionOptions:
+        return self._session.options
+
+    @property
+    def session_id(self) -> Mapping[str, Any]:
+        """The ``lsid`` document (the server session is taken from the pool if needed)."""
+        if self._session.ended:
+            raise InvalidOperation("Cannot use ended session")
+        self._engine.bind_session(self._session)
+        session_id = self._session.session_id
+        assert session_id is not None
+        return session_id
+
+    @property
+    def cluster_time(self) -> Mapping[str, Any] | None:
+        return self._session.cluster_time
+
+    @property
+    def operation_time(self) -> Any:
+        return self._session.operation_time
+
+    @property
+    def has_ended(self) -> bool:
+        return self._session.ended
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._session.in_transaction
+
+    def advance_cluster_time(self, cluster_time: Mapping[str, Any]) -> None:
+        self._session.advance_cluster_time(cluster_time)
+
+    def advance_operation_time(self, operation_time: Any) -> None:
+        self._session.advance_operation_time(operation_time)
+
+    # -- ending ---------------------------------------------------------------------------------
+
+    @operation
+    def end_session(self) -> Program[None]:
+        """End the session (aborting an open transaction); idempotent."""
+        if self._session.ended:
+            return
+        try:
+            if self._session.in_transaction:
+                yield self._ending(abort_transaction(self._session))
+        finally:
+            self._engine.end_session(self._session)
+
+    # -- transactions ---------------------------------------------------------------------------
+
+    def _begin(
+        self,
+        read_concern: Any = None,
+        write_concern: Any = None,
+        read_preference: Any = None,
+        max_commit_time_ms: int | None = None,
+    ) -> None:
+        self._session.require_usable(self._engine.core)
+        options = TransactionOptions(
+            read_concern, write_concern, read_preference, max_commit_time_ms
+        ).merged(self._session.default_transaction_options)
+        options = options.merged(self._client.default_transaction_options())
+        self._session.start_transaction(options)
+
+    @operation
+    def start_transaction(
+        self,
+        read_concern: Any = None,
+        write_concern: Any = None,
+        read_preference: Any = None,
+        max_commit_time_ms: int | None = None,
+    ) -> Program[BlockT]:
+        """Start a transaction; unset options come from the session's defaults, then the
+        client's.  Returns a context manager (commit on success, abort on an exception)."""
+        yield from ()  # nothing to send: the transaction starts with its first command
+        self._begin(read_concern, write_concern, read_preference, max_commit_time_ms)
+        return self._transaction_block(self)
+
+    @operation
+    def commit_transaction(self) -> Program[None]:
+        yield self._ending(commit_transaction(self._session))
+
+    @operation
+    def abort_transaction(self) -> Program[None]:
+        yield self._ending(abort_transaction(self._session))
+
+    def _with_transaction(
+        self,
+        callback: Callable[[Any], Any],
+        read_concern: Any = None,
+        write_concern: Any = None,
+        read_preference: Any = None,
+        max_commit_time_ms: int | None = None,
+    ) -> Program[Any]:
+        """``with_transaction``: run ``callback(session)`` in a transaction and commit it,
+        retrying as the convenient transaction API says (for up to 120 seconds)."""
+        start = time.monotonic()
+        while True:
+            self._begin(read_concern, write_concern, read_preference, max_commit_time_ms)
+            try:
+                result = yield Call(callback, (self,))
+            except BaseException as error:
+                if self.in_transaction:
+                    yield self._ending(abort_transaction(self._session))
+                if after_callback_error(error, time.monotonic() - start) is Next.RETRY_TRANSACTION:
+                    continue
+                raise
+            if not self.in_transaction:
+                return result  # the callback committed or aborted itself
+            while True:
+                try:
+                    yield self._ending(commit_transaction(self._session))
+                    return result
+                except Exception as error:  # noqa: BLE001 - the core's rules decide
+                    decision = after_commit_error(error, time.monotonic() - start)
+                    if decision is Next.RETRY_COMMIT:
+                        continue
+                    if decision is Next.RETRY_TRANSACTION:
+                        break
+                    raise
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._session!r})"
