@@ -1,9 +1,17 @@
-"""The trio client: the client core run by the async interpreter in a trio nursery, no threads.
+"""The trio client: ``from mongo_sansio.adapters.trio import AsyncMongoClient``.
 
-:class:`~._runtime.TrioRuntime` is this runtime's few primitives (docs/runtimes.md); the client
-built on it shares :class:`~mongo_sansio.adapters._async_engine.AsyncEngine` with asyncio.
+PyMongo's async API (:mod:`.client`; the wrappers are shared with asyncio,
+:mod:`mongo_sansio.adapters._async_api`) on :class:`~._runtime.TrioRuntime`, this runtime's few
+primitives (docs/runtimes.md), in a trio nursery, with no threads.  The module exports the same
+values as every client module (``InsertOne``, ``IndexModel``, ``ASCENDING``, ``timeout`` ...).
 """
 
+from .. import _async_api
+from .._api import names
+from .._api.names import *  # noqa: F403 - the values every client module exports
+from .._async_api import *  # noqa: F403 - the async wrappers
+from .._async_engine import AsyncEngine
 from ._runtime import TrioRuntime
+from .client import AsyncMongoClient
 
-__all__ = ["TrioRuntime"]
+__all__ = ["AsyncMongoClient", "AsyncEngine", "TrioRuntime", *_async_api.__all__, *names.__all__]
