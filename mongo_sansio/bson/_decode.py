@@ -71,6 +71,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
+from mongo_sansio.bson._decode_batches import read_document_array
 from mongo_sansio.bson._decode_parts import (
     DOUBLE,
     EPOCH_NAIVE,
@@ -683,6 +684,13 @@ def decode_array(data: bytes, start: int, end: int, depth: int, node: Any) -> An
     if depth > DEFAULT_CODEC_OPTIONS.max_nesting_depth:
         raise too_deep(DEFAULT_CODEC_OPTIONS.max_nesting_depth, start)
     sub = node[4]
+    if end - start > 5 and data[start + 4] == 3:  # documents: each by the shapes they share
+        try:
+            documents = _document_array(data, start, end, depth, node)
+        except (InvalidBSON, IndexError, ValueError, struct.error):
+            raise Fallback from None  # reported by the general decoder of the whole document
+        if documents is not None:
+            return documents
     if sub is not None and sub[8] and end - start > 5:
         shapes = sub[8].get(bucket_of(data, start + 4) | ARRAY_BUCKET)
         if shapes is not None:
@@ -696,6 +704,24 @@ def decode_array(data: bytes, start: int, end: int, depth: int, node: Any) -> An
         )
     except InvalidBSON:  # reported by the general decoder of the whole document
         raise Fallback from None
+
+
+def _general_document(data: bytes, start: int, end: int, depth: int, root: Any) -> Any:
+    return _read(data, start, end, DEFAULT_CODEC_OPTIONS, _DEFAULT_SETTINGS, depth, KIND_DOC, root)
+
+
+def _document_array(data: bytes, start: int, end: int, depth: int, node: Any) -> Any:
+    """The array of documents of element ``node`` (default options), decoded document by
+    document through the trie root its documents share (:mod:`._decode_batches`), or None."""
+    sub = node[4]
+    if sub is None:
+        sub = node[4] = new_root()
+        count_nodes(1)
+    shared = sub[4]  # the root all documents of the array share, as the general decoder has it
+    if shared is None:
+        shared = sub[4] = new_root()
+        count_nodes(1)
+    return read_document_array(data, start, end, depth + 1, shared, _by_shape, _general_document)
 
 
 def read_value(

@@ -1,0 +1,72 @@
+"""Arrays of documents decoded document by document through one shared shape root.
+
+Input: the bytes of an array (``data[start:end]``, its length prefix checked by the caller)
+whose elements are documents, the nesting depth of those documents, the trie root the
+documents of this array share (see the comment on the shape trie in :mod:`._decode_parts`),
+and two decoders of one document: by its root's shape decoders (None when none takes it),
+and the general way (which also teaches the root the document's shape).  Output: the list of
+decoded documents, or None when the array is not one of plain documents (the caller then
+decodes it the general way, which also reports anything malformed).
+
+Why: a cursor's ``firstBatch`` / ``nextBatch`` and an insert's ``documents`` are arrays of
+hundreds of documents that nearly always share one shape.  The general decoder tracks an
+array's elements by their keys ("0", "1", ...), which differ from one element to the next, so
+past the first few hundred it stops predicting and decodes each document key by key; and an
+array's own shape decoder serves only arrays of the length it was compiled for.  Here each
+element's header is stepped over (array keys are ignored, as the general decoder ignores
+them) and each document goes to the shape decoders of the one root all of them share.
+
+The result is what the general decoder gives for the same bytes: the same documents (shape
+decoders give what the general decoder gives, or refuse), and anything this loop does not
+take -- an element that is not a document, a length that does not fit, a last element not
+ending at the array's NUL -- returns None before anything is kept.  Errors from the general
+decoder of one document propagate to the caller.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["read_document_array"]
+
+_I32 = struct.Struct("<i").unpack_from
+
+ByShape = Callable[[dict[int, Any], bytes, int, int, int], Any]
+General = Callable[[bytes, int, int, int, Any], Any]
+
+
+def read_document_array(
+    data: bytes,
+    start: int,
+    end: int,
+    depth: int,
+    root: list[Any],
+    by_shape: ByShape,
+    general: General,
+) -> list[Any] | None:
+    """The documents of the array at ``data[start:end]``, or None (see the module
+    docstring).  ``depth`` is the documents' nesting depth.  May raise what ``general``
+    raises, struct.error or ValueError on truncated bytes (the caller converts them)."""
+    documents: list[Any] = []
+    append = documents.append
+    find = data.index
+    pos = start + 4
+    stop = end - 1  # where the array's trailing NUL must be
+    while pos < stop:
+        if data[pos] != 3:  # not a document: the general way
+            return None
+        value = find(0, pos + 1) + 1  # the key is skipped, as the general decoder does
+        size = _I32(data, value)[0]
+        pos = value + size
+        if size < 5 or pos > stop:
+            return None
+        buckets = root[8]  # (read anew: the general decode of a document may fill it)
+        document = by_shape(buckets, data, value, pos, depth) if buckets else None
+        if document is None:
+            document = general(data, value, pos, depth, root)
+        append(document)
+    if pos != stop or data[stop]:
+        return None
+    return documents
