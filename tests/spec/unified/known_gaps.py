@@ -274,30 +274,41 @@ def _server_api_declared(file: Mapping[str, Any], test: Mapping[str, Any]) -> bo
 
 
 def _causal_after_transaction(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """An operation in a session after that session's transaction ended, whose command must
-    carry readConcern.afterClusterTime."""
-    operations = [o for o in test.get("operations", []) if isinstance(o, Mapping)]
-    ends = [
-        i for i, o in enumerate(operations)
-        if o.get("name") in ("commitTransaction", "abortTransaction", "withTransaction")
-    ]
-    return bool(ends) and _expected_events_mention(test, "afterClusterTime") and any(
-        "session" in o.get("arguments", {}) and o.get("object") != "testRunner"
-        for o in operations[ends[0] + 1 :]
-        if o.get("name") not in ("startTransaction", "commitTransaction", "abortTransaction", "withTransaction")
-    )
+    """A session with a transaction, and an expected command outside any transaction (no
+    autocommit) that must carry readConcern.afterClusterTime."""
+    if not _in_transaction(test):
+        return False
+    for expected in test.get("expectEvents", []):
+        for event in expected.get("events", []):
+            command = event.get("commandStartedEvent", {}).get("command", {})
+            concern = command.get("readConcern") if isinstance(command, Mapping) else None
+            outside = "autocommit" not in command or command["autocommit"] == {"$$exists": False}
+            if isinstance(concern, Mapping) and "afterClusterTime" in concern and outside:
+                return True
+    return False
 
 
 def _unacknowledged_transaction(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    def w0(value: Any) -> bool:
-        if isinstance(value, Mapping):
-            concern = value.get("writeConcern")
-            if isinstance(concern, Mapping) and concern.get("w") == 0:
-                return True
-            return any(w0(v) for v in value.values())
-        return isinstance(value, (list, tuple)) and any(w0(v) for v in value)
+    """In a transaction: an update, delete or findAndModify through a w:0 collection, or a
+    transaction started with (or inheriting) w:0."""
 
-    return _in_transaction(test) and w0((file.get("createEntities", []), test.get("operations", [])))
+    def w0(options: Any) -> bool:
+        concern = options.get("writeConcern") if isinstance(options, Mapping) else None
+        return isinstance(concern, Mapping) and concern.get("w") == 0
+
+    if not _in_transaction(test):
+        return False
+    w0_collections = {
+        spec.get("id") for spec in _entity_specs(file, test, "collection") if w0(spec.get("collectionOptions"))
+    }
+    w0_client = any(
+        spec.get("uriOptions", {}).get("w") == 0 for spec in _entity_specs(file, test, "client")
+    )
+    return w0_client or any(
+        (o.get("object") in w0_collections and o.get("name") not in ("insertOne", "insertMany"))
+        or (o.get("name") == "startTransaction" and w0(o.get("arguments")))
+        for o in _operations(test)
+    )
 
 
 def _backpressure_labels(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
@@ -318,15 +329,25 @@ def _run_command_read_preference(file: Mapping[str, Any], test: Mapping[str, Any
         r.get("topologies") == ["single"]
         for r in list(file.get("runOnRequirements", [])) + list(test.get("runOnRequirements", []))
     )
-    return (standalone or _in_transaction(test)) and any(
-        o.get("name") == "runCommand" and "readPreference" in o.get("arguments", {}) for o in _operations(test)
-    )
+    for operation in _operations(test):
+        preference = operation.get("arguments", {}).get("readPreference")
+        if operation.get("name") != "runCommand" or not isinstance(preference, Mapping):
+            continue
+        if standalone or (_in_transaction(test) and preference.get("mode") != "primary"):
+            return True
+    return False
 
 
 def _change_stream_retry(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     """A retryable error (or a socket timeout: blockConnection) injected on a change stream's
-    aggregate."""
-    return "createChangeStream" in {o.get("name") for o in _operations(test)} and any(
+    aggregate, and the retry expected (a second aggregate)."""
+    aggregates = [
+        event
+        for expected in test.get("expectEvents", [])
+        for event in expected.get("events", [])
+        if event.get("commandStartedEvent", {}).get("commandName") == "aggregate"
+    ]
+    return "createChangeStream" in {o.get("name") for o in _operations(test)} and len(aggregates) >= 2 and any(
         "aggregate" in data.get("failCommands", ())
         and (
             data.get("closeConnection")
@@ -395,6 +416,11 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
         _timeout_ms_with("startTransaction", "withTransaction"),
     "CSOT: timeoutMS refreshed for a cursor's close (killCursors)":
         _timeout_ms_with("close"),
+    "aggregate's bypassDocumentValidation=False is not sent":
+        lambda file, test: any(
+            o.get("name") == "aggregate" and o.get("arguments", {}).get("bypassDocumentValidation") is False
+            for o in _operations(test)
+        ),
     "rawData (8.2): the option is not accepted, or is sent to servers before 8.2":
         _uses_argument("rawData"),
 }
