@@ -41,6 +41,7 @@ from mongo_sansio.selection import ReadPreference
 from .._timeout import operation_timeout
 from .change_stream import ChangeStreamBase, watch_options
 from .program import Program, Run, operation, run_blocking
+from .settings import Settings
 
 __all__ = ["CollectionBase"]
 
@@ -66,7 +67,8 @@ def _options(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 class CollectionBase(
-    Generic[DatabaseT, CursorT, RawCursorT, CommandCursorT, RawCommandCursorT, ChangeStreamT]
+    Settings,
+    Generic[DatabaseT, CursorT, RawCursorT, CommandCursorT, RawCommandCursorT, ChangeStreamT],
 ):
     """One collection; methods as in PyMongo (see the module docstring).
 
@@ -140,22 +142,6 @@ class CollectionBase(
     def ops(self) -> CollectionOps:
         """The runtime-independent collection whose flows this one runs."""
         return self._ops
-
-    @property
-    def codec_options(self) -> CodecOptions:
-        return self._ops.codec_options
-
-    @property
-    def read_preference(self) -> ReadPreference:
-        return self._ops.read_preference
-
-    @property
-    def write_concern(self) -> WriteConcern:
-        return self._ops.write_concern
-
-    @property
-    def read_concern(self) -> ReadConcern:
-        return self._ops.read_concern
 
     def with_options(
         self,

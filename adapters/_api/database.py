@@ -32,6 +32,7 @@ from .._timeout import operation_timeout
 from .change_stream import ChangeStreamBase, watch_options
 from .collection import CollectionBase
 from .program import Program, Run, operation
+from .settings import Settings
 
 __all__ = ["DatabaseBase"]
 
@@ -50,7 +51,7 @@ _AGGREGATE_SPELLING = {
 }
 
 
-class DatabaseBase(Generic[ClientT, CollectionT, CommandCursorT, ChangeStreamT]):
+class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, ChangeStreamT]):
     """One database of a client (see the module docstring).  Settings not given are the
     client's."""
 
@@ -77,7 +78,7 @@ class DatabaseBase(Generic[ClientT, CollectionT, CommandCursorT, ChangeStreamT])
         self._name = name
         #: timeoutMS in seconds for this database's operations (None: the client's)
         self.timeout = operation_timeout(timeoutMS)
-        self._ops = DatabaseOps(
+        self._ops: DatabaseOps = DatabaseOps(
             name,
             codec_options=codec_options or parent.codec_options,
             read_preference=read_preference or parent.read_preference,
@@ -99,22 +100,6 @@ class DatabaseBase(Generic[ClientT, CollectionT, CommandCursorT, ChangeStreamT])
     def ops(self) -> DatabaseOps:
         """The runtime-independent database whose flows this one runs."""
         return self._ops
-
-    @property
-    def codec_options(self) -> CodecOptions:
-        return self._ops.codec_options
-
-    @property
-    def read_preference(self) -> ReadPreference:
-        return self._ops.read_preference
-
-    @property
-    def write_concern(self) -> WriteConcern:
-        return self._ops.write_concern
-
-    @property
-    def read_concern(self) -> ReadConcern:
-        return self._ops.read_concern
 
     def with_options(
         self,
