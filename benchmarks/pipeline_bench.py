@@ -4,11 +4,22 @@ Python data source doing the same job (written here); and a batch read of a coll
 Arrow, side by side with PyMongo (documents then ``pa.Table.from_pylist``) and pymongoarrow.
 
     python benchmarks/pipeline_bench.py                    # 20,000 events, 100,000 documents
-    python benchmarks/pipeline_bench.py --events 5000 --documents 20000
+    python benchmarks/pipeline_bench.py --events 5000 --documents 20000 --repeats 3
 
-Everything runs against the same simulated replica set (a pure-Python server, so absolute
-figures are the simulator's; the ratios are what to compare).  Needs the spark extra, PyMongo,
-and pymongoarrow for its column (skipped when absent).
+The same work on both sides of the CDC comparison: the same events (inserted once, then read
+by every query from the same start token, available-now into Parquet), the same twelve
+output columns with the same values (documents as relaxed Extended JSON), the same Spark
+session (``local[2]``), the same simulator.  Every query of each kind runs once untimed first
+(Spark's JIT, its Python worker daemon and the Parquet writer's classes would otherwise be
+paid by whichever runs first), then the kinds alternate ``--repeats`` times and the median is
+reported.  The PyMongo-based source is the straightforward design: its ``latestOffset`` reads
+the full events to find the batch's end, its ``read`` yields one tuple per event, one
+partition per micro-batch.  Ours reads ahead tokens only, builds Arrow batches, and with
+``keyPartitions=K`` splits a batch's events over K partitions (both figures are printed).
+
+Everything runs against the same simulated replica set (a pure-Python server in this
+process, so absolute figures are the simulator's; the ratios are what to compare).  Needs the
+spark extra, PyMongo, and pymongoarrow for its column (left out when absent).
 """
 
 from __future__ import annotations
@@ -16,16 +27,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 import pyarrow as pa  # noqa: E402
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition  # noqa: E402
+
+# The stream's columns, as mongo_sansio's event_schema spells them.
+EVENT_COLUMNS = (
+    "resumeToken string not null, operationType string not null, "
+    "clusterTime struct<t: bigint, i: bigint>, wallTime timestamp, database string, "
+    "collection string, documentKey string, fullDocument string, "
+    "fullDocumentBeforeChange string, updateDescription string, to string"
+)
 
 
 class PyMongoEvents(DataSource):  # type: ignore[misc]
@@ -37,8 +57,7 @@ class PyMongoEvents(DataSource):  # type: ignore[misc]
         return "pymongo_events"
 
     def schema(self) -> str:
-        return ("resumeToken string, operationType string, database string, collection string, "
-                "documentKey string, fullDocument string")
+        return EVENT_COLUMNS
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return PyMongoEventsReader(dict(self.options))
@@ -51,7 +70,7 @@ class PyMongoEventsReader(DataSourceStreamReader):  # type: ignore[misc]
     def _collection(self) -> Any:
         import pymongo
 
-        client: Any = pymongo.MongoClient(self.options["uri"])
+        client: Any = pymongo.MongoClient(self.options["uri"], tz_aware=True)
         return client, client[self.options["database"]][self.options["collection"]]
 
     def initialOffset(self) -> dict[str, Any]:
@@ -74,6 +93,9 @@ class PyMongoEventsReader(DataSourceStreamReader):  # type: ignore[misc]
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         from bson import json_util
 
+        def text(value: Any) -> str | None:
+            return None if value is None else json_util.dumps(value)
+
         start, end = partition.value
         client, collection = self._collection()
         with client, collection.watch(start_after={"_data": start}, max_await_time_ms=300) as stream:
@@ -81,10 +103,14 @@ class PyMongoEventsReader(DataSourceStreamReader):  # type: ignore[misc]
                 token = event["_id"]["_data"]
                 if token > end:
                     return
+                ts, ns, to = event.get("clusterTime"), event.get("ns") or {}, event.get("to")
                 yield (
-                    token, event["operationType"], event["ns"]["db"], event["ns"].get("coll"),
-                    json_util.dumps(event.get("documentKey")),
-                    json_util.dumps(event["fullDocument"]) if event.get("fullDocument") else None,
+                    token, event["operationType"],
+                    {"t": ts.time, "i": ts.inc} if ts is not None else None, event.get("wallTime"),
+                    ns.get("db"), ns.get("coll"),
+                    text(event.get("documentKey")), text(event.get("fullDocument")),
+                    text(event.get("fullDocumentBeforeChange")), text(event.get("updateDescription")),
+                    f"{to['db']}.{to['coll']}" if to else None,
                 )
                 if token == end:
                     return
@@ -118,13 +144,25 @@ def _stream_seconds(spark: Any, source: str, options: dict[str, str], expected: 
     )
     query.awaitTermination()
     seconds = time.perf_counter() - started
-    count = spark.read.parquet(f"{folder}/out").count()
-    if count != expected:
-        raise SystemExit(f"{source}: expected {expected} events, wrote {count}")
+    rows = spark.read.parquet(f"{folder}/out")
+    count, distinct = rows.count(), rows.select("resumeToken").distinct().count()
+    if count != expected or distinct != expected:
+        raise SystemExit(f"{source}: expected {expected} events, wrote {count} ({distinct} distinct)")
     return seconds
 
 
-def cdc(spark: Any, uri: str, events: int, key_partitions: int) -> dict[str, float]:
+def _alternate(runs: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
+    """Each run once untimed, then all of them in turn ``repeats`` times: the median rate."""
+    for run in runs.values():
+        run()
+    rates: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            rates[name].append(run())
+    return {name: statistics.median(values) for name, values in rates.items()}
+
+
+def cdc(spark: Any, uri: str, events: int, key_partitions: list[int], repeats: int) -> dict[str, float]:
     from mongo_sansio.adapters.blocking import MongoClient
     from mongo_sansio.adapters.spark.options import parse_options
     from mongo_sansio.adapters.spark.stream import fix_initial_offset
@@ -136,13 +174,20 @@ def cdc(spark: Any, uri: str, events: int, key_partitions: int) -> dict[str, flo
                  "address": {"city": "Lyon", "zip": str(69000 + n % 100)}} for n in range(events)]
         for offset in range(0, events, 1000):
             client.bench.events.insert_many(docs[offset:offset + 1000])
-    ours = _stream_seconds(spark, "mongo_sansio", {**base, "startAt": start.token or "",
-                                                  "keyPartitions": str(key_partitions)}, events)
-    theirs = _stream_seconds(spark, "pymongo_events", {**base, "start": start.token or ""}, events)
-    return {"ours": events / ours, "pymongo": events / theirs}
+    token = start.token or ""
+
+    def ours(k: int) -> Callable[[], float]:
+        options = {**base, "startAt": token, "keyPartitions": str(k)}
+        return lambda: events / _stream_seconds(spark, "mongo_sansio", options, events)
+
+    runs = {f"mongo_sansio keyPartitions={k}": ours(k) for k in key_partitions}
+    runs["PyMongo source"] = lambda: events / _stream_seconds(
+        spark, "pymongo_events", {**base, "start": token}, events
+    )
+    return _alternate(runs, repeats)
 
 
-def batch(spark: Any, uri: str, documents: int) -> dict[str, float]:
+def batch(spark: Any, uri: str, documents: int, repeats: int) -> dict[str, float]:
     import pymongo
 
     from mongo_sansio.adapters.blocking import MongoClient
@@ -157,56 +202,71 @@ def batch(spark: Any, uri: str, documents: int) -> dict[str, float]:
             client.bench.docs.insert_many(docs[offset:offset + 5000])
     options = parse_options({"uri": uri, "database": "bench", "collection": "docs"})
     schema, _tree = infer(options)
-    figures: dict[str, float] = {}
 
-    started = time.perf_counter()
-    with MongoClient(uri) as client:
-        table = pa.Table.from_batches(list(batches(client.bench.docs.find(), schema)))
-    figures["ours (Arrow)"] = table.num_rows / (time.perf_counter() - started)
+    def timed(read: Callable[[], Any]) -> Callable[[], float]:
+        def run() -> float:
+            started = time.perf_counter()
+            table = read()
+            seconds = time.perf_counter() - started
+            if table.num_rows != documents:
+                raise SystemExit(f"batch read: expected {documents} rows, got {table.num_rows}")
+            return documents / seconds
+        return run
 
-    started = time.perf_counter()
-    with pymongo.MongoClient(uri) as client:
-        table = pa.Table.from_pylist(list(client.bench.docs.find()))
-    figures["pymongo (from_pylist)"] = table.num_rows / (time.perf_counter() - started)
+    def ours() -> Any:
+        with MongoClient(uri) as client:
+            return pa.Table.from_batches(list(batches(client.bench.docs.find(), schema)))
 
+    def theirs() -> Any:
+        with pymongo.MongoClient(uri) as client:
+            return pa.Table.from_pylist(list(client.bench.docs.find()))
+
+    runs = {"ours (Arrow)": timed(ours), "pymongo (from_pylist)": timed(theirs)}
     try:
         from pymongoarrow.api import find_arrow_all
     except ImportError:
         print("pymongoarrow is not installed: its column is left out", file=sys.stderr)
     else:
-        started = time.perf_counter()
-        with pymongo.MongoClient(uri) as client:
-            table = find_arrow_all(client.bench.docs, {})
-        figures["pymongoarrow"] = table.num_rows / (time.perf_counter() - started)
+        def arrow() -> Any:
+            with pymongo.MongoClient(uri) as client:
+                return find_arrow_all(client.bench.docs, {})
+        runs["pymongoarrow"] = timed(arrow)
 
-    started = time.perf_counter()
-    count = (spark.read.format("mongo_sansio").option("uri", uri).option("database", "bench")
-             .option("collection", "docs").option("partitions", "2").load().count())
-    figures["ours through Spark (count)"] = count / (time.perf_counter() - started)
-    return figures
+    def through_spark() -> Any:
+        return pa.table({"n": [0] * (spark.read.format("mongo_sansio").option("uri", uri)
+                                     .option("database", "bench").option("collection", "docs")
+                                     .option("partitions", "2").load().count())})
+    runs["ours through Spark (count)"] = timed(through_spark)
+    return _alternate(runs, repeats)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--documents", type=int, default=100_000)
-    parser.add_argument("--key-partitions", type=int, default=2)
+    parser.add_argument("--key-partitions", default="1,2", help="comma-separated K values for ours")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each (median reported)")
+    parser.add_argument("--skip", choices=("cdc", "batch"), help="leave one comparison out")
     args = parser.parse_args()
     from mongo_sansio.adapters.sim import SimulatedReplicaSet
 
     spark = _spark()
+    results: dict[str, Any] = {}
     with SimulatedReplicaSet(members=3) as rs:
-        rates = cdc(spark, rs.uri, args.events, args.key_partitions)
-        print(f"CDC into Parquet, {args.events} insert events (keyPartitions={args.key_partitions}):")
-        print(f"  mongo_sansio   {rates['ours']:>9.0f} events/s")
-        print(f"  PyMongo source {rates['pymongo']:>9.0f} events/s")
-        print(f"  ratio          {rates['ours'] / rates['pymongo']:>9.2f}x")
-        figures = batch(spark, rs.uri, args.documents)
-        print(f"Batch read of {args.documents} documents into Arrow:")
-        base = figures["pymongo (from_pylist)"]
-        for name, rate in figures.items():
-            print(f"  {name:<28} {rate:>9.0f} docs/s  {rate / base:5.2f}x PyMongo")
-        print(json.dumps({"cdc": rates, "batch": figures}))
+        if args.skip != "cdc":
+            ks = [int(k) for k in args.key_partitions.split(",")]
+            rates = results["cdc"] = cdc(spark, rs.uri, args.events, ks, args.repeats)
+            print(f"CDC into Parquet, {args.events} insert events, median of {args.repeats}:")
+            base = rates["PyMongo source"]
+            for name, rate in rates.items():
+                print(f"  {name:<28} {rate:>9.0f} events/s  {rate / base:5.2f}x PyMongo source")
+        if args.skip != "batch":
+            figures = results["batch"] = batch(spark, rs.uri, args.documents, args.repeats)
+            print(f"Batch read of {args.documents} documents into Arrow, median of {args.repeats}:")
+            base = figures["pymongo (from_pylist)"]
+            for name, rate in figures.items():
+                print(f"  {name:<28} {rate:>9.0f} docs/s  {rate / base:5.2f}x PyMongo")
+    print(json.dumps(results))
     spark.stop()
 
 

@@ -107,6 +107,24 @@ def event_row(event: Mapping[str, Any]) -> list[Any]:
     ]
 
 
+def _position(stream: Any) -> str | None:
+    """The stream's resume token (``_data``): the last event's, or once a batch is used up,
+    the server's post-batch resume token."""
+    token = stream.resume_token
+    return None if token is None else str(token["_data"])
+
+
+def _caught_up(stream: Any, last_event: str, target: str | None) -> bool:
+    """Whether a read-ahead can stop without another getMore (which would wait
+    ``maxAwaitTimeMS`` for events that are not there): its position reached the available-now
+    target, or it moved past the last event, i.e. the batch just used up ended where the
+    server's scan of the oplog ended."""
+    position = _position(stream)
+    if position is None:
+        return False
+    return (target is not None and position >= target) or position > last_event
+
+
 def _history_lost(error: OperationFailure) -> bool:
     return error.code == _HISTORY_LOST or "ChangeStreamHistoryLost" in str(error)
 
@@ -226,7 +244,7 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         break
                     ts = event.get("clusterTime")
                     seen.append((token, ts if isinstance(ts, Timestamp) else None))
-                    if time.monotonic() > deadline:
+                    if _caught_up(stream, token, self._target) or time.monotonic() > deadline:
                         break
                 post_batch = stream.resume_token
         except OperationFailure as error:
@@ -319,7 +337,9 @@ def read_range(options: SourceOptions, partition: StreamPartition) -> Iterator[l
                     event.get("documentKey"), partition.partitions
                 ) == partition.index:
                     yield event_row(event)
-                if verdict is Verdict.KEEP_AND_STOP:
+                if verdict is Verdict.KEEP_AND_STOP or window.reached_by(_position(stream)):
+                    # (the end event, or the batch's post-batch token says the server has
+                    # scanned past the end: no getMore needed to learn that nothing is left)
                     return
     except OperationFailure as error:
         if _history_lost(error):

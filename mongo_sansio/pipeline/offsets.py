@@ -191,17 +191,23 @@ def next_end(
     position fixed for an available-now run); with no events it is ``start`` itself, except
     that after ``quiet_advance_seconds`` without events the offset moves to the post-batch
     token, so a restart after a long quiet time does not resume from a position the oplog has
-    dropped.  A run with a ``target`` moves to it as soon as nothing is left before it."""
+    dropped.  A run with a ``target`` moves to it as soon as nothing is left before it: in the
+    same batch when the read-ahead reached the target with every event before it within the
+    limit, so that no empty batch follows only to move the offset there."""
     events = [(token, ts) for token, ts in seen if start.is_before(token)]
     if target is not None:
         events = [(token, ts) for token, ts in events if token <= target]
+    if max_events is not None and max_events < 1:
+        raise ValueError("maxEventsPerBatch must be at least 1")
+    complete = max_events is None or len(events) <= max_events
     if max_events is not None:
-        if max_events < 1:
-            raise ValueError("maxEventsPerBatch must be at least 1")
         events = events[:max_events]
     if events:
         token, ts = events[-1]
-        return StreamOffset(token=token, cluster_time=ts or start.cluster_time)
+        cluster_time = ts or start.cluster_time
+        if target is not None and complete and post_batch_token is not None and post_batch_token >= target:
+            return StreamOffset(token=target, cluster_time=cluster_time)
+        return StreamOffset(token=token, cluster_time=cluster_time)
     if post_batch_token is None or not start.is_before(post_batch_token):
         return start
     if target is not None:

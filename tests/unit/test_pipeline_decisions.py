@@ -135,13 +135,28 @@ def test_a_quiet_stream_advances_only_now_and_then() -> None:
 
 def test_an_available_now_target_bounds_the_batches_and_is_reached() -> None:
     start = StreamOffset(token="A0")
-    end = next_end(start, _seen("A1", "A4", "A7"), "A9", max_events=None, quiet_seconds=0,
+    # the read-ahead has not reached the target yet: the batch ends at the last event
+    end = next_end(start, _seen("A1", "A4"), "A4", max_events=None, quiet_seconds=0,
                    quiet_advance_seconds=60, target="A5")
     assert end.token == "A4"
     end = next_end(end, [], "A9", max_events=None, quiet_seconds=0, quiet_advance_seconds=60, target="A5")
     assert end.token == "A5"
     again = next_end(end, [], "A9", max_events=None, quiet_seconds=0, quiet_advance_seconds=60, target="A5")
     assert again == end  # nothing left: Spark ends the available-now run
+
+
+def test_a_read_ahead_past_the_target_ends_the_batch_at_the_target() -> None:
+    start = StreamOffset(token="A0")
+    end = next_end(start, _seen("A1", "A4", "A7"), "A9", max_events=None, quiet_seconds=0,
+                   quiet_advance_seconds=60, target="A5")
+    assert end.token == "A5" and end.cluster_time == Timestamp(1, 1)  # no empty batch to follow
+    # the limit cut the events before the target: the batch ends at its last event
+    end = next_end(start, _seen("A1", "A2", "A4"), "A9", max_events=2, quiet_seconds=0,
+                   quiet_advance_seconds=60, target="A5")
+    assert end.token == "A2"
+    end = next_end(start, _seen("A1", "A4"), "A9", max_events=2, quiet_seconds=0,
+                   quiet_advance_seconds=60, target="A5")
+    assert end.token == "A5"
 
 
 def test_token_range_verdicts() -> None:
