@@ -19,8 +19,10 @@ them) and each document goes to the shape decoders of the one root all of them s
 The result is what the general decoder gives for the same bytes: the same documents (shape
 decoders give what the general decoder gives, or refuse), and anything this loop does not
 take -- an element that is not a document, a length that does not fit, a last element not
-ending at the array's NUL -- returns None before anything is kept.  Errors from the general
-decoder of one document propagate to the caller.
+ending at the array's NUL -- returns None when met before any document was decoded, and
+raises :class:`~._decode_shapes.Fallback` after (the whole attempt is then given up, as a
+shape decoder's late refusal gives it up).  Errors from the general decoder of one document
+propagate to the caller.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from typing import Any
+
+from mongo_sansio.bson._decode_shapes import Fallback
 
 __all__ = ["read_document_array"]
 
@@ -56,11 +60,13 @@ def read_document_array(
     stop = end - 1  # where the array's trailing NUL must be
     while pos < stop:
         if data[pos] != 3:  # not a document: the general way
+            _refuse(documents)
             return None
         value = find(0, pos + 1) + 1  # the key is skipped, as the general decoder does
         size = _I32(data, value)[0]
         pos = value + size
         if size < 5 or pos > stop:
+            _refuse(documents)
             return None
         buckets = root[8]  # (read anew: the general decode of a document may fill it)
         document = by_shape(buckets, data, value, pos, depth) if buckets else None
@@ -68,5 +74,14 @@ def read_document_array(
             document = general(data, value, pos, depth, root)
         append(document)
     if pos != stop or data[stop]:
+        _refuse(documents)
         return None
     return documents
+
+
+def _refuse(decoded: list[Any]) -> None:
+    # Before any document was decoded the array is decoded the general way, in place; after,
+    # the whole attempt is given up (Fallback), so that nested batches refused late are not
+    # decoded again at every level above.
+    if decoded:
+        raise Fallback

@@ -15,7 +15,11 @@ Embedded documents and arrays go through the ``nested`` and ``array`` helpers, w
 decoders of the element's own trie root; empty ones are made on the spot.  The rare types
 (regex, DBPointer, symbol, code with scope) are read by the general ``value`` helper.
 
-Refusals: a document decoder returns None for anything it does not take.  An array decoder
+Refusals: a decoder checks every header, length and the final NUL of its container before
+it decodes any embedded document or array, so a container of another shape that begins alike
+(a getMore reply with a ``postBatchResumeToken`` after its batch, tried against the shape of
+one without) is refused before its batch is decoded, not after.  A document decoder returns
+None for anything it does not take.  An array decoder
 returns None only while it has decoded no container (a document, an array, or a rare value
 that may hold one), so that an array of another length is decoded the general way on its
 own, in place, at the cost of its own scalars at most; any later refusal raises
@@ -143,6 +147,7 @@ def compile_decoder(
             deep = True
             body.append("    deep = True")
     body: list[str] = []
+    later: list[str] = []  # decoding the embedded containers, after the last check
     values: list[str] = []
     fmt = "<"  # the open run: struct format, unpacked names, expected headers
     fields: list[str] = []
@@ -204,26 +209,30 @@ def compile_decoder(
         else:
             body.append(f"    if n{n} < 5:\n        {refuse()}")
             body.append(f"    q = s + n{n}")
-            enter_container()
+            # decoded once every header of this container has been checked (see `later`):
+            # a document of another shape is refused before any of its containers is decoded
+            body.append(f"    s{n} = s")
             # an empty one is made on the spot (its NUL and the depth checked as the helpers
             # would, though a trie root always sits at one depth, so a shape compiled there
             # passed that check already); otherwise its trie root's decoders are tried
             empty, helper = ("{}", "nested") if t == 0x03 else ("[]", "array")
             names[f"node{n}"] = node
             child = _child_decoder(node, t == 0x04)
+            e = f"s{n} + n{n}"
             if child is None:
-                body.append(
-                    f"    x{n} = {empty} if n{n} == 5 and depth < {_MAX_DEPTH} and not data[q - 1]"
-                    f" else {helper}(data, s, q, depth + 1, node{n})"
+                later.append(
+                    f"    x{n} = {empty} if n{n} == 5 and depth < {_MAX_DEPTH} and not data[{e} - 1]"
+                    f" else {helper}(data, s{n}, {e}, depth + 1, node{n})"
                 )
             else:  # called directly, saving the helper's dispatch; the helper if it refuses
                 names[f"d{n}"] = child
-                body.append(
-                    f"    x{n} = {empty} if n{n} == 5 and not data[q - 1] and depth < {_MAX_DEPTH}"
-                    f" else d{n}(data, s, q, depth + 1) if depth < {_MAX_DEPTH} else None"
+                later.append(
+                    f"    x{n} = {empty} if n{n} == 5 and not data[{e} - 1] and depth < {_MAX_DEPTH}"
+                    f" else d{n}(data, s{n}, {e}, depth + 1) if depth < {_MAX_DEPTH} else None"
                 )
-                body.append(
-                    f"    if x{n} is None:\n        x{n} = {helper}(data, s, q, depth + 1, node{n})"
+                later.append(
+                    f"    if x{n} is None:\n"
+                    f"        x{n} = {helper}(data, s{n}, {e}, depth + 1, node{n})"
                 )
         offset = 0
     if fields:
@@ -233,6 +242,10 @@ def compile_decoder(
         result = "[" + ", ".join(values) + "]"
     else:
         result = "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(keys, values, strict=True)) + "}"
+    last_refusal = refuse()  # (before the containers: a refusal here decoded none of them)
+    if later and is_array and not deep:
+        deep = True
+        later.insert(0, "    deep = True")
     source = "\n".join([
         "def decoder(data, start, end, depth):",
         *(["  deep = False"] if deep else []),
@@ -240,7 +253,8 @@ def compile_decoder(
         "    q = start + 4",
         *body,
         "    if q != end - 1 or data[q]:",
-        f"        {refuse()}",
+        f"        {last_refusal}",
+        *later,
         f"    return {result}",
         "  except error:",
         *(["    if deep:\n        raise fallback"] if deep else []),

@@ -582,6 +582,28 @@ class ChangeStream:
                 self._state = _State.CLOSED
             return event
 
+    def next_buffered_event(self) -> Mapping[str, Any] | None:
+        """The next buffered event when :meth:`next_event` would give it and the flows would
+        then send nothing (the stream open on a live cursor; a whole event with its ``_id``,
+        not an invalidate); None otherwise, and nothing changes.  An adapter's fast path
+        (:mod:`.buffered`)."""
+        cursor = self._cursor
+        if self._state is not _State.OPEN or cursor is None or self.options.split_large_events:
+            return None
+        document = cursor.peek_buffered()
+        if document is None or cursor.interrupted or not cursor.alive:
+            return None
+        if not isinstance(document, dict | Mapping) or "_id" not in document:
+            return None
+        if document.get("operationType") == "invalidate":
+            return None
+        cursor.next_buffered()
+        token = cursor.post_batch_resume_token
+        self._resume_token = token if token is not None and not cursor.buffered else document["_id"]
+        self._returned_any = True
+        self._resumed_since_progress = False
+        return document
+
     def _take(self, document: Any) -> Mapping[str, Any] | None:
         """Check one document of a batch; None while a split event is incomplete."""
         try:

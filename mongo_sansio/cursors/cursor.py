@@ -268,6 +268,10 @@ class Cursor:
         self.returned += 1
         return self._buffer.popleft()
 
+    def peek_buffered(self) -> Any | None:
+        """The next document of the current batch without taking it, or None."""
+        return self._buffer[0] if self._buffer else None
+
     def take_buffered(self) -> list[Any]:
         """Every document of the current batch still allowed by the limit."""
         documents = []
