@@ -254,6 +254,37 @@ def report(kind: str, results: dict[str, Any], counts: dict[str, int]) -> None:
               f"{cpu_ratio:>9.2f} {wall_ratio:>10.2f} {target:>5.1f} {verdict}")
 
 
+def resident_kib() -> int:
+    """This process's resident set size now, in KiB (Linux: /proc/self/statm)."""
+    import os
+
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def memory(events: int, checkpoints: int = 10) -> None:
+    """Tail ``events`` change events from the canned server with each client, printing the
+    resident size at evenly spaced checkpoints (a flat column is the goal)."""
+    print(f"\n== memory: tailing {events} events (canned server), resident KiB ==")
+    with server("canned", 1000) as uri:
+        for make in (ours, pymongo_side):
+            side = make(uri)
+            step = max(1, events // checkpoints)
+            sizes = []
+            started = time.perf_counter()
+            with side.db.events.watch(batch_size=1000) as stream:
+                for count in range(1, events + 1):
+                    stream.next()
+                    if count % step == 0:
+                        gc.collect()
+                        sizes.append(resident_kib())
+            seconds = time.perf_counter() - started
+            side.client.close()
+            print(f"{side.name:<8} {' '.join(f'{size:>7}' for size in sizes)}  "
+                  f"(growth {sizes[-1] - sizes[0]:+d} KiB after the first checkpoint; "
+                  f"{events / seconds:,.0f} events/s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small counts, 3 trials (< 60 s)")
@@ -262,6 +293,8 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=None, help="find_one / insert_one calls")
     parser.add_argument("--many", type=int, default=None, help="documents of the multi-doc cases")
     parser.add_argument("--large", type=int, default=None, help="large insert_one calls")
+    parser.add_argument("--memory", type=int, default=0, metavar="EVENTS",
+                        help="instead: tail EVENTS events and print the resident size")
     parser.add_argument("--only", action="append", default=[], help="workloads whose name has this")
     args = parser.parse_args()
     trials = args.trials or (3 if args.quick else 7)
@@ -278,6 +311,9 @@ def main() -> None:
 
     print(f"PyMongo {pymongo.version}, C extension: {pymongo.has_c() and bson.has_c()}; "
           f"{trials} trials; counts {counts}")
+    if args.memory:
+        memory(args.memory)
+        return
     kinds = ("canned", "sim") if args.server == "both" else (args.server,)
     for kind in kinds:
         results = measure(kind, counts, trials, args.only)
