@@ -50,6 +50,8 @@ SPLIT_STAGE = "$changeStreamSplitLargeEvent"
 # Stages mongod allows after $changeStream (the rest are refused).
 ALLOWED_STAGES = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot",
                             "$replaceWith", "$redact", SPLIT_STAGE})
+# Stages that build new documents or pass the given ones through, never changing them.
+_NON_MUTATING = frozenset({"$match", "$project"})
 OPTIONS = frozenset({"fullDocument", "fullDocumentBeforeChange", "resumeAfter", "startAfter",
                      "startAtOperationTime", "allChangesForCluster", "showExpandedEvents"})
 INTERNAL_DATABASES = frozenset({"admin", "config", "local"})
@@ -248,12 +250,13 @@ class ChangeStream:
             raise CommandError(286, "ChangeStreamHistoryLost", "the change stream fell off the oplog")
         keys: dict[str, TokenKey] = {}
         events: list[dict[str, Any]] = []
-        start = _ts_key(self.scan_from)
-        for entry in oplog.entries:
-            if _ts_key(entry.ts) < start:
-                continue
+        start_ts = _ts_key(self.start.ts)
+        for entry in oplog.entries[oplog.index_from(self.scan_from):]:
+            # Every event of a later entry is after the start; only the start's own entry
+            # needs the full comparison (its events before the start are passed over).
+            later = _ts_key(entry.ts) > start_ts
             for key, event in self._events(entry):
-                if key > self.start or self._resumes_inside(key):
+                if later or key > self.start or self._resumes_inside(key):
                     keys[event["_id"]["_data"]] = key
                     events.append(event)
                     # (startAfter an invalidate passes it by and goes on)
@@ -262,16 +265,34 @@ class ChangeStream:
             self.scan_from = Timestamp(entry.ts.time, entry.ts.inc + 1)
             if self.invalidated:
                 break
-        results = run_pipeline(events, self.pipeline, now=self.cluster.write_datetime()) if self.pipeline else events
+        results = self._run_pipeline(events) if self.pipeline else events
         out: list[dict[str, Any]] = []
         for document in results:
             token = document.get("_id")
             data = token.get("_data") if isinstance(token, Mapping) else None
-            if not isinstance(data, str) or data not in keys or not _same(token, {"_data": data}):
+            if not isinstance(data, str) or data not in keys or not _unchanged_token(token, data):
                 raise _fatal("Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. "
                              "Modifying the _id field of an event makes it impossible to resume the stream from that point.")
             out.extend(self._sized(document, keys[data]))
         return out
+
+    def _run_pipeline(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The stages after ``$changeStream`` over the events.  ``$match`` and ``$project``
+        never change the documents they are given, so a pipeline of only those runs on the
+        events themselves; others get copies (the events share their documents with the
+        oplog).  A token-only read-ahead (``$project: {_id: 1}``) then costs little more than
+        the scan, as it does on mongod."""
+        now = self.cluster.write_datetime()
+        if not all(isinstance(stage, Mapping) and next(iter(stage), "") in _NON_MUTATING for stage in self.pipeline):
+            return run_pipeline(events, self.pipeline, now=now)
+        results = events
+        for stage, compiled in zip(self.pipeline, compile_pipeline(self.pipeline, now=now), strict=True):
+            fields = _top_level_inclusion(stage)
+            if fields is None:
+                results = compiled(results)
+            else:  # the same documents the general projection gives, without its walk
+                results = [{name: value for name, value in event.items() if name in fields} for event in results]
+        return results
 
     def _resumes_inside(self, key: TokenKey) -> bool:
         """Whether the stream resumes from a fragment of the event at ``key`` (its later
@@ -485,6 +506,35 @@ def split_event(event: dict[str, Any], key: TokenKey) -> list[dict[str, Any]]:
         fragment.update({name: event[name] for name in names})
         fragments.append(fragment)
     return fragments
+
+
+def _top_level_inclusion(stage: Mapping[str, Any]) -> frozenset[str] | None:
+    """The fields a ``$project`` keeps when it only includes top-level fields (``_id`` kept
+    unless excluded): e.g. ``{_id: 1, clusterTime: 1}``; None for any other stage."""
+    spec = stage.get("$project")
+    if not isinstance(spec, Mapping) or not spec:
+        return None
+    fields = {"_id"}
+    included = False
+    for name, value in spec.items():
+        if not isinstance(name, str) or not name or "." in name or name.startswith("$"):
+            return None
+        if name == "_id" and value in (0, False) and not isinstance(value, float):
+            fields.discard("_id")
+        elif value not in (1, True) or isinstance(value, float):
+            return None
+        else:
+            fields.add(name)
+            included = True
+    return frozenset(fields) if included else None  # ({_id: 0} alone excludes: not this case)
+
+
+def _unchanged_token(token: Any, data: str) -> bool:
+    """Whether an event's ``_id`` after the pipeline is still ``{_data: data}`` (BSON
+    equality; a plain one-field dict with that string is, without encoding it)."""
+    if type(token) is dict and len(token) == 1 and type(token.get("_data")) is str:
+        return True  # (the caller checked that the string is data)
+    return _same(token, {"_data": data})
 
 
 def _ts_key(ts: Timestamp) -> tuple[int, int]:

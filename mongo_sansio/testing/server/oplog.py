@@ -37,6 +37,7 @@ still reaches, so a change stream resuming from before it can report ChangeStrea
 
 from __future__ import annotations
 
+import bisect
 import datetime
 from typing import Any
 
@@ -119,6 +120,12 @@ class Oplog:
         if len(self.entries) > self.max_entries:
             del self.entries[: len(self.entries) - self.max_entries]
         return entry
+
+    def index_from(self, ts: Timestamp) -> int:
+        """The index in :attr:`entries` of the first entry at or after ``ts`` (a binary
+        search: a stream polling a long oplog costs what it has not read yet, not the oplog)."""
+        key = (ts.time, ts.inc)
+        return bisect.bisect_left(self.entries, key, key=lambda entry: (entry.ts.time, entry.ts.inc))
 
     def visible_at(self, wall: float) -> OplogEntry | None:
         """The newest entry written at or before ``wall`` (a lagging member's position)."""
