@@ -290,7 +290,9 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
     ) -> Program[CommandCursorT]:
         """A cursor over the ``listDatabases`` documents; ``kwargs`` are the command's fields
         (``nameOnly``, ``filter``, ``authorizedDatabases``)."""
-        documents = yield Run(list_databases(comment=comment, **kwargs), session)
+        documents = yield Run(
+            list_databases(comment=comment, **kwargs), session, None, self.codec_options
+        )
         return self._command_cursor_class(
             self._admin_commands().get_collection("$cmd"),
             documents=documents,
@@ -434,7 +436,7 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
     def run(self, flow: Flow[T], *, session: Any = None) -> Program[T]:
         """Run a flow of the core (an operation written against :mod:`mongo_sansio.flow`), in
         ``session`` (None: an implicit one)."""
-        result: T = yield Run(flow, session)
+        result: T = yield Run(flow, session, None, self.codec_options)
         return result
 
     # -- sessions ----------------------------------------------------------------------------------

@@ -231,7 +231,7 @@ class CollectionBase(
 
     def _op(self, flow: Flow[Any], session: Any = None) -> Run:
         """Run ``flow`` in ``session`` under this collection's timeoutMS."""
-        return Run(flow, session, self.timeout)
+        return Run(flow, session, self.timeout, self.codec_options)
 
     # -- writes ----------------------------------------------------------------------------------
 

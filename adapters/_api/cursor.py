@@ -104,7 +104,13 @@ class CursorBase(Generic[CollectionT]):
 
     def _step(self, flow: Flow[Any]) -> Run:
         # each step (open, a getMore, close) gets the collection's timeoutMS anew
-        return Run(flow, self._session, getattr(self._collection, "timeout", None))
+        collection = self._collection
+        return Run(
+            flow,
+            self._session,
+            getattr(collection, "timeout", None),
+            getattr(collection, "codec_options", None),
+        )
 
     def _opening(self) -> Program[CursorMachine | None]:
         """The cursor machine, opening it if needed (None: only the given documents)."""

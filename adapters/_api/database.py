@@ -185,7 +185,7 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
 
     def _op(self, flow: Flow[Any], session: Any) -> Run:
         """Run ``flow`` in ``session`` under this database's timeoutMS."""
-        return Run(flow, session, self.timeout)
+        return Run(flow, session, self.timeout, self.codec_options)
 
     @operation
     def list_collections(

@@ -81,6 +81,8 @@ class Run:
     flow: Flow[Any]
     session: Any = None
     timeout: float | None = None
+    codec_options: Any = None
+    """How the operation's commands encode values (its collection's; None: the defaults)."""
 
 
 @attrs.frozen
@@ -130,7 +132,12 @@ def run_blocking(engine: Any, program: Program[T]) -> T:
 
     async def perform(step: Step) -> Any:
         if isinstance(step, Run):
-            return engine.run(step.flow, session=step.session, timeout=step.timeout)
+            return engine.run(
+                step.flow,
+                session=step.session,
+                timeout=step.timeout,
+                codec_options=step.codec_options,
+            )
         return step.function(*step.args)
 
     coroutine = _feed(program, perform)
@@ -148,7 +155,12 @@ async def run_async(engine: Any, program: Program[T]) -> T:
 
     async def perform(step: Step) -> Any:
         if isinstance(step, Run):
-            return await engine.run(step.flow, session=step.session, timeout=step.timeout)
+            return await engine.run(
+                step.flow,
+                session=step.session,
+                timeout=step.timeout,
+                codec_options=step.codec_options,
+            )
         return await step.function(*step.args)
 
     return await _feed(program, perform)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.client import ClientSettings
 from mongo_sansio.client.srv_polling import SrvSource
 from mongo_sansio.flow import Flow
@@ -78,11 +79,18 @@ class Engine(EngineBase):
             self.interpreter.spawn, runtime.close_stream, runtime.monotonic, runtime.lock
         )
 
-    def run(self, flow: Flow[T], *, timeout: float | None = None, session: Any = None) -> T:
+    def run(
+        self,
+        flow: Flow[T],
+        *,
+        timeout: float | None = None,
+        session: Any = None,
+        codec_options: CodecOptions | None = None,
+    ) -> T:
         """Run an operation flow of the core to its result (see
         :meth:`~.._engine_base.EngineBase.operation`)."""
         # operation() first: in a forked child it renews the runtime, and so the interpreter
-        task = self.operation(flow, timeout, session)
+        task = self.operation(flow, timeout, session, codec_options)
         result: T = self.interpreter.run(task)
         return result
 

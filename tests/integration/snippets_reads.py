@@ -138,9 +138,7 @@ def uuid_standard_representation_on_a_collection(client: Any, ns: Any) -> Any:
     return client[DB].things.find_one({"_id": 1}), standard.find_one({"_id": 1})
 
 
-@snippet(
-    ours_gap="a collection's codec options encode its writes but not the filters of its reads (the connection's encoder uses the client's)"
-)
+@snippet
 def uuid_in_a_filter_with_the_collections_representation(client: Any, ns: Any) -> Any:
     standard = client[DB].get_collection(
         "things", codec_options=ns.CodecOptions(uuid_representation=ns.UuidRepresentation.STANDARD)
