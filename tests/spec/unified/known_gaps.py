@@ -411,7 +411,7 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
         _zero_timeout,
     "CSOT: timeoutMS with tailable cursors and change streams (maxAwaitTimeMS checked against "
     "it, refreshed per getMore, an iteration after a timeout)":
-        _timeout_ms_with("cursorType", "createChangeStream"),
+        _timeout_ms_with("cursorType", "maxAwaitTimeMS", "createChangeStream", "createCommandCursor"),
     "CSOT: timeoutMS with transactions (withTransaction's, commit/abort's, wTimeoutMS ignored)":
         _timeout_ms_with("startTransaction", "withTransaction"),
     "CSOT: timeoutMS refreshed for a cursor's close (killCursors)":
