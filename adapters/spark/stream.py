@@ -47,9 +47,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from mongo_sansio.bson import Timestamp, extjson
+from mongo_sansio.bson import Timestamp
 from mongo_sansio.errors import OperationFailure
 from mongo_sansio.pipeline.hashing import key_partition, partition_match
+from mongo_sansio.pipeline.jsontext import relaxed_json
 from mongo_sansio.pipeline.offsets import StreamOffset, TokenRange, Verdict, next_end
 
 from .arrow import arrow_schema, record_batch
@@ -87,7 +88,7 @@ def event_schema(options: SourceOptions) -> StructType:
 
 
 def _json(value: Any) -> str | None:
-    return None if value is None else extjson.dumps(value, mode="relaxed")
+    return None if value is None else relaxed_json(value)
 
 
 def event_row(event: Mapping[str, Any]) -> list[Any]:

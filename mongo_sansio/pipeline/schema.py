@@ -62,10 +62,10 @@ from mongo_sansio.bson import (
     MinKey,
     Timestamp,
     Undefined,
-    extjson,
 )
 from mongo_sansio.bson.objectid import ObjectId
 from mongo_sansio.bson.types import DatetimeMS, DBPointer, DBRef, Regex, Symbol
+from mongo_sansio.pipeline.jsontext import relaxed_json
 
 __all__ = [
     "Array",
@@ -302,7 +302,7 @@ def render(value: Any) -> str:
         return str(value)
     if isinstance(value, Code) and value.scope is None:
         return str(value)
-    return extjson.dumps(value, mode="relaxed")
+    return relaxed_json(value)
 
 
 Convert = Callable[[Any, str], Any]
