@@ -484,6 +484,16 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
 
 #: Where PyMongo (the reference driver) differs from the specs, applied with the pymongo driver.
 PYMONGO_DIFFERENCES: dict[str, Predicate] = {
+    "PyMongo under the runner's timeout() stand-in for timeoutMS: tailable cursors, change "
+    "streams, transactions and close do not follow the CSOT spec":
+        lambda file, test: any(
+            predicate(file, test)
+            for predicate in (
+                _timeout_ms_with("cursorType", "maxAwaitTimeMS", "createChangeStream", "createCommandCursor"),
+                _timeout_ms_with("startTransaction", "withTransaction"),
+                _timeout_ms_with("close"),
+            )
+        ),
     "PyMongo 4.20 has no rawData option (the runner's rawData goes into the command, even "
     "to servers before 8.2)":
         _uses_argument("rawData"),
