@@ -46,7 +46,11 @@ class _Timeout:
     def __enter__(self) -> None:
         outer = _DEADLINE.get()
         deadline = outer
-        if self._seconds is not None:
+        if self._seconds == 0:
+            # timeout(0), like timeoutMS=0: no limit for this block's operations (an outer
+            # block's limit still holds), whatever the collection's or client's timeoutMS say
+            deadline = math.inf if outer is None else outer
+        elif self._seconds is not None:
             mine = time.monotonic() + self._seconds
             deadline = mine if outer is None else min(outer, mine)
         self._tokens.append(_DEADLINE.set(deadline))

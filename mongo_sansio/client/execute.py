@@ -31,6 +31,7 @@ Inputs: the operation flow and the answers to the primitives.  Output: the flow'
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -52,6 +53,7 @@ from mongo_sansio.flow import (
 )
 from mongo_sansio.selection.read_preference import Mode, ReadPreference
 from mongo_sansio.sessions import Session
+from mongo_sansio.sessions.commands import is_unacknowledged
 
 if TYPE_CHECKING:
     from mongo_sansio.client.core import ClientCore, KillCursor
@@ -192,7 +194,7 @@ def drive(
                     try:
                         answer = yield from core.select_server(
                             _in_transaction(operation, request),
-                            operation.deadline,
+                            None if operation.deadline == math.inf else operation.deadline,
                             operation_id=operation.operation_id,
                         )
                     except MongoError as failure:
@@ -242,6 +244,8 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
     """Check out, exchange, check in; returns the reply document (``ok: 0`` included)."""
     server = request.server
     deadline = operation.deadline
+    if deadline == math.inf:
+        deadline = None  # timeoutMS=0: no limit (and no legacy socket timeout either)
     session: Session | None = request.session
     if session is None:
         session = operation.session()
@@ -258,6 +262,8 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
         exchange_deadline = deadline
         if deadline is not None:
             body = _with_max_time(core, server.address, body, deadline, now)
+        elif operation.deadline == math.inf:
+            exchange_deadline = None
         else:
             timeout = command_timeout(core, request.timeout, body)
             exchange_deadline = None if timeout is None else now + timeout
@@ -270,6 +276,7 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
                 sequences=request.sequences,
                 deadline=exchange_deadline,
                 codec_options=operation.codec_options,
+                more_to_come=is_unacknowledged(body),
             )
             document: Mapping[str, Any] = reply.document
         else:
@@ -304,9 +311,10 @@ def _monitored(
     monitor: CommandMonitor | None = None
 
     def make_monitor() -> CommandMonitor:
+        api_fields = link.machine.api_fields
         return CommandMonitor(
             db,
-            body,
+            {**body, **api_fields} if api_fields else body,
             sequences,
             link.machine.last_request_id,
             link.address,
@@ -330,6 +338,7 @@ def _monitored(
             deadline=deadline,
             before_send=on_sent,
             codec_options=operation.codec_options,
+            more_to_come=is_unacknowledged(body),
         )
     except MongoError as exc:
         if monitor is not None:
@@ -466,10 +475,14 @@ def operation_deadline(
 ) -> float | None:
     """The deadline of one operation (client-side operations timeout): a ``timeout()`` block's
     ``context`` deadline wins; else the operation's or collection's ``own`` timeoutMS, else the
-    client's (seconds; 0 means no limit).  None: no timeoutMS anywhere (legacy timeouts)."""
+    client's (seconds).  ``math.inf``: timeoutMS=0 or ``timeout(0)``, no limit -- but the
+    operation is under CSOT rules (retried while it fails, legacy timeouts ignored).  None: no
+    timeoutMS anywhere (legacy timeouts, one retry)."""
     if context is not None:
-        return context
+        return context  # math.inf for a timeout(0) block
     seconds = own if own is not None else client
-    if seconds is None or seconds == 0:
+    if seconds is None:
         return None
+    if seconds == 0:
+        return math.inf
     return now + seconds

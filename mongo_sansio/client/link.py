@@ -188,11 +188,14 @@ def exchange(
     deadline: float | None,
     before_send: Callable[[], None] | None = None,
     codec_options: CodecOptions | None = None,
+    more_to_come: bool = False,
 ) -> LinkFlow:
     """Send ``body`` on ``link`` and return the :class:`Reply`.  An encoding error (a document
     too large, a bad value) leaves the link as it was; anything after the first byte was
     written breaks it.  ``before_send`` runs once the bytes are ready (command monitoring's
-    started event); ``codec_options`` encode the body (the operation's collection's)."""
+    started event); ``codec_options`` encode the body (the operation's collection's).
+    ``more_to_come`` (an unacknowledged write) asks for no reply: once the bytes are written,
+    ``{ok: 1}`` is returned, as the command monitoring spec says such a write succeeded."""
     if link.broken:
         raise NetworkError(f"connection {link.id} to {link.address[0]}:{link.address[1]} is closed")
     buffers = link.machine.send_command(
@@ -202,6 +205,7 @@ def exchange(
         op_query=op_query,
         exhaust_allowed=exhaust_allowed,
         codec_options=codec_options,
+        more_to_come=more_to_come,
     )
     try:
         # the machine now awaits this request's reply: whatever fails from here on, even
@@ -209,6 +213,10 @@ def exchange(
         if before_send is not None:
             before_send()
         yield SendAll(link.stream, buffers, deadline)
+        if more_to_come:
+            return Reply(
+                document={"ok": 1}, request_id=0, response_to=link.machine.last_request_id or 0
+            )
         return (yield from _read_reply(link, deadline))
     except BaseException:
         link.close()

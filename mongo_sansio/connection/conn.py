@@ -229,6 +229,12 @@ class Connection:
         self._compressor = compressor
         self._description = description
 
+    @property
+    def api_fields(self) -> Mapping[str, Any]:
+        """The Stable API fields (``apiVersion``, ``apiStrict``, ``apiDeprecationErrors``) every
+        command on this connection carries (empty without a declared API version)."""
+        return self._api_fields
+
     def send_command(
         self,
         db: str,
