@@ -31,6 +31,7 @@ from mongo_sansio.cursors import (
     change_stream_open,
     change_stream_try_next,
 )
+from mongo_sansio.cursors.buffered import change_stream_next_buffered
 from mongo_sansio.selection import ReadPreference
 
 from .cursor import END
@@ -112,6 +113,10 @@ class ChangeStreamBase:
         """Whether the stream may still return changes."""
         return self._stream.alive
 
+    def _next_buffered(self) -> Mapping[str, Any] | None:
+        """An event already in memory, when reading it sends nothing (None: run a program)."""
+        return change_stream_next_buffered(self._stream)
+
     def _next_change(self) -> Program[Any]:
         """The next change, waiting for it; :data:`~.cursor.END` once the stream is closed."""
         try:
@@ -123,6 +128,9 @@ class ChangeStreamBase:
     @operation
     def try_next(self) -> Program[Mapping[str, Any] | None]:
         """The next change if one is ready after at most one getMore; else None."""
+        buffered = self._next_buffered()
+        if buffered is not None:
+            return buffered
         if not self._stream.alive:
             return None
         try:

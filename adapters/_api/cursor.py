@@ -31,6 +31,7 @@ from typing import Any, Generic, NoReturn, Self, TypeVar
 from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.cursors import Cursor as CursorMachine
 from mongo_sansio.cursors import cursor_close, cursor_next, cursor_next_batch, cursor_try_next
+from mongo_sansio.cursors.buffered import cursor_next_buffered
 from mongo_sansio.errors import InvalidOperation
 from mongo_sansio.flow import Flow
 from mongo_sansio.ops.decoding import apply_codec_options, raw_batch
@@ -140,6 +141,19 @@ class CursorBase(Generic[CollectionT]):
         batch = yield self._step(cursor_next_batch(machine))
         self._count(machine)
         return raw_batch(batch) if batch else None
+
+    def _next_buffered(self) -> Any | None:
+        """A document already in memory, when reading it sends nothing: handed out without
+        running a program or a flow (None: run :meth:`_next_item`).  Most documents of a
+        batch come this way."""
+        machine = self._machine
+        if machine is None or self._raw_batches or self._buffer or self._killed:
+            return None
+        document = cursor_next_buffered(machine)
+        if document is None:
+            return None
+        self._count(machine)
+        return apply_codec_options(document, self._codec_options)
 
     def _next_item(self) -> Program[Any]:
         """The next document (a raw batch for raw-batch cursors), or :data:`END`."""

@@ -25,6 +25,9 @@ class AsyncChangeStream(Asynchronous, AsyncClosesOnExit, ChangeStreamBase):
 
     async def next(self) -> Mapping[str, Any]:
         """The next change, waiting for it; StopAsyncIteration once the stream has ended."""
+        buffered = self._next_buffered()
+        if buffered is not None:
+            return buffered
         change: Mapping[str, Any] = await run_async(self._engine, self._next_change())
         if change is END:
             raise StopAsyncIteration

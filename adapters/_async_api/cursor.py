@@ -29,6 +29,9 @@ class _AsyncIterating(Asynchronous, AsyncClosesOnExit, CursorBase["AsyncCollecti
     async def next(self) -> Any:
         """The next document (a raw batch for raw-batch cursors); StopAsyncIteration at the
         end."""
+        item = self._next_buffered()
+        if item is not None:
+            return item
         item = await run_async(self._engine, self._next_item())
         if item is END:
             raise StopAsyncIteration

@@ -29,6 +29,9 @@ class ChangeStream(Blocking, ClosesOnExit, ChangeStreamBase):
         return self
 
     def __next__(self) -> Mapping[str, Any]:
+        buffered = self._next_buffered()
+        if buffered is not None:
+            return buffered
         change: Mapping[str, Any] = run_blocking(self._engine, self._next_change())
         if change is END:
             raise StopIteration

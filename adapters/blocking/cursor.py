@@ -36,6 +36,9 @@ class _Iterating(Blocking, ClosesOnExit, CursorBase["Collection"]):
 
     def next(self) -> Any:
         """The next document (a raw batch for raw-batch cursors); StopIteration at the end."""
+        item = self._next_buffered()
+        if item is not None:
+            return item
         item = run_blocking(self._engine, self._next_item())
         if item is END:
             raise StopIteration
