@@ -141,15 +141,27 @@ def _offset_file(options: SourceOptions) -> str | None:
     return os.path.join(location, INITIAL_OFFSET_FILE)
 
 
-def _current_position(options: SourceOptions) -> StreamOffset:
-    with open_collection(options) as collection, collection.watch(max_await_time_ms=1) as stream:
+def _current_position(options: SourceOptions, client: Any = None) -> StreamOffset:
+    """Where the stream is now (a new stream's first resume token, with the operation time it
+    was read at), read through ``client`` or a client of its own."""
+    if client is None:
+        from ..blocking import MongoClient
+
+        with MongoClient(options.uri) as own:
+            return _current_position(options, own)
+    collection = client[options.database][options.collection]
+    with client.start_session() as session, collection.watch(max_await_time_ms=1, session=session) as stream:
         token = stream.resume_token
         if token is None:
             stream.try_next()
             token = stream.resume_token
+        operation_time = session.operation_time
     if token is None:
         raise MongoDataSourceError("the server gave no resume token for the stream's start")
-    return StreamOffset(token=str(token["_data"]))
+    return StreamOffset(
+        token=str(token["_data"]),
+        cluster_time=operation_time if isinstance(operation_time, Timestamp) else None,
+    )
 
 
 def fix_initial_offset(options: SourceOptions) -> StreamOffset:
@@ -194,6 +206,7 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema = schema
         self._initial: StreamOffset | None = None
         self._target: str | None = None
+        self._target_offset: StreamOffset | None = None
         self._last_move = time.monotonic()
         self._collection_client: Any = None
 
@@ -215,25 +228,39 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = _current_position(self.options).token
+        self._target_offset = _current_position(self.options, self._client())
+        self._target = self._target_offset.token
 
-    def _collection(self) -> Any:
+    def _client(self) -> Any:
         if self._collection_client is None:
             from ..blocking import MongoClient
 
             client = MongoClient(self.options.uri)
             self._collection_client = (client, client[self.options.database][self.options.collection])
+        return self._collection_client[0]
+
+    def _collection(self) -> Any:
+        self._client()
         return self._collection_client[1]
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         offset = StreamOffset.from_dict(start)
+        if self._target is not None and not offset.is_before(self._target):
+            return start  # the available-now run is done: no stream to open, no wait
         max_events = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        # With no limit the batch may end at the stream's current position as soon as one
+        # event shows that it is not empty (a probe: one token read); tokens are read one by
+        # one only to count them against maxEventsPerBatch.
+        position = None
+        if max_events is None:
+            position = self._target_offset or _current_position(self.options, self._client())
         seen: list[tuple[str, Timestamp | None]] = []
         deadline = time.monotonic() + READ_AHEAD_SECONDS
         try:
             with self._collection().watch(
                 [{"$project": {"_id": 1, "clusterTime": 1}}],
                 max_await_time_ms=self.options.max_await_time_ms,
+                batch_size=1 if position is not None else None,
                 **offset.watch_options(),
             ) as stream:
                 while max_events is None or len(seen) < max_events:
@@ -245,7 +272,9 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         break
                     ts = event.get("clusterTime")
                     seen.append((token, ts if isinstance(ts, Timestamp) else None))
-                    if _caught_up(stream, token, self._target) or time.monotonic() > deadline:
+                    if position is not None or _caught_up(stream, token, self._target):
+                        break
+                    if time.monotonic() > deadline:
                         break
                 post_batch = stream.resume_token
         except OperationFailure as error:
@@ -261,6 +290,7 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             quiet_seconds=now - self._last_move,
             quiet_advance_seconds=self.options.quiet_advance_seconds,
             target=self._target,
+            position=position,
         )
         if end != offset:
             self._last_move = now

@@ -182,6 +182,7 @@ def next_end(
     quiet_seconds: float,
     quiet_advance_seconds: float,
     target: str | None = None,
+    position: StreamOffset | None = None,
 ) -> StreamOffset:
     """The end offset of the next micro-batch.
 
@@ -193,7 +194,13 @@ def next_end(
     token, so a restart after a long quiet time does not resume from a position the oplog has
     dropped.  A run with a ``target`` moves to it as soon as nothing is left before it: in the
     same batch when the read-ahead reached the target with every event before it within the
-    limit, so that no empty batch follows only to move the offset there."""
+    limit, so that no empty batch follows only to move the offset there.
+
+    ``position`` is where the stream stood when the read-ahead began (a token, with the
+    operation time it was read at; for an available-now run, the target).  With no limit, a
+    batch whose first event is at or before it ends there: every event up to it belongs to the
+    batch, so the read-ahead needs one event to know that the batch is not empty, not every
+    token."""
     events = [(token, ts) for token, ts in seen if start.is_before(token)]
     if target is not None:
         events = [(token, ts) for token, ts in events if token <= target]
@@ -202,6 +209,12 @@ def next_end(
     complete = max_events is None or len(events) <= max_events
     if max_events is not None:
         events = events[:max_events]
+    if events and max_events is None and position is not None and position.token is not None:
+        if events[0][0] <= position.token and (target is None or position.token <= target):
+            token, ts = events[-1]
+            if token <= position.token:
+                return StreamOffset(token=position.token, cluster_time=position.cluster_time or ts)
+            return StreamOffset(token=token, cluster_time=ts or position.cluster_time)
     if events:
         token, ts = events[-1]
         cluster_time = ts or start.cluster_time

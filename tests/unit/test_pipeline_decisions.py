@@ -159,6 +159,26 @@ def test_a_read_ahead_past_the_target_ends_the_batch_at_the_target() -> None:
     assert end.token == "A5"
 
 
+def test_with_no_limit_one_event_before_the_position_ends_the_batch_there() -> None:
+    start = StreamOffset(token="A0")
+    now = StreamOffset(token="A8", cluster_time=Timestamp(9, 1))
+    end = next_end(start, _seen("A1"), "A1", max_events=None, quiet_seconds=0, quiet_advance_seconds=60, position=now)
+    assert end == now  # every event up to the position is in the batch
+    # the first event came after the position was taken: the batch ends at it
+    end = next_end(start, _seen("A9"), "A9", max_events=None, quiet_seconds=0, quiet_advance_seconds=60, position=now)
+    assert end.token == "A9"
+    # a limit needs the tokens counted: the position is not used
+    end = next_end(start, _seen("A1"), "A1", max_events=5, quiet_seconds=0, quiet_advance_seconds=60, position=now)
+    assert end.token == "A1"
+    # no event: a quiet stream, the position changes nothing
+    assert next_end(start, [], "A8", max_events=None, quiet_seconds=0, quiet_advance_seconds=60, position=now) == start
+    # an available-now run's position is its target
+    target = StreamOffset(token="A5", cluster_time=Timestamp(5, 1))
+    end = next_end(start, _seen("A1"), "A1", max_events=None, quiet_seconds=0, quiet_advance_seconds=60,
+                   target="A5", position=target)
+    assert end == target
+
+
 def test_token_range_verdicts() -> None:
     window = TokenRange(StreamOffset(token="A0"), "A5")
     assert window.verdict("A3") is Verdict.KEEP
