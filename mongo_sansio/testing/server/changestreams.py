@@ -238,9 +238,10 @@ class ChangeStream:
 
     # --- scanning --------------------------------------------------------------------------
 
-    def scan(self) -> list[dict[str, Any]]:
+    def scan(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The events (after the pipeline) of oplog entries not scanned yet, in order; stops
-        after an invalidate."""
+        after an invalidate.  With ``limit`` (the first batch's batchSize) the scan stops once
+        it has that many, as mongod's does: the rest is scanned by the getMores."""
         if self.invalidated:
             return []
         oplog = self.cluster.oplog
@@ -248,10 +249,21 @@ class ChangeStream:
         if first is not None and _ts_key(first) > _ts_key(self.high_water.ts):
             # The bounded oplog dropped entries this open stream had not read yet.
             raise CommandError(286, "ChangeStreamHistoryLost", "the change stream fell off the oplog")
+        entries = oplog.entries[oplog.index_from(self.scan_from):]
+        step = len(entries) if limit is None else max(limit, 1)
+        out: list[dict[str, Any]] = []
+        for offset in range(0, len(entries), step or 1):
+            out.extend(self._scan_entries(entries[offset:offset + step]))
+            if self.invalidated or (limit is not None and len(out) >= limit):
+                break
+        return out
+
+    def _scan_entries(self, entries: list[OplogEntry]) -> list[dict[str, Any]]:
+        """The events of ``entries`` after the pipeline; moves the scan position past them."""
         keys: dict[str, TokenKey] = {}
         events: list[dict[str, Any]] = []
         start_ts = _ts_key(self.start.ts)
-        for entry in oplog.entries[oplog.index_from(self.scan_from):]:
+        for entry in entries:
             # Every event of a later entry is after the start; only the start's own entry
             # needs the full comparison (its events before the start are passed over).
             later = _ts_key(entry.ts) > start_ts
@@ -588,7 +600,7 @@ def open_change_stream(ctx: Context, target: Any, pipeline: list[Any], batch_siz
         else:
             db = ctx.db
     stream = ChangeStream(ctx, db, coll, spec, list(pipeline[1:]))
-    first = stream.scan()
+    first = stream.scan(limit=batch_size or None)
     from mongo_sansio.testing.server.commands_crud import _lsid_key
 
     return ctx.member.cursors.open(
