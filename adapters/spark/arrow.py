@@ -29,10 +29,13 @@ from pyspark.sql.types import (
 from mongo_sansio.pipeline.schema import (
     Array,
     ColumnType,
+    Convert,
     Field,
     Kind,
     SchemaMismatch,
     Struct,
+    converter,
+    passthrough_types,
     row_converter,
 )
 
@@ -104,26 +107,65 @@ def batches(
     describe: Callable[[Mapping[str, Any]], str] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of ``documents`` under ``schema``; a value that does not fit raises
-    :class:`MongoDataSourceError` naming the document's ``_id`` and the field."""
+    :class:`MongoDataSourceError` naming the document's ``_id`` and the field.
+
+    Built column by column: a column whose values are all of types Arrow takes as they are
+    (:func:`~mongo_sansio.pipeline.schema.passthrough_types`) goes to Arrow untouched, the
+    others through their converters; only when a value does not fit are the chunk's rows
+    walked one by one, to name the document."""
     tree = column_type(schema)
     assert isinstance(tree, Struct)
-    convert = row_converter(tree)
     target = arrow_schema(schema)
-    width = len(tree.fields)
-    columns: list[list[Any]] = [[] for _ in range(width)]
-    count = 0
+    columns = [
+        (item.name, converter(item.type), passthrough_types(item.type), field.type)
+        for item, field in zip(tree.fields, target, strict=True)
+    ]
+    chunk: list[Mapping[str, Any]] = []
     for document in documents:
+        chunk.append(document)
+        if len(chunk) == rows_per_batch:
+            yield _chunk_batch(chunk, columns, tree, target, describe)
+            chunk = []
+    if chunk:
+        yield _chunk_batch(chunk, columns, tree, target, describe)
+
+
+_Column = tuple[str, Convert, frozenset[type], Any]
+
+
+def _chunk_batch(
+    chunk: list[Mapping[str, Any]],
+    columns: list[_Column],
+    tree: Struct,
+    target: pa.Schema,
+    describe: Callable[[Mapping[str, Any]], str] | None,
+) -> pa.RecordBatch:
+    arrays = []
+    try:
+        for name, convert, passthrough, arrow_type in columns:
+            values = [document.get(name) for document in chunk]
+            if passthrough and passthrough.issuperset(map(type, values)):
+                try:
+                    arrays.append(pa.array(values, type=arrow_type))
+                    continue
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                    pass  # (out of range: the converter says which value)
+            arrays.append(pa.array([convert(value, name) for value in values], type=arrow_type))
+    except SchemaMismatch:
+        _name_the_misfit(chunk, tree, describe)
+        raise
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def _name_the_misfit(
+    chunk: list[Mapping[str, Any]], tree: Struct, describe: Callable[[Mapping[str, Any]], str] | None
+) -> None:
+    """Raise the error that names the first document of ``chunk`` with a value that does not
+    fit its column."""
+    convert = row_converter(tree)
+    for document in chunk:
         try:
-            values = convert(document)
+            convert(document)
         except SchemaMismatch as exc:
             name = describe(document) if describe else repr(document.get("_id"))
             raise MongoDataSourceError(f"document {name}: {exc}") from None
-        for index in range(width):
-            columns[index].append(values[index])
-        count += 1
-        if count == rows_per_batch:
-            yield record_batch(columns, target)
-            columns = [[] for _ in range(width)]
-            count = 0
-    if count:
-        yield record_batch(columns, target)

@@ -79,6 +79,7 @@ __all__ = [
     "infer_schema",
     "kind_of",
     "parse_hints",
+    "passthrough_types",
     "render",
     "row_converter",
     "spark_type_name",
@@ -432,6 +433,30 @@ _ATOMIC: dict[Kind, Callable[[Kind], Convert]] = {
     Kind.BINARY: lambda kind: _checked(kind, _binary),
     Kind.BSON_TIMESTAMP: lambda kind: _checked(kind, _bson_timestamp),
 }
+
+
+# Per column kind, the exact Python types (besides None) whose values the converter returns
+# unchanged and Arrow builds the column from as they are: a column holding only these needs no
+# conversion.  Ranges are Arrow's to check (int32, int64 overflow); any refusal sends the
+# column through its converter, which names the value that does not fit.
+_PASSTHROUGH: dict[Kind, frozenset[type]] = {
+    Kind.BOOLEAN: frozenset({bool, type(None)}),
+    Kind.INT: frozenset({int, type(None)}),
+    Kind.LONG: frozenset({int, Int64, type(None)}),
+    Kind.DOUBLE: frozenset({float, type(None)}),
+    Kind.STRING: frozenset({str, type(None)}),
+    Kind.JSON: frozenset({str, type(None)}),
+    Kind.NULL: frozenset({str, type(None)}),
+    Kind.DATE: frozenset({datetime.datetime, type(None)}),
+}
+
+
+def passthrough_types(column: ColumnType) -> frozenset[type]:
+    """The exact types of values a ``column`` takes unconverted (see ``_PASSTHROUGH``); empty
+    for documents and arrays, whose values always go through :func:`converter`."""
+    if isinstance(column, Kind):
+        return _PASSTHROUGH.get(column, frozenset())
+    return frozenset()
 
 
 def sample_types() -> Sequence[Any]:
