@@ -14,11 +14,11 @@ from mongo_sansio.bson import Code, Decimal128, Int64, ObjectId, Timestamp
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
 
-import pyarrow as pa  # noqa: E402
+import pyarrow as pa  # type: ignore[import-untyped]  # noqa: E402
 
 from mongo_sansio.adapters.spark.arrow import arrow_schema, batches, spark_type  # noqa: E402
 from mongo_sansio.adapters.spark.errors import MongoDataSourceError  # noqa: E402
-from mongo_sansio.pipeline.schema import finalize, infer_schema, row_converter  # noqa: E402
+from mongo_sansio.pipeline.schema import Struct, finalize, infer_schema, row_converter  # noqa: E402
 
 
 def _documents() -> list[dict[str, Any]]:
@@ -42,6 +42,7 @@ def _documents() -> list[dict[str, Any]]:
 
 def _row_by_row(docs: list[dict[str, Any]], schema: Any) -> pa.Table:
     tree = finalize(infer_schema(docs))
+    assert isinstance(tree, Struct)
     convert = row_converter(tree)
     rows = [convert(document) for document in docs]
     target = arrow_schema(schema)
