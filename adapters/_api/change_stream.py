@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mongo_sansio.bson import Timestamp
+from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.cursors import ChangeStream as ChangeStreamMachine
 from mongo_sansio.cursors import (
     ChangeStreamClosed,
@@ -32,6 +33,7 @@ from mongo_sansio.cursors import (
     change_stream_try_next,
 )
 from mongo_sansio.cursors.buffered import change_stream_next_buffered
+from mongo_sansio.ops.decoding import apply_codec_options
 from mongo_sansio.selection import ReadPreference
 
 from .cursor import END
@@ -83,9 +85,13 @@ class ChangeStreamBase:
         read_preference: ReadPreference,
         read_concern: Mapping[str, Any] | None,
         session: Any = None,
+        codec_options: CodecOptions | None = None,
     ) -> None:
         self._engine = engine
         self._session = session
+        # events decode with the watched object's codec options (RawDocument ones leave each
+        # event a view over its reply's bytes: see Connection.send_command)
+        self._codec_options = DEFAULT_CODEC_OPTIONS if codec_options is None else codec_options
         self._stream = ChangeStreamMachine(
             target,
             list(pipeline or ()),
@@ -95,7 +101,7 @@ class ChangeStreamBase:
         )
 
     def _step(self, flow: Any) -> Run:
-        return Run(flow, self._session)
+        return Run(flow, self._session, None, self._codec_options)
 
     def _opening(self) -> Program[None]:
         """Open the stream (``watch()`` runs this before handing the stream out)."""
@@ -115,7 +121,10 @@ class ChangeStreamBase:
 
     def _next_buffered(self) -> Mapping[str, Any] | None:
         """An event already in memory, when reading it sends nothing (None: run a program)."""
-        return change_stream_next_buffered(self._stream)
+        event = change_stream_next_buffered(self._stream)
+        if event is None or self._codec_options is DEFAULT_CODEC_OPTIONS:
+            return event
+        return apply_codec_options(event, self._codec_options)  # type: ignore[no-any-return]
 
     def _next_change(self) -> Program[Any]:
         """The next change, waiting for it; :data:`~.cursor.END` once the stream is closed."""
@@ -123,7 +132,7 @@ class ChangeStreamBase:
             change = yield self._step(change_stream_next(self._stream))
         except ChangeStreamClosed:
             return END
-        return change
+        return apply_codec_options(change, self._codec_options)
 
     @operation
     def try_next(self) -> Program[Mapping[str, Any] | None]:
@@ -139,7 +148,7 @@ class ChangeStreamBase:
             )
         except ChangeStreamClosed:
             return None
-        return change
+        return apply_codec_options(change, self._codec_options)  # type: ignore[no-any-return]
 
     @operation
     def close(self) -> Program[None]:

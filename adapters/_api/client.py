@@ -347,6 +347,7 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
             self._settings.read_preference,
             self._settings.read_concern,
             session=session,
+            codec_options=self.codec_options,
         )
         yield from stream._opening()
         return stream

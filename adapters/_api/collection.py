@@ -25,6 +25,7 @@ from mongo_sansio.cursors import ChangeStreamTarget
 from mongo_sansio.errors import ConfigurationError
 from mongo_sansio.flow import Flow
 from mongo_sansio.ops.collection import CollectionOps
+from mongo_sansio.ops.decoding import raw_batch_options
 from mongo_sansio.ops.find_and_modify import ReturnDocument
 from mongo_sansio.ops.indexes import IndexModel
 from mongo_sansio.ops.models import WriteModel
@@ -624,7 +625,8 @@ class CollectionBase(
     ) -> Program[RawCommandCursorT]:
         """As :meth:`aggregate`, but each batch comes as the BSON bytes of its documents."""
         flow = self._ops.aggregate(pipeline, comment=comment, **_options(kwargs))
-        opened = yield self._op(flow, session)
+        # the first batch stays views over the reply's bytes, as the getMores' do
+        opened = yield Run(flow, session, self.timeout, raw_batch_options(self.codec_options))
         return self._raw_command_cursor_class(self, opened, session=session)
 
     @operation
@@ -702,6 +704,7 @@ class CollectionBase(
             self.read_preference,
             self._ops.read_concern.to_document() or None,
             session=session,
+            codec_options=self.codec_options,
         )
         yield from stream._opening()
         return stream

@@ -34,7 +34,7 @@ from mongo_sansio.cursors import cursor_close, cursor_next, cursor_next_batch, c
 from mongo_sansio.cursors.buffered import cursor_next_buffered
 from mongo_sansio.errors import InvalidOperation
 from mongo_sansio.flow import Flow
-from mongo_sansio.ops.decoding import apply_codec_options, raw_batch
+from mongo_sansio.ops.decoding import apply_codec_options, raw_batch, raw_batch_options
 from mongo_sansio.ops.explain import explain_find
 
 from .program import Program, Run, operation
@@ -106,12 +106,10 @@ class CursorBase(Generic[CollectionT]):
     def _step(self, flow: Flow[Any]) -> Run:
         # each step (open, a getMore, close) gets the collection's timeoutMS anew
         collection = self._collection
-        return Run(
-            flow,
-            self._session,
-            getattr(collection, "timeout", None),
-            getattr(collection, "codec_options", None),
-        )
+        codec_options = getattr(collection, "codec_options", None)
+        if self._raw_batches:  # batches stay views over the replies' bytes, sliced as they are
+            codec_options = raw_batch_options(codec_options)
+        return Run(flow, self._session, getattr(collection, "timeout", None), codec_options)
 
     def _opening(self) -> Program[CursorMachine | None]:
         """The cursor machine, opening it if needed (None: only the given documents)."""

@@ -360,6 +360,7 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
             self.read_preference,
             self._ops.read_concern.to_document() or None,
             session=session,
+            codec_options=self.codec_options,
         )
         yield from stream._opening()
         return stream

@@ -55,7 +55,10 @@ from typing import Any
 
 import attrs
 
-from mongo_sansio.bson.codec_options import CodecOptions
+from mongo_sansio.bson._decode import _is_raw
+from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+from mongo_sansio.bson.errors import InvalidBSON
+from mongo_sansio.bson.raw import RawDocument
 from mongo_sansio.connection.description import ConnectionDescription
 from mongo_sansio.connection.handshake import ServerApi, stable_api_fields
 from mongo_sansio.errors import (
@@ -82,6 +85,7 @@ from mongo_sansio.wire import (
     encode_op_query,
 )
 from mongo_sansio.wire.encode import Buffer
+from mongo_sansio.wire.raw_batches import decode_with_raw_batches
 
 __all__ = [
     "REPLY_NESTING_ROOM",
@@ -185,6 +189,10 @@ class Connection:
         self._expected_response_to: int | None = None  # the request (or reply) to answer
         self._expect_legacy = False  # the outstanding request was an OP_QUERY
         self._exhaust_allowed = False
+        self._reply_opts = DEFAULT_CODEC_OPTIONS if codec_options is None else codec_options
+        # the outstanding command's codec options when their document class is RawDocument:
+        # its reply is read lazily and its cursor batches stay views (wire/raw_batches.py)
+        self._raw_batches: CodecOptions | None = None
 
     # -- what the owner may look at ------------------------------------------------------
 
@@ -253,8 +261,10 @@ class Connection:
         ``$db``, no compression, not allowed with a Stable API version).  ``sequences``
         become OP_MSG kind-1 sections.  ``exhaust_allowed`` lets the server stream replies
         (hello and getMore only); ``more_to_come`` asks for no reply at all (unacknowledged
-        writes).  Raises LocalProtocolError when a reply is still awaited or the connection
-        is closed, and DocumentTooLarge when the message is over the server's limit.
+        writes).  When ``codec_options``' document class is RawDocument, the reply's cursor
+        batches come as RawDocument views under them (nothing decoded).  Raises
+        LocalProtocolError when a reply is still awaited or the connection is closed, and
+        DocumentTooLarge when the message is over the server's limit.
         """
         self._check_open("send a command")
         if self._state is not _IDLE:
@@ -300,6 +310,17 @@ class Connection:
                 codec_options=codec_options,
             )
         # Encoding succeeded: only now does the machine move.
+        raw = (
+            codec_options
+            if codec_options is not None
+            and not op_query
+            and codec_options.document_class is not dict
+            and _is_raw(codec_options.document_class)
+            else None
+        )
+        if (raw is None) != (self._raw_batches is None):
+            self._reader.lazy = raw is not None
+        self._raw_batches = raw
         self._state = TRANSITIONS[_IDLE, _I.SEND_NO_REPLY if more_to_come else _I.SEND]
         self._last_request_id = request_id
         if not more_to_come:
@@ -415,6 +436,15 @@ class Connection:
             if not isinstance(message.body, Mapping):
                 raise self._fail(ProtocolError(f"{where} sent a reply body that is not a document"))
             document = message.body
+            raw = self._raw_batches
+            if raw is not None and type(document) is RawDocument:
+                try:
+                    document = decode_with_raw_batches(
+                        document._data, document._start, document._end, self._reply_opts, raw,
+                        1 - REPLY_NESTING_ROOM,
+                    )  # fmt: skip
+                except InvalidBSON as exc:
+                    raise self._fail(ProtocolError(f"{where} sent a bad reply: {exc}")) from None
             more_to_come = message.more_to_come
             if more_to_come and not self._exhaust_allowed:
                 raise self._fail(

@@ -43,6 +43,7 @@ __all__ = [
     "CODEC_KEYWORDS",
     "apply_codec_options",
     "raw_batch",
+    "raw_batch_options",
     "codec_options_from_keywords",
 ]
 
@@ -72,29 +73,70 @@ CODEC_KEYWORDS: Final = frozenset(
 )
 
 
+#: id(options) -> (options, whether documents decoded under the reply options need no change)
+_NO_CHANGE: dict[int, tuple[CodecOptions, bool]] = {}
+
+
 def _needs_no_change(codec_options: CodecOptions) -> bool:
+    if codec_options is REPLY_CODEC_OPTIONS:
+        return True
+    entry = _NO_CHANGE.get(id(codec_options))
+    if entry is not None and entry[0] is codec_options:
+        return entry[1]
     # max_nesting_depth and max_document_size bound decoding; they do not change values.
-    return (
-        codec_options is REPLY_CODEC_OPTIONS
-        or codec_options.with_options(
+    same = (
+        codec_options.with_options(
             max_nesting_depth=REPLY_CODEC_OPTIONS.max_nesting_depth,
             max_document_size=REPLY_CODEC_OPTIONS.max_document_size,
         )
         == REPLY_CODEC_OPTIONS
     )
+    if len(_NO_CHANGE) >= 64:
+        _NO_CHANGE.clear()
+    _NO_CHANGE[id(codec_options)] = (codec_options, same)  # holding it keeps its id unique
+    return same
 
 
 def apply_codec_options(document: Any, codec_options: CodecOptions) -> Any:
     """``document`` (decoded by a connection) as ``codec_options`` decode it; anything that
-    is not a document is returned unchanged."""
+    is not a document is returned unchanged.  A RawDocument (a batch document of an
+    operation that asked for them) already read under ``codec_options`` is returned as it
+    is; under other options it is decoded anew from its bytes."""
+    if type(document) is RawDocument:
+        if document.codec_options is codec_options:
+            return document
+        return decode(document.raw, codec_options)
     if not isinstance(document, Mapping) or _needs_no_change(codec_options):
         return document
     data = document.raw if isinstance(document, RawDocument) else encode(document)
     return decode(data, codec_options)
 
 
+_RAW_BATCH_OPTIONS: dict[int, tuple[CodecOptions | None, CodecOptions]] = {}
+
+
+def raw_batch_options(codec_options: CodecOptions | None) -> CodecOptions:
+    """``codec_options`` (None: the defaults) with RawDocument as the document class: the
+    options of a raw-batch cursor's commands, whose replies then keep their batches as views
+    (made once per options object)."""
+    entry = _RAW_BATCH_OPTIONS.get(id(codec_options))
+    if entry is not None and entry[0] is codec_options:
+        return entry[1]
+    base = DEFAULT_CODEC_OPTIONS if codec_options is None else codec_options
+    raw = (
+        base
+        if base.document_class is RawDocument
+        else base.with_options(document_class=RawDocument)
+    )
+    if len(_RAW_BATCH_OPTIONS) >= 64:
+        _RAW_BATCH_OPTIONS.clear()
+    _RAW_BATCH_OPTIONS[id(codec_options)] = (codec_options, raw)
+    return raw
+
+
 def raw_batch(documents: Iterable[Any]) -> bytes:
-    """The BSON of ``documents``, concatenated (one raw batch)."""
+    """The BSON of ``documents``, concatenated (one raw batch); RawDocument views are copied
+    out of their reply as they are."""
     return b"".join(
         document.raw if isinstance(document, RawDocument) else encode(document)
         for document in documents

@@ -223,6 +223,18 @@ class MessageReader:
         self._head = None  # the chunk's size was checked against the old maximum
 
     @property
+    def lazy(self) -> bool:
+        """Whether documents come as RawDocument views (assignable between messages: a
+        connection reads one reply raw when its operation wants raw batches)."""
+        return self._lazy
+
+    @lazy.setter
+    def lazy(self, value: bool) -> None:
+        self._lazy = bool(value) or _is_raw(self._opts.document_class)
+        self._inline = self._lazy and self._opts.max_document_size is None
+        self._head = None  # worked out for the old setting: the chunk is parsed the long way
+
+    @property
     def state(self) -> ReaderState:
         return self._state
 
