@@ -7,13 +7,16 @@ shape), the module holding the listener base classes (``pymongo.monitoring`` or
 files must be parsed into the library's own BSON types), the option objects
 (read/write concern, read preference), and how to read its structured log records.
 
-Two drivers are built here: :func:`pymongo_driver` (the reference, used to validate the runner
-and the simulator) and :func:`sansio_driver` (ours).  :func:`selected_driver` picks one from
-``$MONGO_SANSIO_UNIFIED_DRIVER`` (``pymongo`` or ``sansio``, the default).
+Drivers built here: :func:`pymongo_driver` (the reference, used to validate the runner and the
+simulator), :func:`sansio_driver` (ours, the blocking client) and :func:`runtime_driver` (ours
+on asyncio, trio or gevent, behind the synchronous facade of :mod:`.runtimes`).
+:func:`selected_driver` picks one from ``$MONGO_SANSIO_UNIFIED_DRIVER``: ``pymongo``,
+``sansio`` (the default), ``sansio-asyncio``, ``sansio-trio`` or ``sansio-gevent``.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import json
@@ -28,7 +31,15 @@ import attrs
 
 LogSink = Callable[[str, str, Mapping[str, Any]], None]
 
-__all__ = ["DRIVER_ENV", "Driver", "pymongo_driver", "sansio_driver", "selected_driver"]
+__all__ = [
+    "DRIVER_ENV",
+    "RUNTIMES",
+    "Driver",
+    "pymongo_driver",
+    "runtime_driver",
+    "sansio_driver",
+    "selected_driver",
+]
 
 DRIVER_ENV = "MONGO_SANSIO_UNIFIED_DRIVER"
 LISTENER_BASES = (
@@ -401,11 +412,50 @@ def sansio_driver() -> Driver:
     )
 
 
-DRIVERS: dict[str, Callable[[], Driver]] = {"pymongo": pymongo_driver, "sansio": sansio_driver}
+#: our client's other runtimes: (client module, client class, portal class of .runtimes)
+RUNTIMES: dict[str, tuple[str, str, str]] = {
+    "asyncio": ("mongo_sansio.adapters.asyncio", "AsyncMongoClient", "AsyncioPortal"),
+    "trio": ("mongo_sansio.adapters.trio", "AsyncMongoClient", "TrioPortal"),
+    "gevent": ("mongo_sansio.adapters.gevent", "MongoClient", "GeventPortal"),
+}
+
+
+@functools.cache
+def _portal(runtime: str) -> Any:
+    """The one loop thread of ``runtime`` in this process, started on first use."""
+    runtimes = importlib.import_module(f"{__package__}.runtimes")
+    return getattr(runtimes, RUNTIMES[runtime][2])()
+
+
+def runtime_driver(runtime: str) -> Driver:
+    """Our client on ``runtime`` (asyncio, trio or gevent), used through the synchronous
+    facade of :mod:`.runtimes`; everything else is :func:`sansio_driver`'s (named
+    ``sansio-<runtime>``).  ImportError when the runtime's package is not installed."""
+    module_name, class_name, _ = RUNTIMES[runtime]
+    module = importlib.import_module(module_name)
+    runtimes = importlib.import_module(f"{__package__}.runtimes")
+    return attrs.evolve(
+        sansio_driver(),
+        name=f"sansio-{runtime}",
+        client_class=runtimes.facade_client(
+            getattr(module, class_name), functools.partial(_portal, runtime)
+        ),
+        write_models=getattr(module, "InsertOne", None) and module,
+        timeout=getattr(module, "timeout", None),
+        search_index_model=getattr(module, "SearchIndexModel", None),
+    )
+
+
+DRIVERS: dict[str, Callable[[], Driver]] = {
+    "pymongo": pymongo_driver,
+    "sansio": sansio_driver,
+    **{f"sansio-{runtime}": functools.partial(runtime_driver, runtime) for runtime in RUNTIMES},
+}
 
 
 def selected_driver() -> Driver:
-    """The driver named by ``$MONGO_SANSIO_UNIFIED_DRIVER`` (default ``sansio``)."""
+    """The driver named by ``$MONGO_SANSIO_UNIFIED_DRIVER`` (default ``sansio``; see the
+    module docstring)."""
     name = os.environ.get(DRIVER_ENV, "sansio").strip().lower() or "sansio"
     if name not in DRIVERS:
         raise ValueError(f"{DRIVER_ENV}={name!r}: expected one of {sorted(DRIVERS)}")

@@ -4,8 +4,9 @@ Each entry maps a reason to a predicate on ``(file, test)``; a test a predicate 
 marked ``xfail(strict=False)`` with that reason: it still runs, and an unexpected pass shows as
 XPASS.  No entry names files or tests: predicates look at what a test needs.
 
-* :data:`OUR_CLIENT_GAPS` -- what OUR client lacks; applied only with the default driver
-  (ours).  Delete an entry when the client gains the feature.
+* :data:`OUR_CLIENT_GAPS` -- what OUR client lacks; applied with our drivers (``sansio``, the
+  default, and ``sansio-<runtime>``: every runtime runs the same API code).  Delete an entry
+  when the client gains the feature.
 * :data:`SIMULATOR_GAPS` -- what the simulator (or the deployment) lacks; applied with every
   driver.  Delete an entry when the simulator gains it.
 * :data:`PYMONGO_DIFFERENCES` -- where the reference driver departs from the specs; applied
@@ -537,7 +538,7 @@ def gap_reasons(file: Mapping[str, Any], test: Mapping[str, Any], *, driver: str
     gaps.update(SPEC_DATA_QUIRKS)
     gaps.update(
         OUR_CLIENT_GAPS
-        if driver == "sansio"
+        if driver == "sansio" or driver.startswith("sansio-")
         else PYMONGO_DIFFERENCES
         if driver == "pymongo"
         else {}
