@@ -170,14 +170,15 @@ class MongoBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, MongoPartition)
-        stages: list[dict[str, Any]] = []
         query = extjson.loads(partition.filter_json)
-        if query:
-            stages.append({"$match": query})
-        stages.extend({"$match": extjson.loads(text)} for text in self.pushed)
-        stages.extend(self.options.user_pipeline())
+        filters = [query] if query else []
+        filters.extend(extjson.loads(text) for text in self.pushed)
+        user = self.options.user_pipeline()
         with open_collection(self.options) as collection:
-            documents = collection.aggregate(stages) if stages else collection.find()
+            if user:
+                documents = collection.aggregate([*({"$match": item} for item in filters), *user])
+            else:  # a plain query: the server's find path (mongod treats both alike)
+                documents = collection.find(filters[0] if len(filters) == 1 else ({"$and": filters} if filters else {}))
             yield from batches(documents, self.schema)
 
 
