@@ -139,8 +139,15 @@ class AsyncioPortal(Portal):
         self, future: concurrent.futures.Future[Any], job: Callable[[], Any], context: contextvars.Context
     ) -> Callable[[], None]:
         tasks: list[asyncio.Task[None]] = []
-        self._loop.call_soon_threadsafe(lambda: tasks.append(self._loop.create_task(_settle(future, job, context))))
-        return lambda: self._loop.call_soon_threadsafe(lambda: [t.cancel() for t in tasks])
+
+        def start() -> None:
+            tasks.append(self._loop.create_task(_settle(future, job, context)))
+
+        def cancel() -> None:
+            self._loop.call_soon_threadsafe(lambda: [t.cancel() for t in tasks])
+
+        self._loop.call_soon_threadsafe(start)
+        return cancel
 
     async def _in_thread(self, callback: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.to_thread(callback, *args)
@@ -340,9 +347,17 @@ def _is_method(attribute: Any) -> bool:
     ) or (callable(attribute) and not hasattr(attribute, "__get__"))
 
 
-@functools.cache
+_facade_classes: dict[type, type[Facade]] = {}
+
+
 def facade_class(cls: type) -> type[Facade]:
-    """The facade class of the API class ``cls`` (see :class:`Facade`)."""
+    """The facade class of the API class ``cls`` (see :class:`Facade`), made once."""
+    if cls not in _facade_classes:
+        _facade_classes[cls] = _make_facade_class(cls)
+    return _facade_classes[cls]
+
+
+def _make_facade_class(cls: type) -> type[Facade]:
     iterating = hasattr(cls, "__anext__") or (hasattr(cls, "__iter__") and hasattr(cls, "__next__"))
     base: type[Facade] = _Iterating if iterating else Facade
     namespace: dict[str, Any] = {"__doc__": f"{cls.__name__} used synchronously (see Facade)."}

@@ -1,0 +1,76 @@
+"""The unified suites on our client's other runtimes: asyncio and trio (``AsyncMongoClient``)
+and gevent (its ``MongoClient``), one case per runtime and test, id ``runtime/suite/file:
+description``.
+
+Every suite runs on the blocking client in its own module; here a representative set runs on
+each other runtime, to keep CI bounded (all suites on four runtimes would multiply its time):
+CRUD, retryable writes, transactions, change streams, sessions, and command logging and
+monitoring.  Each client runs on a loop thread of its own behind the synchronous facade of
+:mod:`unified.runtimes`; known gaps and skips are the blocking client's (same API code), so a
+case whose outcome differs from the blocking module's is a runtime's bug.  A runtime whose
+package is not installed is skipped, naming it.  Run one runtime's whole suites with
+``MONGO_SANSIO_UNIFIED_DRIVER=sansio-trio`` (``-asyncio``, ``-gevent``) on any suite module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from unified import DeploymentPool, Driver, run_case, sansio_driver, unified_cases
+from unified.driver import RUNTIMES, runtime_driver
+
+#: a retry after a state-change error waits for the monitor's next check: 0.5 s, not 10 s
+HEARTBEAT = {"heartbeatFrequencyMS": 500}
+#: short name: (spec folders, client defaults), as the blocking suite modules run them
+SUITES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "crud": (("crud/tests/unified",), HEARTBEAT),
+    "retryable-writes": (("retryable-writes/tests/unified",), HEARTBEAT),
+    "transactions": (("transactions/tests/unified",), HEARTBEAT),
+    "change-streams": (("change-streams/tests/unified",), {}),
+    "sessions": (("sessions/tests",), HEARTBEAT),
+    "command-logging-and-monitoring": (
+        (
+            "command-logging-and-monitoring/tests/logging",
+            "command-logging-and-monitoring/tests/monitoring",
+        ),
+        {},
+    ),
+}
+DRIVER = sansio_driver()  # the deployments' own clients (the simulators are shared)
+pytestmark = pytest.mark.usefixtures("watchdog")
+
+
+def _drivers() -> dict[str, Driver | str]:
+    """Each runtime's driver, or why it cannot run (its package is missing)."""
+    drivers: dict[str, Driver | str] = {}
+    for runtime in RUNTIMES:
+        try:
+            drivers[runtime] = runtime_driver(runtime)
+        except ImportError as missing:
+            drivers[runtime] = f"the {runtime} runtime cannot be imported: {missing}"
+    return drivers
+
+
+def _cases() -> list[Any]:
+    params = []
+    for runtime, driver in _drivers().items():
+        if isinstance(driver, str):
+            params.append(pytest.param(None, None, None, id=runtime, marks=pytest.mark.skip(reason=driver)))
+            continue
+        for suite, (folders, defaults) in SUITES.items():
+            for folder in folders:
+                sub = f"{folder.rsplit('/', 1)[-1]}/" if len(folders) > 1 else ""
+                for case in unified_cases(folder, driver, prefix=f"{runtime}/{suite}/{sub}"):
+                    params.append(
+                        pytest.param(driver, defaults, *case.values, id=case.id, marks=case.marks)
+                    )
+    return params
+
+
+@pytest.mark.spec
+@pytest.mark.parametrize(("driver", "defaults", "case"), _cases())
+def test_unified_runtimes(
+    driver: Driver, defaults: dict[str, Any], case: Any, deployments: DeploymentPool
+) -> None:
+    run_case(case, deployments, driver, client_defaults=defaults)
