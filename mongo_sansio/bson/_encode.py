@@ -519,11 +519,19 @@ def _make_encode() -> _Encode:
     empty_container, join = _EMPTY_CONTAINER, b"".join
     default_options = DEFAULT_CODEC_OPTIONS
     default_max_frames = DEFAULT_CODEC_OPTIONS.max_nesting_depth - 1
+    default_depth = DEFAULT_CODEC_OPTIONS.max_nesting_depth
+    default_uuid = DEFAULT_CODEC_OPTIONS.uuid_representation
 
     def encode(document: Mapping[str, Any], codec_options: CodecOptions | None = None) -> bytes:
         """The BSON encoding of ``document`` (see the module docstring for the type mapping)."""
         if type(document) is dict and len(document) <= big_container:
-            if codec_options is None:
+            if codec_options is None or (
+                # options that encode as the defaults do (the document class and the decoding
+                # options do not matter here): a collection's usual options
+                codec_options.max_document_size is None
+                and codec_options.max_nesting_depth == default_depth
+                and codec_options.uuid_representation is default_uuid
+            ):
                 data = shaped(document)
                 if data is not None and len(data) <= _BSON_SIZE_LIMIT:
                     return data
