@@ -24,10 +24,11 @@ Nothing is written to the database (no side collection): Spark's checkpoint hold
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -53,7 +54,7 @@ from mongo_sansio.pipeline.hashing import key_partition, partition_match
 from mongo_sansio.pipeline.jsontext import relaxed_json
 from mongo_sansio.pipeline.offsets import StreamOffset, TokenRange, Verdict, next_end
 
-from .arrow import arrow_schema, record_batch
+from .arrow import BATCH_ROWS, arrow_schema, record_batch
 from .batch import open_collection
 from .errors import ChangeStreamHistoryLost, EndTokenNotReached, MongoDataSourceError
 from .options import SourceOptions
@@ -315,19 +316,18 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, StreamPartition)
-        rows = list(read_range(self.options, partition))
-        target = arrow_schema(self.schema)
+        rows = read_range(self.options, partition)
         if self.options.document_format == "variant":
             yield from _variant_rows(rows)
             return
-        columns: list[list[Any]] = [[] for _ in self.schema.fields]
-        for row in rows:
-            for index, value in enumerate(row):
-                columns[index].append(value)
-        yield record_batch(columns, target)
+        # Record batches of BATCH_ROWS events as they are read: a large micro-batch (a backlog
+        # read without maxEventsPerBatch) never sits in memory whole.
+        target = arrow_schema(self.schema)
+        while chunk := list(itertools.islice(rows, BATCH_ROWS)):
+            yield record_batch([list(column) for column in zip(*chunk, strict=True)], target)
 
 
-def _variant_rows(rows: list[list[Any]]) -> Iterator[Any]:
+def _variant_rows(rows: Iterable[list[Any]]) -> Iterator[Any]:
     from pyspark.sql.types import VariantVal
 
     positions = [2 + 4 + index for index in range(len(_DOCUMENT_COLUMNS))]
