@@ -57,12 +57,26 @@ def select(
     core.require_open()
     criteria = criteria_for(core, request)
     settings = core.settings.topology
+    publish = core.publish
+    if publish is None:
+        # The common case first: a suitable server is known and nobody listens for the
+        # events, so no clock reading and no waiter are needed (the loop below would pick
+        # the same server: selection does not depend on the time).
+        server = select_server(
+            core.description,
+            criteria,
+            heartbeat_frequency=settings.heartbeat_frequency,
+            local_threshold=settings.local_threshold,
+            draw=core.draw,
+            operation_counts=core.in_use_counts(),
+        )
+        if server is not None:
+            return core.server_info(server.address)
     start = yield Now()
     core.last_now = start
     limit = start + settings.server_selection_timeout
     if deadline is not None and deadline < limit:
         limit = deadline
-    publish = core.publish
     selector = describe_selector(criteria) if publish is not None else ""
     ids: dict[str, Any] = {"selector": selector, "operation": request.operation, "operation_id": operation_id}
     if publish is not None:
