@@ -14,11 +14,15 @@ package is not installed is skipped, naming it.  Run one runtime's whole suites 
 
 from __future__ import annotations
 
+import contextvars
+import threading
+import time
 from typing import Any
 
 import pytest
 from unified import DeploymentPool, Driver, run_case, sansio_driver, unified_cases
-from unified.driver import RUNTIMES, runtime_driver
+from unified.driver import RUNTIMES, runtime_driver, runtime_portal
+from unified.suite import time_limit
 
 #: a retry after a state-change error waits for the monitor's next check: 0.5 s, not 10 s
 HEARTBEAT = {"heartbeatFrequencyMS": 500}
@@ -74,3 +78,58 @@ def test_unified_runtimes(
     driver: Driver, defaults: dict[str, Any], case: Any, deployments: DeploymentPool
 ) -> None:
     run_case(case, deployments, driver, client_defaults=defaults)
+
+
+# -- the facade's own promises (unified/runtimes.py), without a server --------------------------
+
+CALLER_VALUE: contextvars.ContextVar[str] = contextvars.ContextVar("caller_value", default="unset")
+
+
+def _sleeper(runtime: str, finished: threading.Event) -> Any:
+    """A call that sleeps 30 s on ``runtime`` and sets ``finished`` however it ends."""
+    if runtime == "gevent":
+        gevent = pytest.importorskip("gevent")
+
+        def sleep_blocking() -> None:
+            try:
+                gevent.sleep(30)
+            finally:
+                finished.set()
+
+        return sleep_blocking
+    library = pytest.importorskip(runtime)
+
+    async def sleep() -> None:
+        try:
+            await library.sleep(30)
+        finally:
+            finished.set()
+
+    return sleep
+
+
+@pytest.mark.parametrize("runtime", sorted(RUNTIMES))
+def test_interrupted_call_is_cancelled_on_the_loop(runtime: str) -> None:
+    """The runner's time limit interrupts the caller; the call on the loop ends with it
+    (else a timed-out test would leave its operation running into the next one)."""
+    finished = threading.Event()
+    call = _sleeper(runtime, finished)
+    portal = runtime_portal(runtime)
+    started = time.monotonic()
+    with pytest.raises(AssertionError, match="more than 0.2 s"), time_limit(0.2):
+        portal.call(call)
+    assert finished.wait(5), f"the {runtime} call still runs after its caller gave up"
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("runtime", sorted(RUNTIMES))
+def test_call_sees_the_callers_context(runtime: str) -> None:
+    """Context variables travel with a call (the runner's timeout() block is one)."""
+    if runtime != "gevent":
+        pytest.importorskip(runtime)
+    token = CALLER_VALUE.set(f"from the caller, {runtime}")
+    try:
+        assert runtime_portal(runtime).call(CALLER_VALUE.get) == f"from the caller, {runtime}"
+    finally:
+        CALLER_VALUE.reset(token)
+    assert runtime_portal(runtime).call(CALLER_VALUE.get) == "unset"

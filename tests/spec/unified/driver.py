@@ -37,6 +37,7 @@ __all__ = [
     "Driver",
     "pymongo_driver",
     "runtime_driver",
+    "runtime_portal",
     "sansio_driver",
     "selected_driver",
 ]
@@ -421,7 +422,7 @@ RUNTIMES: dict[str, tuple[str, str, str]] = {
 
 
 @functools.cache
-def _portal(runtime: str) -> Any:
+def runtime_portal(runtime: str) -> Any:
     """The one loop thread of ``runtime`` in this process, started on first use."""
     runtimes = importlib.import_module(f"{__package__}.runtimes")
     return getattr(runtimes, RUNTIMES[runtime][2])()
@@ -438,7 +439,7 @@ def runtime_driver(runtime: str) -> Driver:
         sansio_driver(),
         name=f"sansio-{runtime}",
         client_class=runtimes.facade_client(
-            getattr(module, class_name), functools.partial(_portal, runtime)
+            getattr(module, class_name), functools.partial(runtime_portal, runtime)
         ),
         write_models=getattr(module, "InsertOne", None) and module,
         timeout=getattr(module, "timeout", None),
