@@ -339,43 +339,74 @@ def _variant_rows(rows: Iterable[list[Any]]) -> Iterator[Any]:
 
 
 def read_range(options: SourceOptions, partition: StreamPartition) -> Iterator[list[Any]]:
-    """The rows of one partition of one micro-batch, in token order."""
+    """The rows of one partition of one micro-batch, in token order.
+
+    A stream that ends before the batch's end (a drop or rename invalidated it, and the end
+    was taken later, as a position) goes on with a new stream after its last position, as the
+    next batch would have: the events of a re-created collection up to the end are read too."""
     start = StreamOffset.from_json(partition.start)
     window = TokenRange(start, partition.end)
     server_filter = options.key_partitions > 1 and options.key_partition_filter == "server"
     pipeline = [partition_match(partition.index, partition.partitions)] if server_filter else []
-    watch: dict[str, Any] = {"max_await_time_ms": options.max_await_time_ms, **start.watch_options()}
+    watch: dict[str, Any] = {"max_await_time_ms": options.max_await_time_ms}
     if options.full_document:
         watch["full_document"] = options.full_document
     if options.full_document_before_change:
         watch["full_document_before_change"] = options.full_document_before_change
     deadline = time.monotonic() + options.end_token_timeout_seconds
+    resume = start.watch_options()
     try:
-        with open_collection(options) as collection, collection.watch(pipeline, **watch) as stream:
+        with open_collection(options) as collection:
             while True:
-                event = stream.try_next()
-                if event is None:
-                    token = stream.resume_token
-                    if window.reached_by(str(token["_data"]) if token is not None else None):
-                        return
-                    if not stream.alive or time.monotonic() > deadline:
-                        raise EndTokenNotReached(partition.start, partition.end, options.end_token_timeout_seconds)
-                    continue
-                verdict = window.verdict(str(event["_id"]["_data"]))
-                if verdict is Verdict.STOP:
-                    return
-                if server_filter or options.key_partitions == 1 or key_partition(
-                    event.get("documentKey"), partition.partitions
-                ) == partition.index:
-                    yield event_row(event)
-                if verdict is Verdict.KEEP_AND_STOP or window.reached_by(_position(stream)):
-                    # (the end event, or the batch's post-batch token says the server has
-                    # scanned past the end: no getMore needed to learn that nothing is left)
-                    return
+                with collection.watch(pipeline, **watch, **resume) as stream:
+                    for row in _read_stream(stream, window, options, partition, server_filter, deadline):
+                        if row is None:
+                            return
+                        yield row
+                    position = _position(stream)
+                if position is None or (resume.get("start_after") or {}).get("_data") == position:
+                    raise EndTokenNotReached(partition.start, partition.end, options.end_token_timeout_seconds)
+                resume = {"start_after": {"_data": position}}
     except OperationFailure as error:
         if _history_lost(error):
             raise ChangeStreamHistoryLost(partition.start, error) from None
         raise
+
+
+def _read_stream(
+    stream: Any,
+    window: TokenRange,
+    options: SourceOptions,
+    partition: StreamPartition,
+    server_filter: bool,
+    deadline: float,
+) -> Iterator[list[Any] | None]:
+    """The partition's rows from one stream; None once the window is read; nothing more (the
+    iteration ends) when the stream ended first."""
+    while True:
+        event = stream.try_next()
+        if event is None:
+            if window.reached_by(_position(stream)):
+                yield None
+                return
+            if not stream.alive:
+                return
+            if time.monotonic() > deadline:
+                raise EndTokenNotReached(partition.start, partition.end, options.end_token_timeout_seconds)
+            continue
+        verdict = window.verdict(str(event["_id"]["_data"]))
+        if verdict is Verdict.STOP:
+            yield None
+            return
+        if server_filter or options.key_partitions == 1 or key_partition(
+            event.get("documentKey"), partition.partitions
+        ) == partition.index:
+            yield event_row(event)
+        if verdict is Verdict.KEEP_AND_STOP or window.reached_by(_position(stream)):
+            # (the end event, or the batch's post-batch token says the server has scanned
+            # past the end: no getMore needed to learn that nothing is left)
+            yield None
+            return
 
 
 def describe_offset(offset: Mapping[str, Any] | str | None) -> str:

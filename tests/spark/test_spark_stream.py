@@ -141,3 +141,30 @@ def test_a_reader_that_cannot_reach_its_end_token_fails(rs: SimulatedReplicaSet,
     with pytest.raises(EndTokenNotReached, match="Refusing to wait for ever"):
         list(read_range(options, StreamPartition(start.to_json(), never, 0, 1)))
     assert time.monotonic() - started < 15
+
+
+@pytest.mark.parametrize("key_partitions", [1, 2])
+def test_a_batch_across_a_drop_reads_the_recreated_collection_too(
+    rs: SimulatedReplicaSet, tmp_path: Any, key_partitions: int
+) -> None:
+    import json
+
+    from mongo_sansio.adapters.spark.stream import _current_position
+
+    options = parse_options(_options(rs, str(tmp_path), keyPartitions=str(key_partitions)))
+    start = fix_initial_offset(options)
+    with MongoClient(rs.uri) as client:
+        client.db.events.insert_many([{"_id": 1}, {"_id": 2}])
+        client.db.events.drop()
+        client.db.events.insert_one({"_id": 3})
+    end = _current_position(options)  # a position after everything (no maxEventsPerBatch)
+    assert end.token is not None
+    rows = [
+        row
+        for index in range(key_partitions)
+        for row in read_range(options, StreamPartition(start.to_json(), end.token, index, key_partitions))
+    ]
+    got = sorted((row[0], row[1], json.loads(row[6])["_id"] if row[6] else None) for row in rows)
+    assert [(kind, key) for _token, kind, key in got] == [
+        ("insert", 1), ("insert", 2), ("drop", None), ("invalidate", None), ("insert", 3)
+    ]
