@@ -36,7 +36,8 @@ from mongo_sansio.command import run_command, run_command_quietly
 from mongo_sansio.cursors.change_stream import ChangeStream, ResumeDecision
 from mongo_sansio.cursors.errors import ChangeStreamClosed
 from mongo_sansio.errors import InvalidOperation, MongoError
-from mongo_sansio.flow import Flow, GetContext, SelectServer
+from mongo_sansio.flow import Flow, GetContext, SelectServer, ServerInfo
+from mongo_sansio.ops.retryable import retryable_read
 
 __all__ = [
     "change_stream_open",
@@ -56,10 +57,15 @@ def change_stream_open(cs: ChangeStream) -> Flow[None]:
     try:
         context = yield GetContext()
         cs.hold_session(getattr(context, "session", None))
-        server = yield SelectServer(cs.read_preference)
-        db, body = cs.aggregate_command(server)
-        reply = yield from run_command(server, db, body, session=cs.session)
-        cs.handle_aggregate_reply(reply, server)
+
+        def attempt(server: ServerInfo) -> Flow[None]:
+            db, body = cs.aggregate_command(server)
+            reply = yield from run_command(server, db, body, session=cs.session)
+            cs.handle_aggregate_reply(reply, server)
+
+        # the first aggregate is a retryable read (Retryable Reads); resumes follow their own
+        # rules below
+        yield from retryable_read(attempt, cs.read_preference, operation="aggregate")
     except MongoError:
         yield from change_stream_close(cs)
         raise

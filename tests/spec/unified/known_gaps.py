@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .events import CMAP_EVENTS, SDAM_EVENTS
-
 __all__ = ["OUR_CLIENT_GAPS", "PYMONGO_DIFFERENCES", "SIMULATOR_GAPS", "gap_reasons"]
 
 Predicate = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
@@ -323,8 +321,15 @@ def _unacknowledged_transaction(file: Mapping[str, Any], test: Mapping[str, Any]
 
 
 def _backpressure_labels(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    return any(
+    """SystemOverloadedError injected by a failpoint, or expected on an error (the backpressure
+    rules for connection establishment errors)."""
+    if any(
         "SystemOverloadedError" in data.get("errorLabels", ()) for data in _failpoint_data(test)
+    ):
+        return True
+    return any(
+        "SystemOverloadedError" in (o.get("expectError") or {}).get("errorLabelsContain", ())
+        for o in _operations(test)
     )
 
 
@@ -349,30 +354,6 @@ def _run_command_read_preference(file: Mapping[str, Any], test: Mapping[str, Any
         if standalone or (_in_transaction(test) and preference.get("mode") != "primary"):
             return True
     return False
-
-
-def _change_stream_retry(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """A retryable error (or a socket timeout: blockConnection) injected on a change stream's
-    aggregate, and the retry expected (a second aggregate)."""
-    aggregates = [
-        event
-        for expected in test.get("expectEvents", [])
-        for event in expected.get("events", [])
-        if event.get("commandStartedEvent", {}).get("commandName") == "aggregate"
-    ]
-    return (
-        "createChangeStream" in {o.get("name") for o in _operations(test)}
-        and len(aggregates) >= 2
-        and any(
-            "aggregate" in data.get("failCommands", ())
-            and (
-                data.get("closeConnection")
-                or data.get("blockConnection")
-                or data.get("errorCode") in RETRYABLE_CODES
-            )
-            for data in _failpoint_data(test)
-        )
-    )
 
 
 def _uses_timeout_ms(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
@@ -405,15 +386,6 @@ def _timeout_ms_with(*features: str) -> Predicate:
 
 
 OUR_CLIENT_GAPS: dict[str, Predicate] = {
-    "needs CMAP events (pool/connection listeners) from the client -- the new client core": _mentions(
-        frozenset(CMAP_EVENTS) | {"assertNumberConnectionsCheckedOut"}
-    ),
-    "needs SDAM events and background monitoring from the client -- the new client core": _mentions(
-        frozenset(SDAM_EVENTS) | {"recordTopologyDescription", "waitForPrimaryChange"}
-    ),
-    "server selection log messages lack the operation name (data.operation is empty)": _logs_component(
-        "serverSelection"
-    ),
     "sessions: an operation after the session's transaction lacks readConcern.afterClusterTime "
     "(causal consistency after a transaction)": _causal_after_transaction,
     "transactions: a w:0 write concern in or around a transaction (the spec's results and "
@@ -423,7 +395,6 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "server's errmsg)": _duplicate_key_message,
     "runCommand's readPreference: sent as $readPreference to a standalone, not refused in a "
     "transaction": _run_command_read_preference,
-    "retryable reads: a change stream's initial aggregate is not retried": _change_stream_retry,
     "CSOT: timeoutMS with tailable cursors and change streams (maxAwaitTimeMS checked against "
     "it, refreshed per getMore, an iteration after a timeout)": _timeout_ms_with(
         "cursorType", "maxAwaitTimeMS", "createChangeStream", "createCommandCursor"
