@@ -78,10 +78,11 @@ _REPLICA_SET_TYPES = (TopologyType.REPLICA_SET_WITH_PRIMARY, TopologyType.REPLIC
 
 
 def _resolve(
-    uri: ConnectionString, resolver: Resolver | None
+    uri: ConnectionString, resolver: Resolver | None, rescan_ms: Any = None
 ) -> tuple[ConnectionString, SrvSource | None]:
     """A ``mongodb+srv`` string with its SRV and TXT records applied, and where to poll them
-    again (others unchanged, no polling)."""
+    again (others unchanged, no polling); ``rescan_ms`` is rescanSRVIntervalMS (the shortest
+    time between two rescans; the spec's 60 s when None)."""
     if not uri.needs_seedlist:
         return uri, None
     discovery = discovery_for(uri, randbelow=random.SystemRandom().randrange)
@@ -93,8 +94,15 @@ def _resolve(
         srv_service_name=uri.srv_service_name,
         srv_max_hosts=uri.srv_max_hosts,
         min_ttl=seedlist.min_ttl,
+        **({} if rescan_ms is None else {"rescan_floor": _milliseconds(rescan_ms) / 1000.0}),
     )
     return apply_seedlist(uri, seedlist), source
+
+
+def _milliseconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigurationError(f"rescanSRVIntervalMS must be a positive number, not {value!r}")
+    return float(value)
 
 
 def _split_codec_keywords(options: dict[str, Any]) -> dict[str, Any]:
@@ -154,8 +162,10 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
             raise ConfigurationError("port cannot be given with a connection string")
         codec = _split_codec_keywords(options)
         codec.update(document_class=document_class, tz_aware=tz_aware)
+        # the SRV polling floor: a keyword only (the spec keeps it out of connection strings)
+        rescan_ms = options.pop("rescanSRVIntervalMS", None)
         parsed = parse_client_uri(host, options, stacklevel=2)
-        uri, srv_source = _resolve(parsed, dns_resolver)
+        uri, srv_source = _resolve(parsed, dns_resolver, rescan_ms)
         emit_uri_warnings(uri.warnings[len(parsed.warnings) :], stacklevel=2)
         # the connection string may name the UUID representation; a keyword wins over it
         in_uri = {"uuidRepresentation": uri.options.get("uuidRepresentation")}

@@ -22,7 +22,7 @@ import attrs
 from mongo_sansio.client.runtime import Resolve, Signal, Wait
 from mongo_sansio.flow import Now
 from mongo_sansio.sdam.description import TopologyType
-from mongo_sansio.uri.srv_polling import SrvPoller
+from mongo_sansio.uri.srv_polling import MIN_RESCAN_INTERVAL, SrvPoller
 
 if TYPE_CHECKING:
     from mongo_sansio.client.core import ClientCore
@@ -39,6 +39,8 @@ class SrvSource:
     srv_service_name: str = "mongodb"
     srv_max_hosts: int = 0
     min_ttl: float | None = None
+    rescan_floor: float = MIN_RESCAN_INTERVAL
+    """rescanSRVIntervalMS in seconds: the shortest interval between two rescans."""
 
 
 def make_poller(core: ClientCore, source: SrvSource, now: float) -> SrvPoller:
@@ -53,6 +55,7 @@ def make_poller(core: ClientCore, source: SrvSource, now: float) -> SrvPoller:
         heartbeat_frequency=settings.heartbeat_frequency,
         randbelow=core.draw,
         load_balanced=core.description.type is TopologyType.LOAD_BALANCED,
+        rescan_floor=source.rescan_floor,
     )
 
 

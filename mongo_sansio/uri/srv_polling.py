@@ -98,10 +98,11 @@ TRANSITIONS: Mapping[tuple[PollerState, PollerInput], PollerState] = MappingProx
 )
 
 
-def rescan_interval(ttls: Iterable[float | None]) -> float:
-    """The lowest TTL, but never under 60 s; 60 s when no TTL is known."""
+def rescan_interval(ttls: Iterable[float | None], floor: float = MIN_RESCAN_INTERVAL) -> float:
+    """The lowest TTL, but never under ``floor`` (rescanSRVIntervalMS, 60 s by default);
+    ``floor`` when no TTL is known."""
     known = [ttl for ttl in ttls if ttl is not None]
-    return max(MIN_RESCAN_INTERVAL, min(known)) if known else MIN_RESCAN_INTERVAL
+    return max(floor, min(known)) if known else floor
 
 
 @attrs.frozen(kw_only=True)
@@ -133,6 +134,7 @@ class SrvPoller:
         heartbeat_frequency: float = 10.0,
         randbelow: Callable[[int], int] | None = None,
         load_balanced: bool = False,
+        rescan_floor: float = MIN_RESCAN_INTERVAL,
     ) -> None:
         self.hostname = check_srv_hostname(hostname)
         self.srv_service_name = check_srv_service_name(srv_service_name)
@@ -155,7 +157,12 @@ class SrvPoller:
         self._randbelow = randbelow
         self._question = srv_question(self.hostname, self.srv_service_name)
         self._hosts: list[Address] = list(dict.fromkeys(hosts))
-        self.interval = rescan_interval([min_ttl])
+        if not rescan_floor > 0:
+            raise ConfigurationError(
+                f"rescanSRVIntervalMS must be positive, got {rescan_floor * 1000!r}"
+            )
+        self.rescan_floor = float(rescan_floor)
+        self.interval = rescan_interval([min_ttl], self.rescan_floor)
         self._deadline: float | None = now + self.interval
         self.state = PollerState.STOPPED if load_balanced else PollerState.WAITING
 
@@ -259,7 +266,7 @@ class SrvPoller:
             room = max(0, self.srv_max_hosts - len(kept))
             added = tuple(self._shuffle(new)[:room]) if room else ()
         self._hosts = kept + list(added)
-        self.interval = rescan_interval(ttls)
+        self.interval = rescan_interval(ttls, self.rescan_floor)
         self._deadline = now + self.interval
         return SrvPollResult(
             added=added,

@@ -138,3 +138,26 @@ def test_close_ends_the_polling_task() -> None:
     loop.settle()
     assert "SRV polling" not in loop.task_names()
     assert not loop.background_failures
+
+
+def test_rescan_srv_interval_ms_lowers_the_floor() -> None:
+    """rescanSRVIntervalMS (here 2 s) replaces the 60 s floor; record TTLs above it still
+    count (the test's records say 60 s, so a short TTL-free answer is used)."""
+    dns = Dns(A, B)
+    loop = Loop(mongos(A), mongos(B), mongos(C))
+    loop.dns = lambda question: SrvAnswer(
+        question=question,
+        records=tuple(SrvRecord(target=h, port=p) for h, p in dns.addresses),
+    )
+    hosts_list = ",".join(f"{h}:{p}" for h, p in dns.addresses)
+    core = make_core(
+        loop,
+        f"mongodb://{hosts_list}/?heartbeatFrequencyMS=10000",
+        srv=SrvSource(hostname=HOST, min_ttl=None, rescan_floor=2.0),
+    )
+    loop.run_for(1)
+    dns.addresses = [A, C]
+    loop.run_for(2)
+    assert hosts(core) == {A, C}
+    core.close(loop.now)
+    loop.settle()
