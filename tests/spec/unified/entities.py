@@ -116,8 +116,10 @@ def call_api(target: Any, method: str, *args: Any, **kwargs: Any) -> Any:
     """``target.method(*args, **kwargs)`` with the keywords of :func:`resolve_keywords`, or
     UnsupportedInTest when the client under test has no such method or option (checked before
     the call, so errors inside are never masked)."""
-    function = getattr(target, method, None)
     owner = type(target).__name__
+    # the class, not the instance: PyMongo's Database and Collection answer any attribute with
+    # a sub-collection, which is callable (to raise TypeError)
+    function = getattr(target, method, None) if hasattr(type(target), method) else None
     if function is None or not callable(function):
         raise UnsupportedInTest(f"the client under test has no {owner}.{method}")
     keywords = resolve_keywords(

@@ -386,9 +386,17 @@ def facade_client(client_class: type, portal: Callable[[], Portal]) -> Callable[
     loop of ``portal()`` (the portal starts on the first client) and returned behind its
     facade."""
 
+    async def connected(*args: Any, **kwargs: Any) -> Any:
+        # an async client monitors from aconnect() (else from its first operation): the format's
+        # client is connected once created (SDAM tests wait for its events without operations)
+        client = client_class(*args, **kwargs)
+        await client.aconnect()
+        return client
+
     def make(*args: Any, **kwargs: Any) -> Any:
         loop = portal()
-        return wrap(loop.call(client_class, *args, **kwargs), loop)
+        build = connected if hasattr(client_class, "aconnect") else client_class
+        return wrap(loop.call(build, *args, **kwargs), loop)
 
     make.__name__ = f"Sync{client_class.__name__}"
     return make
