@@ -303,6 +303,11 @@ class BulkWriteError(OperationFailure):
             details=details,
         )
 
+    def __str__(self) -> str:
+        # PyMongo's wording: the summary, then the whole result (so the server's messages,
+        # e.g. "E11000 duplicate key error ...", can be read and matched in the text)
+        return f"{super().__str__()}, full error: {dict(self.details)!r}"
+
     @property
     def write_errors(self) -> list[Mapping[str, Any]]:
         errors = self.details.get("writeErrors", [])

@@ -333,13 +333,6 @@ def _backpressure_labels(file: Mapping[str, Any], test: Mapping[str, Any]) -> bo
     )
 
 
-def _duplicate_key_message(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    return any(
-        "E11000" in str(operation.get("expectError", {}).get("errorContains", ""))
-        for operation in _operations(test)
-    )
-
-
 def _run_command_read_preference(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     """runCommand with a readPreference in a transaction (must be refused) or on a
     standalone (must not be sent)."""
@@ -391,8 +384,6 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "transactions: a w:0 write concern in or around a transaction (the spec's results and "
     "errors)": _unacknowledged_transaction,
     "backpressure: no retry with backoff on SystemOverloadedError/RetryableError labels": _backpressure_labels,
-    "a single write's error is a BulkWriteError (PyMongo: WriteError/DuplicateKeyError with the "
-    "server's errmsg)": _duplicate_key_message,
     "runCommand's readPreference: sent as $readPreference to a standalone, not refused in a "
     "transaction": _run_command_read_preference,
     "CSOT: timeoutMS with tailable cursors and change streams (maxAwaitTimeMS checked against "
