@@ -36,7 +36,7 @@ from typing import Any
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-import pyarrow as pa  # noqa: E402
+import pyarrow as pa  # type: ignore[import-untyped]  # noqa: E402
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition  # noqa: E402
 
 # The stream's columns, as mongo_sansio's event_schema spells them.
@@ -48,7 +48,7 @@ EVENT_COLUMNS = (
 )
 
 
-class PyMongoEvents(DataSource):  # type: ignore[misc]
+class PyMongoEvents(DataSource):
     """The straightforward source: PyMongo change streams, full events decoded to dicts and
     turned into rows one by one, one partition per micro-batch."""
 
@@ -63,7 +63,7 @@ class PyMongoEvents(DataSource):  # type: ignore[misc]
         return PyMongoEventsReader(dict(self.options))
 
 
-class PyMongoEventsReader(DataSourceStreamReader):  # type: ignore[misc]
+class PyMongoEventsReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
 
@@ -218,16 +218,18 @@ def batch(spark: Any, uri: str, documents: int, repeats: int) -> dict[str, float
             return pa.Table.from_batches(list(batches(client.bench.docs.find(), schema)))
 
     def theirs() -> Any:
+        client: Any
         with pymongo.MongoClient(uri) as client:
             return pa.Table.from_pylist(list(client.bench.docs.find()))
 
     runs = {"ours (Arrow)": timed(ours), "pymongo (from_pylist)": timed(theirs)}
     try:
-        from pymongoarrow.api import find_arrow_all
+        from pymongoarrow.api import find_arrow_all  # type: ignore[import-untyped]
     except ImportError:
         print("pymongoarrow is not installed: its column is left out", file=sys.stderr)
     else:
         def arrow() -> Any:
+            client: Any
             with pymongo.MongoClient(uri) as client:
                 return find_arrow_all(client.bench.docs, {})
         runs["pymongoarrow"] = timed(arrow)
