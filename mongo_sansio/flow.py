@@ -71,6 +71,8 @@ class ServerInfo:
     max_write_batch_size: int = 100_000
     supports_retryable_writes: bool = False
     """A replica set member or mongos that supports sessions: it accepts ``txnNumber``."""
+    is_standalone: bool = False
+    """A standalone server: it is never sent a ``$readPreference``."""
 
 
 @attrs.frozen

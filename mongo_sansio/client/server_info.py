@@ -52,4 +52,5 @@ def describe_server(
         supports_retryable_writes=server.type is not ServerType.STANDALONE
         and server.logical_session_timeout_minutes is not None
         and server.max_wire_version >= RETRYABLE_WRITES_WIRE_VERSION,
+        is_standalone=server.type is ServerType.STANDALONE,
     )

@@ -440,8 +440,10 @@ def read_preference_field(
     Primary is not sent, except to a server that is not writable: a primary read can only have
     been given one over a direct connection (topology Single) to a secondary or another
     non-primary member, which must be told ``primaryPreferred`` to accept the read.
-    (A standalone also receives non-primary modes here; it ignores them.)
+    A standalone is sent none at all (server-selection.md, "Topology type: Single").
     """
+    if server.is_standalone:
+        return None
     if read_preference.mode is Mode.PRIMARY:
         return None if server.is_writable else {"mode": Mode.PRIMARY_PREFERRED.value}
     return read_preference.to_document()

@@ -147,9 +147,9 @@ class DatabaseOps(OperationSettings):
     ) -> Flow[Cursor]:
         """Run a command that opens a cursor (``find``, ``aggregate``, ``listCollections``...)
         and return the cursor; a reply without one raises InvalidOperation, as in PyMongo.
-        ``comment`` goes on the command and on its getMores; ``max_await_time_ms`` on the
-        getMores of a tailable-await cursor."""
-        body = _command_body(command, value, comment, fields)
+        ``comment`` goes on the getMores (as PyMongo's: a comment for the command itself is
+        written in it); ``max_await_time_ms`` on the getMores of a tailable-await cursor."""
+        body = _command_body(command, value, None, fields)
         if max_await_time_ms is not None:
             check_non_negative(max_await_time_ms, "max_await_time_ms")
         return self._cursor_command(

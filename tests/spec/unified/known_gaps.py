@@ -334,17 +334,12 @@ def _backpressure_labels(file: Mapping[str, Any], test: Mapping[str, Any]) -> bo
 
 
 def _run_command_read_preference(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """runCommand with a readPreference in a transaction (must be refused) or on a
-    standalone (must not be sent)."""
-    standalone = any(
-        r.get("topologies") == ["single"]
-        for r in list(file.get("runOnRequirements", [])) + list(test.get("runOnRequirements", []))
-    )
+    """runCommand with a non-primary readPreference in a transaction (must be refused)."""
     for operation in _operations(test):
         preference = operation.get("arguments", {}).get("readPreference")
         if operation.get("name") != "runCommand" or not isinstance(preference, Mapping):
             continue
-        if standalone or (_in_transaction(test) and preference.get("mode") != "primary"):
+        if _in_transaction(test) and preference.get("mode") != "primary":
             return True
     return False
 
@@ -384,8 +379,9 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "transactions: a w:0 write concern in or around a transaction (the spec's results and "
     "errors)": _unacknowledged_transaction,
     "backpressure: no retry with backoff on SystemOverloadedError/RetryableError labels": _backpressure_labels,
-    "runCommand's readPreference: sent as $readPreference to a standalone, not refused in a "
-    "transaction": _run_command_read_preference,
+    "runCommand's readPreference: a non-primary one is not refused in a transaction": (
+        _run_command_read_preference
+    ),
     "CSOT: timeoutMS with tailable cursors and change streams (maxAwaitTimeMS checked against "
     "it, refreshed per getMore, an iteration after a timeout)": _timeout_ms_with(
         "cursorType", "maxAwaitTimeMS", "createChangeStream", "createCommandCursor"
