@@ -178,7 +178,8 @@ class _Poll:
         self.stream = stream
 
     def __call__(self, wall: float) -> list[dict[str, Any]]:
-        return self.stream.scan()
+        # (a getMore scans about a batch, like the first batch: the stream's batchSize)
+        return self.stream.scan(limit=self.stream.batch_size)
 
 
 class ChangeStream:
@@ -217,6 +218,7 @@ class ChangeStream:
         self.high_water = self.start
         self.last_token: dict[str, Any] = _high_water_token(self.start)
         self.invalidated = False
+        self.batch_size: int | None = None  # the aggregate's batchSize: how far a scan goes
 
     def _start_point(self, spec: Mapping[str, Any]) -> tuple[TokenKey, Timestamp]:
         given = [name for name in ("resumeAfter", "startAfter", "startAtOperationTime") if name in spec]
@@ -240,8 +242,8 @@ class ChangeStream:
 
     def scan(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The events (after the pipeline) of oplog entries not scanned yet, in order; stops
-        after an invalidate.  With ``limit`` (the first batch's batchSize) the scan stops once
-        it has that many, as mongod's does: the rest is scanned by the getMores."""
+        after an invalidate.  With ``limit`` (the stream's batchSize) the scan stops once it has
+        that many, as mongod's does: the rest is scanned by the next getMores."""
         if self.invalidated:
             return []
         oplog = self.cluster.oplog
@@ -600,7 +602,8 @@ def open_change_stream(ctx: Context, target: Any, pipeline: list[Any], batch_siz
         else:
             db = ctx.db
     stream = ChangeStream(ctx, db, coll, spec, list(pipeline[1:]))
-    first = stream.scan(limit=batch_size or None)
+    stream.batch_size = batch_size or None
+    first = stream.scan(limit=stream.batch_size)
     from mongo_sansio.testing.server.commands_crud import _lsid_key
 
     return ctx.member.cursors.open(
