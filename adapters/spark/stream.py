@@ -27,9 +27,11 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import queue
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -64,6 +66,11 @@ __all__ = ["MongoStreamReader", "event_row", "event_schema", "fix_initial_offset
 INITIAL_OFFSET_FILE = "mongo_sansio_initial_offset.json"
 # A read-ahead with no limit stops after this long even if events keep coming.
 READ_AHEAD_SECONDS = 10.0
+# A reader's getMore batch: the server prepares the next one while the last is turned into rows.
+READ_BATCH = 1000
+# Events handed from a reader's reading thread at a time, and how many such lists may wait.
+HANDOVER_ITEMS = 256
+HANDOVER_DEPTH = 16
 _HISTORY_LOST = 286
 _DOCUMENT_COLUMNS = ("documentKey", "fullDocument", "fullDocumentBeforeChange", "updateDescription")
 _CLUSTER_TIME = StructType([StructField("t", LongType(), True), StructField("i", LongType(), True)])
@@ -341,6 +348,18 @@ def _variant_rows(rows: Iterable[list[Any]]) -> Iterator[Any]:
 def read_range(options: SourceOptions, partition: StreamPartition) -> Iterator[list[Any]]:
     """The rows of one partition of one micro-batch, in token order.
 
+    The stream is read by a thread of its own, in getMores of ``READ_BATCH`` events, and
+    hands the events over: while this thread turns a batch into rows, the reading thread has
+    already asked for the next one, so the server prepares it meanwhile (instead of the server
+    and this worker taking turns)."""
+    for events in _handed_over(_range_events(options, partition), options.max_await_time_ms / 1000):
+        for event in events:
+            yield event_row(event)
+
+
+def _range_events(options: SourceOptions, partition: StreamPartition) -> Iterator[Mapping[str, Any]]:
+    """The events of one partition of one micro-batch, in token order.
+
     A stream that ends before the batch's end (a drop or rename invalidated it, and the end
     was taken later, as a position) goes on with a new stream after its last position, as the
     next batch would have: the events of a re-created collection up to the end are read too."""
@@ -348,7 +367,7 @@ def read_range(options: SourceOptions, partition: StreamPartition) -> Iterator[l
     window = TokenRange(start, partition.end)
     server_filter = options.key_partitions > 1 and options.key_partition_filter == "server"
     pipeline = [partition_match(partition.index, partition.partitions)] if server_filter else []
-    watch: dict[str, Any] = {"max_await_time_ms": options.max_await_time_ms}
+    watch: dict[str, Any] = {"max_await_time_ms": options.max_await_time_ms, "batch_size": READ_BATCH}
     if options.full_document:
         watch["full_document"] = options.full_document
     if options.full_document_before_change:
@@ -359,10 +378,10 @@ def read_range(options: SourceOptions, partition: StreamPartition) -> Iterator[l
         with open_collection(options) as collection:
             while True:
                 with collection.watch(pipeline, **watch, **resume) as stream:
-                    for row in _read_stream(stream, window, options, partition, server_filter, deadline):
-                        if row is None:
+                    for event in _read_stream(stream, window, options, partition, server_filter, deadline):
+                        if event is None:
                             return
-                        yield row
+                        yield event
                     position = _position(stream)
                 if position is None or (resume.get("start_after") or {}).get("_data") == position:
                     raise EndTokenNotReached(partition.start, partition.end, options.end_token_timeout_seconds)
@@ -380,9 +399,9 @@ def _read_stream(
     partition: StreamPartition,
     server_filter: bool,
     deadline: float,
-) -> Iterator[list[Any] | None]:
-    """The partition's rows from one stream; None once the window is read; nothing more (the
-    iteration ends) when the stream ended first."""
+) -> Iterator[Mapping[str, Any] | None]:
+    """The partition's events from one stream; None once the window is read; nothing more
+    (the iteration ends) when the stream ended first."""
     while True:
         event = stream.try_next()
         if event is None:
@@ -401,12 +420,65 @@ def _read_stream(
         if server_filter or options.key_partitions == 1 or key_partition(
             event.get("documentKey"), partition.partitions
         ) == partition.index:
-            yield event_row(event)
+            yield event
         if verdict is Verdict.KEEP_AND_STOP or window.reached_by(_position(stream)):
             # (the end event, or the batch's post-batch token says the server has scanned
             # past the end: no getMore needed to learn that nothing is left)
             yield None
             return
+
+
+_Item = TypeVar("_Item")
+
+
+def _handed_over(items: Iterator[_Item], wait: float) -> Iterator[list[_Item]]:
+    """``items``, produced by a thread of their own and handed over in lists (at most
+    ``HANDOVER_DEPTH`` lists ahead).  An error in the producer is raised here; stopping early
+    stops the producer (it closes ``items`` in its thread) within about ``wait`` seconds."""
+    handoff: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=HANDOVER_DEPTH)
+    stop = threading.Event()
+
+    def put(message: tuple[str, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(message, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            chunk: list[_Item] = []
+            for item in items:
+                chunk.append(item)
+                if len(chunk) >= HANDOVER_ITEMS:
+                    if not put(("items", chunk)):
+                        return
+                    chunk = []
+            if (not chunk or put(("items", chunk))) and put(("end", None)):
+                return
+        except BaseException as error:  # handed to the consumer, raised there
+            put(("error", error))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    producer = threading.Thread(target=produce, name="mongo_sansio spark reader", daemon=True)
+    producer.start()
+    try:
+        while True:
+            kind, value = handoff.get()
+            if kind == "items":
+                yield value
+            elif kind == "end":
+                return
+            else:
+                raise value
+    finally:
+        stop.set()
+        producer.join(wait + 5.0)
 
 
 def describe_offset(offset: Mapping[str, Any] | str | None) -> str:
