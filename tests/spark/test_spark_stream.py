@@ -168,3 +168,37 @@ def test_a_batch_across_a_drop_reads_the_recreated_collection_too(
     assert [(kind, key) for _token, kind, key in got] == [
         ("insert", 1), ("insert", 2), ("drop", None), ("invalidate", None), ("insert", 3)
     ]
+
+
+def test_a_readers_handover_keeps_order_raises_errors_and_stops_early() -> None:
+    import threading
+
+    from mongo_sansio.adapters.spark.stream import _handed_over
+
+    assert [n for chunk in _handed_over(iter(range(1000)), 0.1) for n in chunk] == list(range(1000))
+
+    def failing() -> Any:
+        yield from range(300)
+        raise EndTokenNotReached("{}", "FF", 1.0)
+
+    seen: list[int] = []
+    with pytest.raises(EndTokenNotReached):
+        for chunk in _handed_over(failing(), 0.1):
+            seen.extend(chunk)
+    assert seen == list(range(len(seen)))  # in order, up to the error
+
+    closed = threading.Event()
+
+    def endless() -> Any:
+        try:
+            n = 0
+            while True:
+                yield n
+                n += 1
+        finally:
+            closed.set()
+
+    handover = _handed_over(endless(), 0.1)
+    assert next(handover)[:3] == [0, 1, 2]
+    handover.close()  # the task stopped reading: the producer closes its generator
+    assert closed.wait(5)
