@@ -8,15 +8,18 @@ Driver side (one long-lived Python process, state kept on the instance):
   and after a restart (Spark asks again until batch 0 commits; an offset taken from "now" each
   time would move and strand the replayed batch 0 after its own end).
 * :meth:`~MongoStreamReader.latestOffset` -- reads ahead tokens only (the change stream
-  projected to ``_id`` and ``clusterTime``) after the start, at most ``maxEventsPerBatch``,
-  and ends the batch at the last one; on a quiet stream it moves to the post-batch resume
-  token every ``quietAdvanceSeconds`` (:func:`mongo_sansio.pipeline.offsets.next_end`).
+  projected to ``_id`` and ``clusterTime``) after the start: with ``maxEventsPerBatch`` it
+  counts them and ends the batch at the last one within the limit; without, it takes the
+  stream's current position (or the available-now target) and one token (a probe): an event
+  at or before the position ends the batch at the position.  On a quiet stream it moves to
+  the post-batch resume token every ``quietAdvanceSeconds``
+  (:func:`mongo_sansio.pipeline.offsets.next_end`).
 * :meth:`~MongoStreamReader.partitions` -- ``keyPartitions`` partitions over the same token
   range, each keeping the events whose ``documentKey`` hashes to it (on the server).
 
 Executor side, :meth:`~MongoStreamReader.read` re-reads exactly the events between the start
 and end tokens (``startAfter`` the start, stop at the end), so a retried or replayed batch
-gives the same rows; if the end cannot be reached within ``endTokenTimeoutMS`` it fails with
+gives the same rows, as Arrow record batches while a thread of its own reads the stream; if the end cannot be reached within ``endTokenTimeoutMS`` it fails with
 :class:`EndTokenNotReached` instead of waiting for ever.  A resume point that fell off the
 oplog raises :class:`ChangeStreamHistoryLost` on either side; nothing is ever skipped quietly.
 Nothing is written to the database (no side collection): Spark's checkpoint holds the offsets.

@@ -3,6 +3,8 @@
 Nothing here talks to a server, Spark or Arrow; the adapter feeds in documents, tokens and
 options and carries out what comes back.
 
+* :mod:`.jsontext` -- relaxed Extended JSON text of decoded documents through ``json``'s C
+  encoder when every value allows it (the stream's document columns).
 * :mod:`.hashing` -- mongod's hashed-index key of a value (``$toHashedIndexKey``) and the
   ``keyPartitions`` assignment built on it.
 * :mod:`.offsets` -- stream offsets made of resume tokens, ``startAt`` parsing, and the rules
