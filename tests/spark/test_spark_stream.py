@@ -69,10 +69,15 @@ def _output(spark: Any, out: str) -> list[tuple[str, Any]]:
     return [(row["operationType"], json.loads(row["documentKey"])["_id"]) for row in rows]
 
 
-@pytest.mark.parametrize("key_partitions", ["1", "3"])
-def test_exactly_once_with_a_writer_running(spark: Any, rs: SimulatedReplicaSet, tmp_path: Any, key_partitions: str) -> None:
+@pytest.mark.parametrize(("key_partitions", "limit"), [("1", "40"), ("3", "40"), ("2", None)])
+def test_exactly_once_with_a_writer_running(
+    spark: Any, rs: SimulatedReplicaSet, tmp_path: Any, key_partitions: str, limit: str | None
+) -> None:
     out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
-    options = _options(rs, checkpoint, maxEventsPerBatch="40", keyPartitions=key_partitions)
+    # (with no limit each batch ends at the stream's position once one event shows it is
+    # not empty: the probe, not the count)
+    extra = {"maxEventsPerBatch": limit} if limit else {}
+    options = _options(rs, checkpoint, keyPartitions=key_partitions, **extra)
     fix_initial_offset(parse_options(options))
     query = _start(spark, options, out, checkpoint, processingTime="300 milliseconds")
     try:
@@ -82,8 +87,8 @@ def test_exactly_once_with_a_writer_running(spark: Any, rs: SimulatedReplicaSet,
         query.stop()
     assert query.exception() is None
     assert Counter(_output(spark, out)) == Counter(expected)
-    if key_partitions == "3":
-        assert max(p["numInputRows"] for p in query.recentProgress) <= 40
+    if limit:
+        assert max(p["numInputRows"] for p in query.recentProgress) <= int(limit)
 
 
 def test_faults_and_a_stepdown_during_the_stream(spark: Any, rs: SimulatedReplicaSet, tmp_path: Any) -> None:
