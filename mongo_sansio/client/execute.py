@@ -41,7 +41,13 @@ from mongo_sansio.client.link import exchange
 from mongo_sansio.client.runtime import Signal, Wait
 from mongo_sansio.client.sessions import TRANSIENT_TRANSACTION_ERROR
 from mongo_sansio.command import run_command_quietly
-from mongo_sansio.errors import InvalidOperation, LocalProtocolError, MongoError, NetworkTimeout
+from mongo_sansio.errors import (
+    InvalidOperation,
+    LocalProtocolError,
+    MongoError,
+    NetworkError,
+    NetworkTimeout,
+)
 from mongo_sansio.flow import (
     GetContext,
     MarkServerUnknown,
@@ -287,6 +293,15 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
         return document
     except MongoError as failure:
         core.sessions.failed(session, body, failure)
+        if isinstance(failure, NetworkError):
+            # SDAM hears of it (and clears the pool) before the connection is checked in,
+            # as the spec orders it; the flow's own MarkServerUnknown then finds the error
+            # stale (same generation) and changes nothing more
+            core.mark_server_unknown(
+                MarkServerUnknown(server.address, failure),
+                core.last_now,
+                generation=operation.generations.get(server.address),
+            )
         raise
     finally:
         if link.broken and session is not None and session.server_session is not None:

@@ -363,16 +363,18 @@ class Monitor:
         """A regular check: on a new connection (its handshake), or a hello on the idle one."""
         self._check_started = now
         self._exhaust_requested = False
+        opening = self._connection is None
+        connection = self._issue_id() if self._connection is None else self._connection
+        self._connection = connection  # before the started event, which names it
         out: list[MonitorOutput] = [self._started(awaited=False)]
-        if self._connection is None:
-            self._connection = self._issue_id()
+        if opening:
             self._hello_ok = self._settings.server_api
             self._state = MonitorState.CONNECTING
             out.append(
                 OpenMonitorConnection(
                     address=self._address,
                     channel=Channel.CHECK,
-                    connection_id=self._connection,
+                    connection_id=connection,
                     timeout=self._connect_timeout,
                 )
             )
@@ -382,7 +384,7 @@ class Monitor:
                 SendHello(
                     address=self._address,
                     channel=Channel.CHECK,
-                    connection_id=self._connection,
+                    connection_id=connection,
                     command=self._hello(self._hello_ok),
                     exhaust_allowed=False,
                     timeout=self._connect_timeout,
@@ -413,7 +415,11 @@ class Monitor:
         out: list[MonitorOutput] = [
             ReportHeartbeatSucceeded(
                 event=ServerHeartbeatSucceededEvent(
-                    connection_id=self._address, duration=duration, reply=reply, awaited=awaited
+                    connection_id=self._address,
+                    duration=duration,
+                    reply=reply,
+                    awaited=awaited,
+                    driver_connection_id=self._connection,
                 ),
                 now=now,
             )
@@ -440,6 +446,7 @@ class Monitor:
                     duration=max(0.0, now - self._check_started),
                     failure=failure,
                     awaited=awaited,
+                    driver_connection_id=self._connection,
                 ),
                 now=now,
                 timeout=timeout,
@@ -621,7 +628,11 @@ class Monitor:
 
     def _started(self, *, awaited: bool) -> ReportHeartbeatStarted:
         return ReportHeartbeatStarted(
-            event=ServerHeartbeatStartedEvent(connection_id=self._address, awaited=awaited)
+            event=ServerHeartbeatStartedEvent(
+                connection_id=self._address,
+                awaited=awaited,
+                driver_connection_id=self._connection,
+            )
         )
 
     def _hello(self, hello_ok: bool, version: TopologyVersion | None = None) -> dict[str, Any]:

@@ -127,20 +127,44 @@ MonitorReport = (
 MonitorOutput = MonitorAction | MonitorReport
 
 
+_HEARTBEAT_EVENTS = (
+    ServerHeartbeatStartedEvent,
+    ServerHeartbeatSucceededEvent,
+    ServerHeartbeatFailedEvent,
+)
+
+
+def _naming_connection(
+    outputs: list[TopologyOutput], connection_id: int | None
+) -> list[TopologyOutput]:
+    """The topology's heartbeat events carry the monitor's connection (the logging spec's
+    ``driverConnectionId``); the topology machine does not know it."""
+    if connection_id is None:
+        return outputs
+    return [
+        attrs.evolve(output, driver_connection_id=connection_id)
+        if isinstance(output, _HEARTBEAT_EVENTS)
+        else output
+        for output in outputs
+    ]
+
+
 def report_to_topology(topology: Topology, report: MonitorReport) -> list[TopologyOutput]:
     """Hand one of the monitor's reports to the topology machine; returns its outputs (among
-    them the report's heartbeat event, to publish)."""
+    them the report's heartbeat event, to publish, naming the monitor's connection)."""
     if isinstance(report, ReportHeartbeatStarted):
         event = report.event
-        return topology.heartbeat_started(event.connection_id, awaited=event.awaited)
+        started = topology.heartbeat_started(event.connection_id, awaited=event.awaited)
+        return _naming_connection(started, event.driver_connection_id)
     if isinstance(report, ReportHeartbeatSucceeded):
         ok = report.event
-        return topology.heartbeat_succeeded(
+        succeeded = topology.heartbeat_succeeded(
             ok.connection_id, ok.reply, duration=ok.duration, now=report.now, awaited=ok.awaited
         )
+        return _naming_connection(succeeded, ok.driver_connection_id)
     if isinstance(report, ReportHeartbeatFailed):
         bad = report.event
-        return topology.heartbeat_failed(
+        failed = topology.heartbeat_failed(
             bad.connection_id,
             bad.failure,
             duration=bad.duration,
@@ -148,6 +172,7 @@ def report_to_topology(topology: Topology, report: MonitorReport) -> list[Topolo
             awaited=bad.awaited,
             timeout=report.timeout,
         )
+        return _naming_connection(failed, bad.driver_connection_id)
     if isinstance(report, ReportRoundTripTime):
         return topology.rtt_sample(report.address, report.rtt)
     raise LocalProtocolError(f"not a monitor report: {report!r}")

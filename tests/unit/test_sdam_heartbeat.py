@@ -118,7 +118,7 @@ def test_start_opens_the_check_connection_after_a_started_report() -> None:
     out = m.start(5.0)
     assert kinds(out) == ["ReportHeartbeatStarted", "OpenMonitorConnection"]
     assert out[0] == ReportHeartbeatStarted(
-        event=ServerHeartbeatStartedEvent(connection_id=A, awaited=False)
+        event=ServerHeartbeatStartedEvent(connection_id=A, awaited=False, driver_connection_id=1)
     )
     assert out[1] == OpenMonitorConnection(
         address=A, channel=Channel.CHECK, connection_id=1, timeout=20.0
@@ -132,7 +132,7 @@ def test_handshake_reply_is_the_first_check_and_polling_waits_heartbeat_frequenc
     out = m.connected(1, hello(), now=5.25)
     report = one(out, ReportHeartbeatSucceeded)
     assert report.event == ServerHeartbeatSucceededEvent(
-        connection_id=A, duration=0.25, reply=hello(), awaited=False
+        connection_id=A, duration=0.25, reply=hello(), awaited=False, driver_connection_id=1
     )
     assert report.now == 5.25
     assert kinds(out) == ["ReportHeartbeatSucceeded"]  # no RTT channel without streaming
@@ -330,7 +330,11 @@ def test_network_error_on_a_known_server_retries_once_at_once_then_waits() -> No
         "OpenMonitorConnection",
     ]
     assert out[0].event == ServerHeartbeatFailedEvent(
-        connection_id=A, duration=pytest.approx(2.99), failure=err, awaited=True
+        connection_id=A,
+        duration=pytest.approx(2.99),
+        failure=err,
+        awaited=True,
+        driver_connection_id=1,  # the streaming connection that failed
     )
     assert out[0].timeout is False
     assert out[3].connection_id == 3 and m.state is MonitorState.CONNECTING
