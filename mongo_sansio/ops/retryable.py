@@ -26,6 +26,7 @@ from mongo_sansio.flow import (
     ServerInfo,
     TxnSlot,
 )
+from mongo_sansio.ops.write_errors import reply_write_concern_error
 from mongo_sansio.retry import (
     error_to_raise,
     explain_unsupported,
@@ -112,22 +113,6 @@ def _statements_retryable(command: Mapping[str, Any], statements: Sequence[Any])
     return True
 
 
-def _write_concern_failure(reply: Mapping[str, Any]) -> WriteConcernError | None:
-    """An ``ok: 1`` reply's retryable writeConcernError as an error (labels from the reply)."""
-    concern = reply.get("writeConcernError")
-    if not isinstance(concern, Mapping):
-        return None
-    labels = reply.get("errorLabels")
-    code = concern.get("code")
-    errmsg = concern.get("errmsg")
-    return WriteConcernError(
-        errmsg if isinstance(errmsg, str) else "write concern error",
-        code=code if isinstance(code, int) and not isinstance(code, bool) else None,
-        error_labels=[x for x in labels if isinstance(x, str)] if isinstance(labels, list) else (),
-        details=reply,
-    )
-
-
 def retryable_write_batch(
     context: OperationContext,
     server: ServerInfo,
@@ -155,7 +140,7 @@ def retryable_write_batch(
             reply = yield from run_command(server, db, command, sequences=sequences, txn=slot)
             if slot is None:
                 return server, reply
-            failure = _write_concern_failure(reply)
+            failure = reply_write_concern_error(reply)
             if failure is None:
                 return server, reply
             label_write_error(failure, server.max_wire_version)

@@ -31,6 +31,7 @@ from mongo_sansio.command import run_command
 from mongo_sansio.errors import MongoError, ServerError, WriteConcernError
 from mongo_sansio.flow import Flow
 from mongo_sansio.ops.retryable import select
+from mongo_sansio.ops.write_errors import reply_write_concern_error
 from mongo_sansio.retry import is_retryable_write_error, label_write_error
 from mongo_sansio.selection import ServerSelectionTimeoutError
 from mongo_sansio.sessions import Session
@@ -87,22 +88,6 @@ def _commit_body(session: Session, again: bool) -> dict[str, Any]:
     return body
 
 
-def _write_concern_error(reply: Mapping[str, Any]) -> WriteConcernError | None:
-    concern = reply.get("writeConcernError")
-    if not isinstance(concern, Mapping):
-        return None
-    code = concern.get("code")
-    errmsg = concern.get("errmsg")
-    labels = reply.get("errorLabels")
-    return WriteConcernError(
-        errmsg if isinstance(errmsg, str) else "write concern error",
-        code=code if isinstance(code, int) and not isinstance(code, bool) else None,
-        code_name=concern.get("codeName") if isinstance(concern.get("codeName"), str) else None,
-        error_labels=[x for x in labels if isinstance(x, str)] if isinstance(labels, list) else (),
-        details=reply,
-    )
-
-
 def _unknown_result(error: MongoError) -> bool:
     if isinstance(error, ServerSelectionTimeoutError) or is_retryable_write_error(error):
         return True
@@ -123,7 +108,7 @@ def _end(body_for: Any) -> Flow[None]:
         server = yield from select(for_writes=True)
         try:
             reply = yield from run_command(server, "admin", body_for(again))
-            failure = _write_concern_error(reply)
+            failure = reply_write_concern_error(reply)
             if failure is not None:
                 label_write_error(failure, server.max_wire_version)
                 raise failure

@@ -46,6 +46,7 @@ __all__ = [
     "WriteSummary",
     "write_error_from_document",
     "write_concern_error_from_document",
+    "reply_write_concern_error",
 ]
 
 
@@ -102,6 +103,24 @@ def write_concern_error_from_document(
         code_name=code_name if isinstance(code_name, str) else None,
         error_labels=labels,
         details=document,
+    )
+
+
+def reply_write_concern_error(reply: Mapping[str, Any]) -> WriteConcernError | None:
+    """An ``ok: 1`` command reply's ``writeConcernError`` as an error whose ``details`` is the
+    whole reply (labels from the reply: a retry or a transaction's end decides on them), or
+    None when the reply has none."""
+    concern = reply.get("writeConcernError")
+    if not isinstance(concern, Mapping):
+        return None
+    code = concern.get("code")
+    code_name = concern.get("codeName")
+    return WriteConcernError(
+        _text(concern, "errmsg", "write concern error"),
+        code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+        code_name=code_name if isinstance(code_name, str) else None,
+        error_labels=_labels(reply),
+        details=reply,
     )
 
 
