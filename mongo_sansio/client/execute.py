@@ -100,6 +100,7 @@ class _Operation:
         "sessions",
         "context",
         "codec_options",
+        "unlimited",
     )
 
     def __init__(
@@ -110,7 +111,10 @@ class _Operation:
         explicit: Session | None,
     ) -> None:
         self.core = core
-        self.deadline = deadline
+        #: timeoutMS=0 / timeout(0): CSOT rules (retry while failing, no legacy socket
+        #: timeout) but no limit; ``deadline`` is then None for every wait and exchange
+        self.unlimited = deadline == math.inf
+        self.deadline = None if self.unlimited else deadline
         self.generations: dict[tuple[str, int], int] = {}
         self.operation_id = operation_id
         self.explicit = explicit
@@ -134,7 +138,7 @@ class _Operation:
                 session=session,
                 retry_reads=settings.retry_reads,
                 retry_writes=settings.retry_writes,
-                deadline=self.deadline,
+                deadline=math.inf if self.unlimited else self.deadline,
             )
         return self.context
 
@@ -200,7 +204,7 @@ def drive(
                     try:
                         answer = yield from core.select_server(
                             _in_transaction(operation, request),
-                            None if operation.deadline == math.inf else operation.deadline,
+                            operation.deadline,
                             operation_id=operation.operation_id,
                         )
                     except MongoError as failure:
@@ -250,8 +254,6 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
     """Check out, exchange, check in; returns the reply document (``ok: 0`` included)."""
     server = request.server
     deadline = operation.deadline
-    if deadline == math.inf:
-        deadline = None  # timeoutMS=0: no limit (and no legacy socket timeout either)
     session: Session | None = request.session
     if session is None:
         session = operation.session()
@@ -268,7 +270,7 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
         exchange_deadline = deadline
         if deadline is not None:
             body = _with_max_time(core, server.address, body, deadline, now)
-        elif operation.deadline == math.inf:
+        elif operation.unlimited:
             exchange_deadline = None
         else:
             timeout = command_timeout(core, request.timeout, body)
