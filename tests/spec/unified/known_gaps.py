@@ -350,12 +350,20 @@ def _uses_timeout_ms(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
 
 def _one_rtt_sample_expected(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     """A maxTimeMS bound that holds only while the client has a single RTT sample of a server
-    whose hello is blocked (the spec's "short-circuit ... only 1 RTT measurement")."""
-    blocks_hello = any(
-        "hello" in data.get("failCommands", ()) and data.get("blockConnection")
+    whose hello is blocked for at least the client's timeoutMS (the spec's "short-circuit ...
+    only 1 RTT measurement"): with two samples, the minimum RTT alone exceeds the timeout."""
+    blocked = [
+        data.get("blockTimeMS", 0)
         for data in _failpoint_data(test)
+        if "hello" in data.get("failCommands", ()) and data.get("blockConnection")
+    ]
+    timeouts = [
+        spec.get("uriOptions", {}).get("timeoutMS") for spec in _entity_specs(file, test, "client")
+    ]
+    short_circuited = any(
+        isinstance(t, int) and t > 0 and b >= t for b in blocked for t in timeouts
     )
-    return blocks_hello and _expected_events_mention(test, "maxTimeMS")
+    return short_circuited and _expected_events_mention(test, "maxTimeMS")
 
 
 def _timeout_ms_with(*features: str) -> Predicate:
@@ -373,6 +381,167 @@ def _timeout_ms_with(*features: str) -> Predicate:
     return predicate
 
 
+def _created_with_timeout_ms(file: Mapping[str, Any], test: Mapping[str, Any]) -> set[str]:
+    """The ids of the database and collection entities created with a timeoutMS option."""
+    ids: set[str] = set()
+    for kind, options in (("database", "databaseOptions"), ("collection", "collectionOptions")):
+        for spec in _entity_specs(file, test, kind):
+            if "timeoutMS" in (spec.get(options) or {}):
+                ids.add(str(spec.get("id")))
+    return ids
+
+
+def _watch_on_entity_with_timeout_ms(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """createChangeStream (without a timeoutMS of its own) on a database or collection whose
+    own timeoutMS differs from the client's."""
+    inheriting = _created_with_timeout_ms(file, test)
+    return any(
+        o.get("name") == "createChangeStream"
+        and o.get("object") in inheriting
+        and "timeoutMS" not in o.get("arguments", {})
+        for o in _operations(test)
+    )
+
+
+def _expects(operation: Mapping[str, Any], key: str, value: Any) -> bool:
+    expected = operation.get("expectError")
+    return isinstance(expected, Mapping) and expected.get(key) == value
+
+
+def _max_await_not_below_timeout(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """maxAwaitTimeMS >= the operation's timeoutMS, where the test tells the client-side
+    refusal from a timeout (expects isTimeoutError false)."""
+    for operation in _operations(test):
+        arguments = operation.get("arguments", {})
+        max_await, timeout_ms = arguments.get("maxAwaitTimeMS"), arguments.get("timeoutMS")
+        if isinstance(max_await, int) and isinstance(timeout_ms, int) and max_await >= timeout_ms:
+            if _expects(operation, "isTimeoutError", False):
+                return True
+    return False
+
+
+def _get_more_bounded_below_max_await(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """An expected getMore whose maxTimeMS must be below the cursor's maxAwaitTimeMS (the
+    remaining timeoutMS is the smaller bound)."""
+    max_awaits = [
+        a["maxAwaitTimeMS"]
+        for a in _arguments(test)
+        if isinstance(a.get("maxAwaitTimeMS"), int) and "timeoutMS" in set(_names((file, test)))
+    ]
+    for expected in test.get("expectEvents", []):
+        for event in expected.get("events", []):
+            started = event.get("commandStartedEvent", {})
+            bound = started.get("command", {}).get("maxTimeMS")
+            if started.get("commandName") != "getMore" or not isinstance(bound, Mapping):
+                continue
+            limit = bound.get("$$lte")
+            if isinstance(limit, int) and any(limit < m for m in max_awaits):
+                return True
+    return False
+
+
+def _tailable_without_await_data(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A tailable non-awaitData cursor under timeoutMS, with its commands' maxTimeMS checked."""
+    tailable = any(a.get("cursorType") == "tailable" for a in _arguments(test))
+    checked = _expected_events_mention(test, "maxTimeMS")
+    return tailable and checked and _uses_timeout_ms(file, test)
+
+
+def _change_stream_iterated_after_timeout(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A change stream iterated again after an iteration that must time out."""
+    streams = {
+        o.get("saveResultAsEntity")
+        for o in _operations(test)
+        if o.get("name") == "createChangeStream"
+    }
+    timed_out: set[Any] = set()
+    for operation in _operations(test):
+        target = operation.get("object")
+        if target not in streams or not str(operation.get("name", "")).startswith("iterate"):
+            continue
+        if target in timed_out:
+            return True
+        if _expects(operation, "isTimeoutError", True):
+            timed_out.add(target)
+    return False
+
+
+def _with_transaction_callbacks(test: Mapping[str, Any]) -> Iterator[list[Mapping[str, Any]]]:
+    for operation in _operations(test):
+        if operation.get("name") == "withTransaction":
+            callback = operation.get("arguments", {}).get("callback")
+            yield [o for o in callback or () if isinstance(o, Mapping)]
+
+
+def _timeout_ms_set_in_callback(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    return any(
+        "timeoutMS" in o.get("arguments", {})
+        for callback in _with_transaction_callbacks(test)
+        for o in callback
+    )
+
+
+def _callback_timeout_shared(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """withTransaction under timeoutMS whose callback's later operation must time out for the
+    time its earlier ones took."""
+    return _uses_timeout_ms(file, test) and any(
+        len(callback) > 1 and _expects(callback[-1], "isTimeoutError", True)
+        for callback in _with_transaction_callbacks(test)
+    )
+
+
+def _transient_retries_until_timeout(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """withTransaction under timeoutMS while every attempt fails with a TransientTransactionError."""
+    always_transient = any(
+        operation["arguments"]["failPoint"].get("mode") == "alwaysOn"
+        and "TransientTransactionError" in data.get("errorLabels", ())
+        for operation in _operations(test)
+        if operation.get("name") == "failPoint"
+        for data in [operation["arguments"]["failPoint"].get("data", {})]
+    )
+    return always_transient and _uses_timeout_ms(file, test) and _in_transaction(test)
+
+
+def _transaction_end_with_w_timeout(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A transaction ended under timeoutMS by a client configured with wTimeoutMS."""
+    w_timeout = any(
+        "wTimeoutMS" in (spec.get("uriOptions") or {})
+        for spec in _entity_specs(file, test, "client")
+    )
+    ends = _operation_named("commitTransaction", "abortTransaction", "withTransaction")
+    return w_timeout and _uses_timeout_ms(file, test) and ends(file, test)
+
+
+#: expectError keys that only a server running the command (not a failpoint, not the
+#: client) can satisfy
+SERVER_ANSWER_KEYS = frozenset({"errorCode", "errorCodeName", "errorContains", "errorResponse"})
+
+
+def _pipeline_run_with(stages: frozenset[str]) -> Predicate:
+    """An operation using one of ``stages`` whose result (or server error) the test checks: a
+    failpoint's error, a timeout or a client-side refusal does not need the stage."""
+
+    def predicate(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+        for operation in _operations(test):
+            if not stages & set(_names(operation.get("arguments", {}))):
+                continue
+            expected = operation.get("expectError")
+            if not isinstance(expected, Mapping) or SERVER_ANSWER_KEYS & set(expected):
+                return True
+        return False
+
+    return predicate
+
+
+def _collation_decides(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """Collation used where it changes the answer: the data or the test hold strings equal
+    but for case (a strength 1 or 2 comparison matches them, the simulator's does not)."""
+    if not any("collation" in arguments for arguments in _arguments(test)):
+        return False
+    strings = set(_names((file.get("initialData", []), test.get("operations", []))))
+    return len({s.casefold() for s in strings}) < len(strings)
+
+
 OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "sessions: an operation after the session's transaction lacks readConcern.afterClusterTime "
     "(causal consistency after a transaction)": _causal_after_transaction,
@@ -382,16 +551,28 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "runCommand's readPreference: a non-primary one is not refused in a transaction": (
         _run_command_read_preference
     ),
-    "CSOT: timeoutMS with tailable cursors and change streams (maxAwaitTimeMS checked against "
-    "it, refreshed per getMore, an iteration after a timeout)": _timeout_ms_with(
-        "cursorType", "maxAwaitTimeMS", "createChangeStream", "createCommandCursor"
+    "CSOT: maxAwaitTimeMS not below timeoutMS is not refused (the spec: a client-side error "
+    "before anything is sent); ours is sent and times out": _max_await_not_below_timeout,
+    "CSOT: an awaitData getMore's maxTimeMS is maxAwaitTimeMS even when less of timeoutMS "
+    "remains (the spec: the smaller of the two)": _get_more_bounded_below_max_await,
+    "CSOT: a tailable non-awaitData cursor's find and getMore carry maxTimeMS (the spec: none, "
+    "timeoutMS bounds each of them client-side)": _tailable_without_await_data,
+    "CSOT: after a change stream's iteration times out, the next iteration does not resume it "
+    "(a new aggregate, then getMore)": _change_stream_iterated_after_timeout,
+    "CSOT: watch() on a database or collection ignores its timeoutMS (the client's applies)": (
+        _watch_on_entity_with_timeout_ms
     ),
-    "CSOT: timeoutMS with transactions (withTransaction's, commit/abort's, wTimeoutMS ignored)": _timeout_ms_with(
-        "startTransaction", "withTransaction"
-    ),
-    "CSOT: our RTT monitor takes its first sample at once, so with hello blocked 100 ms the "
-    "minimum RTT is known (two samples) before the test's second operation, and a 90 ms "
-    "timeoutMS is short-circuited where the test expects one sample only": _one_rtt_sample_expected,
+    "CSOT: withTransaction's callback operations each take a fresh timeoutMS instead of "
+    "sharing withTransaction's deadline": _callback_timeout_shared,
+    "CSOT: withTransaction retries TransientTransactionErrors past timeoutMS (until its "
+    "120-second limit)": _transient_retries_until_timeout,
+    "CSOT: a timeoutMS given to an operation inside withTransaction's callback is not refused "
+    "(the spec: a client-side error)": _timeout_ms_set_in_callback,
+    "CSOT: commitTransaction/abortTransaction under timeoutMS keep the client's wTimeoutMS in "
+    "their writeConcern (the spec: omitted)": _transaction_end_with_w_timeout,
+    "CSOT: our RTT monitor takes its first sample at once, so with hello blocked for at least "
+    "the client's timeoutMS the minimum RTT is known (two samples) before the test's second "
+    "operation, which is short-circuited where the test expects one sample only": _one_rtt_sample_expected,
     "CSOT: timeoutMS refreshed for a cursor's close (killCursors)": _timeout_ms_with("close"),
     "aggregate's bypassDocumentValidation=False is not sent": lambda file, test: any(
         o.get("name") == "aggregate"
@@ -418,10 +599,10 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     "topologyVersion, so SDAM must ignore it as stale (mongod adds topologyVersion to shutdown "
     "errors only while really shutting down)": _injected_shutdown_error_acted_on,
     "simulator gap: aggregation stages $merge, $documents, $listLocalSessions, and "
-    "$collStats' storageStats": _mentions(
+    "$collStats' storageStats": _pipeline_run_with(
         frozenset({"$merge", "$documents", "$listLocalSessions", "$collStats"})
     ),
-    "simulator gap: collation (locale-aware comparison, strength)": _uses_argument("collation"),
+    "simulator gap: collation (locale-aware comparison, strength)": _collation_decides,
     "simulator gap: aggregation expressions $setField and $getField (dotted and dollar-prefixed "
     "field names in pipeline updates)": _mentions(frozenset({"$setField", "$getField"})),
     "simulator gap: API version declarations are not checked (unknown apiVersion accepted, "
