@@ -7,10 +7,11 @@ Flows (run with the session as the operation's explicit session):
   write concern and ``maxTimeMS`` (``max_commit_time_ms``); retried once after a retryable
   error.  A commit sent again (a retry, or the user calling commit twice) asks for
   ``w: "majority"`` (``wtimeout`` 10 s unless one was set) so that the result, once known, is
-  durable.  Errors that leave the outcome unknown (network, retryable, MaxTimeMSExpired,
-  write concern errors but UnsatisfiableWriteConcern / UnknownReplWriteConcern, server
-  selection) get the ``UnknownTransactionCommitResult`` label.  A transaction that never sent
-  a command commits without a word to the server.
+  durable.  Under a client-side operations timeout (timeoutMS) no ``wtimeout`` is sent.
+  Errors that leave the outcome unknown (network, retryable, MaxTimeMSExpired, write concern
+  errors but UnsatisfiableWriteConcern / UnknownReplWriteConcern, server selection) get the
+  ``UnknownTransactionCommitResult`` label.  A transaction that never sent a command commits
+  without a word to the server.
 * :func:`abort_transaction` -- ``abortTransaction``, retried once; every error is swallowed (the
   server aborts an abandoned transaction itself).
 
@@ -29,7 +30,7 @@ from typing import Any, Final
 
 from mongo_sansio.command import run_command
 from mongo_sansio.errors import MongoError, ServerError, WriteConcernError
-from mongo_sansio.flow import Flow
+from mongo_sansio.flow import Flow, GetContext
 from mongo_sansio.ops.retryable import select
 from mongo_sansio.ops.write_errors import reply_write_concern_error
 from mongo_sansio.retry import is_retryable_write_error, label_write_error
@@ -98,16 +99,34 @@ def _unknown_result(error: MongoError) -> bool:
     return False
 
 
+def _without_wtimeout(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` without a ``wtimeout``: under a client-side operations timeout the deadline
+    bounds the wait for the write concern (the CSOT spec ignores wTimeoutMS, and the
+    Transactions spec adds no 10 s wtimeout to a commit retry)."""
+    concern = body.get("writeConcern")
+    if isinstance(concern, Mapping) and "wtimeout" in concern:
+        kept = {key: value for key, value in concern.items() if key != "wtimeout"}
+        body = {key: value for key, value in body.items() if key != "writeConcern"}
+        if kept:
+            body["writeConcern"] = kept
+    return body
+
+
 def _end(body_for: Any) -> Flow[None]:
     """Send commitTransaction / abortTransaction (``body_for(again)``), once more after a
     retryable error -- whatever ``retryWrites`` says (the Transactions spec's retryable-commit
     and retryable-abort tests run with retryWrites=false); raise the last error (labelled)
     when it fails."""
+    context = yield GetContext()
+    timeout_set = context.deadline is not None
     again = False
     while True:
         server = yield from select(for_writes=True)
+        body = body_for(again)
+        if timeout_set:
+            body = _without_wtimeout(body)
         try:
-            reply = yield from run_command(server, "admin", body_for(again))
+            reply = yield from run_command(server, "admin", body)
             failure = reply_write_concern_error(reply)
             if failure is not None:
                 label_write_error(failure, server.max_wire_version)

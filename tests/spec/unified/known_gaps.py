@@ -502,16 +502,6 @@ def _transient_retries_until_timeout(file: Mapping[str, Any], test: Mapping[str,
     return always_transient and _uses_timeout_ms(file, test) and _in_transaction(test)
 
 
-def _transaction_end_with_w_timeout(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """A transaction ended under timeoutMS by a client configured with wTimeoutMS."""
-    w_timeout = any(
-        "wTimeoutMS" in (spec.get("uriOptions") or {})
-        for spec in _entity_specs(file, test, "client")
-    )
-    ends = _operation_named("commitTransaction", "abortTransaction", "withTransaction")
-    return w_timeout and _uses_timeout_ms(file, test) and ends(file, test)
-
-
 #: expectError keys that only a server running the command (not a failpoint, not the
 #: client) can satisfy
 SERVER_ANSWER_KEYS = frozenset({"errorCode", "errorCodeName", "errorContains", "errorResponse"})
@@ -568,8 +558,6 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "120-second limit)": _transient_retries_until_timeout,
     "CSOT: a timeoutMS given to an operation inside withTransaction's callback is not refused "
     "(the spec: a client-side error)": _timeout_ms_set_in_callback,
-    "CSOT: commitTransaction/abortTransaction under timeoutMS keep the client's wTimeoutMS in "
-    "their writeConcern (the spec: omitted)": _transaction_end_with_w_timeout,
     "CSOT: our RTT monitor takes its first sample at once, so with hello blocked for at least "
     "the client's timeoutMS the minimum RTT is known (two samples) before the test's second "
     "operation, which is short-circuited where the test expects one sample only": _one_rtt_sample_expected,
