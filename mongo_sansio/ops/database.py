@@ -34,7 +34,7 @@ from mongo_sansio.errors import (
     RemoteProtocolError,
     ServerError,
 )
-from mongo_sansio.flow import Flow
+from mongo_sansio.flow import Flow, GetContext
 from mongo_sansio.ops import crud
 from mongo_sansio.ops.collection import (
     CollectionOps,
@@ -114,9 +114,10 @@ class DatabaseOps(OperationSettings):
         write).  ``ok: 0`` raises the typed ServerError, unless ``check`` is False or the
         error's message or code is among ``allowable_errors``: its reply is returned then."""
         body = _command_body(command, value, comment, fields)
+        asks_non_primary = read_preference is not None and read_preference != PRIMARY
         read_preference = _read_preference_or_primary(read_preference)
         return self._checked_command(
-            body, read_preference, check, frozenset(allowable_errors or ())
+            body, read_preference, check, frozenset(allowable_errors or ()), asks_non_primary
         )
 
     def _checked_command(
@@ -125,7 +126,14 @@ class DatabaseOps(OperationSettings):
         read_preference: ReadPreference,
         check: bool,
         allowed: frozenset[str | int],
+        asks_non_primary: bool = False,
     ) -> Flow[Mapping[str, Any]]:
+        if asks_non_primary:
+            # a transaction runs on the primary: a command asking for another member by its
+            # own read preference is refused, not silently redirected (Transactions spec)
+            context = yield GetContext()
+            if context.in_transaction:
+                raise InvalidOperation("read preference in a transaction must be primary")
         try:
             return (
                 yield from crud.database_command(self.name, body, read_preference=read_preference)

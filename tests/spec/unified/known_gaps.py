@@ -333,17 +333,6 @@ def _backpressure_labels(file: Mapping[str, Any], test: Mapping[str, Any]) -> bo
     )
 
 
-def _run_command_read_preference(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """runCommand with a non-primary readPreference in a transaction (must be refused)."""
-    for operation in _operations(test):
-        preference = operation.get("arguments", {}).get("readPreference")
-        if operation.get("name") != "runCommand" or not isinstance(preference, Mapping):
-            continue
-        if _in_transaction(test) and preference.get("mode") != "primary":
-            return True
-    return False
-
-
 def _uses_timeout_ms(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     return "timeoutMS" in set(_names((file.get("createEntities", []), test)))
 
@@ -538,9 +527,6 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "transactions: a w:0 write concern in or around a transaction (the spec's results and "
     "errors)": _unacknowledged_transaction,
     "backpressure: no retry with backoff on SystemOverloadedError/RetryableError labels": _backpressure_labels,
-    "runCommand's readPreference: a non-primary one is not refused in a transaction": (
-        _run_command_read_preference
-    ),
     "CSOT: maxAwaitTimeMS not below timeoutMS is not refused (the spec: a client-side error "
     "before anything is sent); ours is sent and times out": _max_await_not_below_timeout,
     "CSOT: an awaitData getMore's maxTimeMS is maxAwaitTimeMS even when less of timeoutMS "
