@@ -45,6 +45,9 @@ _KEEPALIVE_IDLE = 120
 _KEEPALIVE_INTERVAL = 10
 _KEEPALIVE_COUNT = 9
 _RECEIVE_SIZE = 65536
+# Messages up to this size are joined and sent with sendall: the copy costs less than
+# building the iovecs of a sendmsg (each a memoryview).
+_JOIN_BELOW = 16384
 
 
 def describe_address(address: tuple[str, int]) -> str:
@@ -255,8 +258,11 @@ class BlockingStream:
         try:
             if len(buffers) == 1:
                 self._sock.sendall(buffers[0])
-            elif hasattr(self._sock, "cipher") or not hasattr(self._sock, "sendmsg"):
-                # a TLS socket (ssl's, or gevent's, which is no ssl.SSLSocket) cannot gather
+            elif sum(map(len, buffers)) <= _JOIN_BELOW or hasattr(self._sock, "cipher") or (
+                not hasattr(self._sock, "sendmsg")
+            ):
+                # small messages: a copy costs less than gathering; a TLS socket (ssl's, or
+                # gevent's, which is no ssl.SSLSocket) cannot gather
                 self._sock.sendall(b"".join(buffers))
             else:
                 self._send_gathered(buffers)

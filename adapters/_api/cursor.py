@@ -150,7 +150,7 @@ class CursorBase(Generic[CollectionT]):
         document = cursor_next_buffered(machine)
         if document is None:
             return None
-        self._count(machine)
+        # (no _count: a buffered document leaves returned + buffered, the count, as it was)
         return apply_codec_options(document, self._codec_options)
 
     def _next_item(self) -> Program[Any]:

@@ -36,12 +36,7 @@ __all__ = ["cursor_next_buffered", "change_stream_next_buffered"]
 def cursor_next_buffered(cursor: Cursor) -> Any | None:
     """The next buffered document of ``cursor`` when :func:`~.cursor.cursor_next` would
     return it without sending anything; None otherwise (run the flow)."""
-    if cursor.interrupted or not cursor.buffered:
-        return None
-    limit = cursor.limit
-    if limit and cursor.returned + 1 >= limit and cursor.alive:
-        return None  # the limit-th document: the flow kills the server cursor after it
-    return cursor.next_buffered()
+    return cursor.next_without_io()
 
 
 def change_stream_next_buffered(stream: ChangeStream) -> Mapping[str, Any] | None:

@@ -268,6 +268,23 @@ class Cursor:
         self.returned += 1
         return self._buffer.popleft()
 
+    def next_without_io(self) -> Any | None:
+        """The next document of the current batch when :func:`~.cursor.cursor_next` would
+        return it without sending anything, else None: not interrupted, and not the limit-th
+        document of a cursor the server still holds (the flow kills it after that one).  The
+        tests of :meth:`next_buffered` and the flow's in one call: it runs per document."""
+        buffer = self._buffer
+        if not buffer or self.interrupted:
+            return None
+        limit = self.limit
+        if limit and (
+            self.returned >= limit
+            or (self.returned + 1 >= limit and self.cursor_id != 0 and not self.closed)
+        ):
+            return None
+        self.returned += 1
+        return buffer.popleft()
+
     def peek_buffered(self) -> Any | None:
         """The next document of the current batch without taking it, or None."""
         return self._buffer[0] if self._buffer else None

@@ -265,7 +265,7 @@ class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, OperationSettings):
         command = self._write(
             "insert", bypass_document_validation=bypass_document_validation, comment=comment
         )
-        to_send, inserted_id = prepare_insert(document, self.id_factory)
+        to_send, inserted_id = prepare_insert(document, self.id_factory, self.codec_options)
         return crud.insert_one(
             self.database,
             command,
@@ -293,7 +293,7 @@ class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, OperationSettings):
             bypass_document_validation=bypass_document_validation,
             comment=comment,
         )
-        prepared = [prepare_insert(document, self.id_factory) for document in documents]
+        prepared = [prepare_insert(document, self.id_factory, self.codec_options) for document in documents]
         if not prepared:
             raise ArgumentTypeError("documents must be a non-empty list")
         to_send = [document for document, _ in prepared]

@@ -102,7 +102,11 @@ def apply_codec_options(document: Any, codec_options: CodecOptions) -> Any:
     is not a document is returned unchanged.  A RawDocument (a batch document of an
     operation that asked for them) already read under ``codec_options`` is returned as it
     is; under other options it is decoded anew from its bytes."""
-    if type(document) is RawDocument:
+    kind = type(document)
+    if kind is dict:  # the common case first (an ABC isinstance check costs more)
+        if _needs_no_change(codec_options):
+            return document
+    elif kind is RawDocument:
         if document.codec_options is codec_options:
             return document
         return decode(document.raw, codec_options)

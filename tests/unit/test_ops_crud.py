@@ -103,6 +103,19 @@ def test_insert_one_adds_an_id_first_and_to_the_callers_document() -> None:
     assert list(sequence(step, "documents")[0]) == ["_id", "x"]  # _id first on the wire
 
 
+@pytest.mark.parametrize("keys", [3, 1024, 1025, 5000])
+def test_insert_many_documents_get_their_id_first_whatever_their_size(keys: int) -> None:
+    # over 1024 keys the document is encoded ahead and its _id moved to the front in the bytes
+    documents = [{f"k{i}": i for i in range(keys)} for _ in range(2)]
+    step = command("insert", {"n": 2, "ok": 1}, db="db")
+    result = run_flow(collection().insert_many(documents), select_for_write(), step)
+    sent_documents = sequence(step, "documents")
+    assert [d["_id"] for d in documents] == [1, 2] == result.inserted_ids
+    for original, on_the_wire in zip(documents, sent_documents, strict=True):
+        assert list(on_the_wire) == ["_id", *(f"k{i}" for i in range(keys))]
+        assert on_the_wire == original
+
+
 def test_insert_one_keeps_a_given_id_and_options() -> None:
     coll = collection(write_concern=WriteConcern(w="majority", wtimeout_ms=100))
     step = command("insert", {"n": 1, "ok": 1})
