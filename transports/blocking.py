@@ -270,18 +270,24 @@ class BlockingStream:
             raise _network_error(exc, f"sending to {self.where} failed") from exc
 
     def _send_gathered(self, buffers: Sequence[Buffer]) -> None:
-        """sendmsg the buffers without joining them (encoded documents pass uncopied)."""
-        views = [memoryview(buffer).cast("B") for buffer in buffers]
-        while views:
-            sent = self._sock.sendmsg(views[:512])  # IOV_MAX is at least 1024 on Linux
-            while sent and views:
-                first = views[0]
-                if sent >= len(first):
-                    sent -= len(first)
-                    views.pop(0)
-                else:
-                    views[0] = first[sent:]
-                    sent = 0
+        """sendmsg the buffers without joining them (encoded documents pass uncopied); only
+        a buffer cut by a short send becomes a view (of its unsent rest)."""
+        pending: list[Buffer] = [
+            b if type(b) is not memoryview or b.format == "B" else b.cast("B") for b in buffers
+        ]
+        while pending:
+            chunk = pending[:512]  # IOV_MAX is at least 1024 on Linux
+            sent = self._sock.sendmsg(chunk)
+            done = 0
+            for buffer in chunk:
+                size = len(buffer)
+                if sent < size:
+                    break
+                sent -= size
+                done += 1
+            del pending[:done]
+            if sent:
+                pending[0] = memoryview(pending[0])[sent:]
 
     def recv(self, max_bytes: int = _RECEIVE_SIZE) -> bytes:
         """Up to ``max_bytes`` bytes; ``b""`` when the peer closed its side."""

@@ -25,27 +25,33 @@ _UTC = datetime.UTC
 
 
 class _Generator:
-    """Per-process state: the 5 random bytes and the 3-byte counter (reset after fork)."""
+    """Per-process state: the 5 random bytes and the 3-byte counter (drawn anew in a forked
+    child, which must not repeat its parent's ids), and the 9-byte prefix of the current
+    second (time and random bytes: made once a second, not once an id)."""
 
-    __slots__ = ("pid", "random5", "counter")
+    __slots__ = ("random5", "counter", "second", "prefix")
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
+        self.reset()
+
+    def reset(self) -> None:
         self.random5 = os.urandom(5)
         self.counter = int.from_bytes(os.urandom(3), "big")
+        self.second = -1
+        self.prefix = b""
 
     def next(self) -> bytes:
-        if os.getpid() != self.pid:  # a forked child must not repeat its parent's ids
-            self.__init__()  # type: ignore[misc]
-        self.counter = (self.counter + 1) & _COUNTER_LIMIT
-        return (
-            _PACK_TIME.pack(int(time.time()) & 0xFFFFFFFF)
-            + self.random5
-            + self.counter.to_bytes(3, "big")
-        )
+        self.counter = counter = (self.counter + 1) & _COUNTER_LIMIT
+        second = int(time.time()) & 0xFFFFFFFF
+        if second != self.second:
+            self.second = second
+            self.prefix = _PACK_TIME.pack(second) + self.random5
+        return self.prefix + counter.to_bytes(3, "big")
 
 
 _GENERATOR = _Generator()
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork to tell apart
+    os.register_at_fork(after_in_child=_GENERATOR.reset)
 
 
 class ObjectId:

@@ -225,11 +225,12 @@ def prepare_insert(
     ``codec_options``, a big dict's encoding as a RawDocument).  An immutable mapping without ``_id`` (a RawDocument) is sent
     as it is: the server assigns the id, and it is None here.
     """
-    check_mapping(document, "document")
+    if type(document) is not dict:  # (a dict needs no ABC checks: they cost more here)
+        check_mapping(document, "document")
+        if "_id" not in document and not isinstance(document, MutableMapping):
+            return document, None
     if "_id" in document:
         return document, document["_id"]
-    if not isinstance(document, MutableMapping):
-        return document, None
     new_id = id_factory()
     document["_id"] = new_id
     if codec_options is not None and type(document) is dict and len(document) > _ENCODE_AHEAD_KEYS:
