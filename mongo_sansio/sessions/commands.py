@@ -12,9 +12,10 @@ connection was checked out and the session bound to a server session:
   ``startTransaction: true`` with the transaction's read concern (plus ``afterClusterTime`` in a
   causally consistent session); operations inside carry no read or write concern of their own
   (the collection's are dropped, as PyMongo does);
-* outside one: the retryable write's ``txnNumber``; ``afterClusterTime`` on reads of a causally
-  consistent session that has an operation time; ``level: snapshot`` (and ``atClusterTime`` once
-  known) on reads of a snapshot session.
+* outside one: the retryable write's ``txnNumber``; ``afterClusterTime`` on reads and on write
+  commands (:data:`CAUSAL_WRITE_COMMANDS`, the Causal Consistency spec's write rule) of a
+  causally consistent session that has an operation time; ``level: snapshot`` (and
+  ``atClusterTime`` once known) on reads of a snapshot session.
 
 Inputs: the command body, the session, the client's clock, what the server supports.  Outputs:
 the body to send.  Pure.
@@ -32,6 +33,7 @@ from mongo_sansio.sessions.session import Session
 from mongo_sansio.sessions.transaction import TransactionState
 
 __all__ = [
+    "CAUSAL_WRITE_COMMANDS",
     "READ_CONCERN_COMMANDS",
     "TRANSACTION_END_COMMANDS",
     "CLUSTER_TIME_WIRE_VERSION",
@@ -42,6 +44,22 @@ __all__ = [
 
 #: commands that take a read concern (and so ``afterClusterTime`` / snapshot reads)
 READ_CONCERN_COMMANDS: Final = frozenset({"find", "aggregate", "distinct", "count"})
+#: write commands that carry ``afterClusterTime`` in a causally consistent session (outside a
+#: transaction), so that a write is ordered after what the session has already seen
+CAUSAL_WRITE_COMMANDS: Final = frozenset(
+    {
+        "insert",
+        "update",
+        "delete",
+        "findAndModify",
+        "bulkWrite",
+        "create",
+        "createIndexes",
+        "drop",
+        "dropDatabase",
+        "dropIndexes",
+    }
+)
 #: the commands that end a transaction: they carry its number but never start it
 TRANSACTION_END_COMMANDS: Final = frozenset({"commitTransaction", "abortTransaction"})
 #: servers from MongoDB 3.6 gossip cluster time
@@ -121,6 +139,8 @@ def with_session_fields(
         out["txnNumber"] = Int64(txn_number)
     if name in READ_CONCERN_COMMANDS:
         _read_concern(out, session)
+    elif name in CAUSAL_WRITE_COMMANDS:
+        _after_cluster_time(out, session)
     return out
 
 
@@ -159,7 +179,12 @@ def _read_concern(out: dict[str, Any], session: Session) -> None:
         if session.snapshot_time is not None:
             concern["atClusterTime"] = session.snapshot_time
         out["readConcern"] = concern
-    elif session.causal_consistency and session.operation_time is not None:
+    else:
+        _after_cluster_time(out, session)
+
+
+def _after_cluster_time(out: dict[str, Any], session: Session) -> None:
+    if session.causal_consistency and session.operation_time is not None:
         concern = dict(out.get("readConcern") or {})
         concern["afterClusterTime"] = session.operation_time
         out["readConcern"] = concern

@@ -203,8 +203,11 @@ def test_reads_after_an_operation_carry_after_cluster_time() -> None:
         assert body["readConcern"] == {"afterClusterTime": Timestamp(20, 3)}
     level = prepare(sessions, session, {"find": "c", "readConcern": {"level": "majority"}})
     assert level["readConcern"] == {"level": "majority", "afterClusterTime": Timestamp(20, 3)}
+    # the Causal Consistency spec's write rule: write commands carry it too (no level)
     write = prepare(sessions, session, {"insert": "c"})
-    assert "readConcern" not in write
+    assert write["readConcern"] == {"afterClusterTime": Timestamp(20, 3)}
+    other = prepare(sessions, session, {"listCollections": 1})
+    assert "readConcern" not in other
 
 
 def test_error_replies_advance_the_operation_time_too() -> None:

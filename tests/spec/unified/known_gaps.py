@@ -280,21 +280,6 @@ def _expected_events_mention(test: Mapping[str, Any], word: str) -> bool:
     return word in set(_names(test.get("expectEvents", [])))
 
 
-def _causal_after_transaction(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """A session with a transaction, and an expected command outside any transaction (no
-    autocommit) that must carry readConcern.afterClusterTime."""
-    if not _in_transaction(test):
-        return False
-    for expected in test.get("expectEvents", []):
-        for event in expected.get("events", []):
-            command = event.get("commandStartedEvent", {}).get("command", {})
-            concern = command.get("readConcern") if isinstance(command, Mapping) else None
-            outside = "autocommit" not in command or command["autocommit"] == {"$$exists": False}
-            if isinstance(concern, Mapping) and "afterClusterTime" in concern and outside:
-                return True
-    return False
-
-
 def _unacknowledged_transaction(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     """In a transaction: an update, delete or findAndModify through a w:0 collection, or a
     transaction started with (or inheriting) w:0."""
@@ -522,8 +507,6 @@ def _collation_decides(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool
 
 
 OUR_CLIENT_GAPS: dict[str, Predicate] = {
-    "sessions: an operation after the session's transaction lacks readConcern.afterClusterTime "
-    "(causal consistency after a transaction)": _causal_after_transaction,
     "transactions: a w:0 write concern in or around a transaction (the spec's results and "
     "errors)": _unacknowledged_transaction,
     "backpressure: no retry with backoff on SystemOverloadedError/RetryableError labels": _backpressure_labels,
