@@ -425,8 +425,12 @@ def aggregate_command(
     body: dict[str, Any] = {"aggregate": target, "pipeline": stages, "cursor": cursor}
     _put(body, "allowDiskUse", _check_bool(allow_disk_use, "allow_disk_use"))
     _put(body, "maxTimeMS", _optional_non_negative(max_time_ms, "max_time_ms"))
-    if _check_bool(bypass_document_validation, "bypass_document_validation"):
-        body["bypassDocumentValidation"] = True
+    # sent whenever given, False too, as for writes (crud's "passes bypassDocumentValidation")
+    _put(
+        body,
+        "bypassDocumentValidation",
+        _check_bool(bypass_document_validation, "bypass_document_validation"),
+    )
     if read_concern is not None and not read_concern.is_server_default:
         body["readConcern"] = read_concern.to_document()
     if writes and write_concern is not None and not write_concern.is_server_default:

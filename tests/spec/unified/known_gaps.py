@@ -531,11 +531,6 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "the client's timeoutMS the minimum RTT is known (two samples) before the test's second "
     "operation, which is short-circuited where the test expects one sample only": _one_rtt_sample_expected,
     "CSOT: timeoutMS refreshed for a cursor's close (killCursors)": _timeout_ms_with("close"),
-    "aggregate's bypassDocumentValidation=False is not sent": lambda file, test: any(
-        o.get("name") == "aggregate"
-        and o.get("arguments", {}).get("bypassDocumentValidation") is False
-        for o in _operations(test)
-    ),
     "rawData (8.2): the option is not accepted, or is sent to servers before 8.2": _uses_argument(
         "rawData"
     ),
