@@ -31,10 +31,14 @@ from typing import Any, Generic, NoReturn, Self, TypeVar
 from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.cursors import Cursor as CursorMachine
 from mongo_sansio.cursors import cursor_close, cursor_next, cursor_next_batch, cursor_try_next
-from mongo_sansio.cursors.buffered import cursor_next_buffered
 from mongo_sansio.errors import InvalidOperation
 from mongo_sansio.flow import Flow
-from mongo_sansio.ops.decoding import apply_codec_options, raw_batch, raw_batch_options
+from mongo_sansio.ops.decoding import (
+    apply_codec_options,
+    decodes_as_replies,
+    raw_batch,
+    raw_batch_options,
+)
 from mongo_sansio.ops.explain import explain_find
 
 from .program import Program, Run, operation
@@ -96,6 +100,8 @@ class CursorBase(Generic[CollectionT]):
         self._codec_options = (
             collection.ops.codec_options if codec_options is None else codec_options
         )
+        # whether a dict from a batch is handed out as it is (the usual options)
+        self._plain_dicts = decodes_as_replies(self._codec_options)
         self._machine: CursorMachine | None = None
         self._buffer: list[Any] = []  # documents given at construction (no server cursor)
         self._killed = False
@@ -147,10 +153,12 @@ class CursorBase(Generic[CollectionT]):
         machine = self._machine
         if machine is None or self._raw_batches or self._buffer or self._killed:
             return None
-        document = cursor_next_buffered(machine)
+        document = machine.next_without_io()  # (cursor_next_buffered, one call less)
         if document is None:
             return None
         # (no _count: a buffered document leaves returned + buffered, the count, as it was)
+        if self._plain_dicts and type(document) is dict:
+            return document
         return apply_codec_options(document, self._codec_options)
 
     def _next_item(self) -> Program[Any]:

@@ -45,6 +45,9 @@ class _Iterating(Blocking, ClosesOnExit, CursorBase["Collection"]):
         return item
 
     def __next__(self) -> Any:
+        item = self._next_buffered()  # (next()'s body again: one call less per document)
+        if item is not None:
+            return item
         return self.next()
 
     def __iter__(self) -> Iterator[Any]:

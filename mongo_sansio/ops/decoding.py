@@ -97,6 +97,12 @@ def _needs_no_change(codec_options: CodecOptions) -> bool:
     return same
 
 
+def decodes_as_replies(codec_options: CodecOptions) -> bool:
+    """Whether a plain dict decoded from a reply is already what ``codec_options`` decode
+    (then :func:`apply_codec_options` returns it as it is): for a cursor to ask once."""
+    return _needs_no_change(codec_options)
+
+
 def apply_codec_options(document: Any, codec_options: CodecOptions) -> Any:
     """``document`` (decoded by a connection) as ``codec_options`` decode it; anything that
     is not a document is returned unchanged.  A RawDocument (a batch document of an

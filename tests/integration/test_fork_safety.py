@@ -39,7 +39,14 @@ CHILD_SECONDS = 20.0
 
 
 def open_streams() -> list[BlockingStream]:
-    return [o for o in gc.get_objects() if isinstance(o, BlockingStream) and not o.closed]
+    found = []
+    for o in gc.get_objects():
+        try:
+            if isinstance(o, BlockingStream) and not o.closed:
+                found.append(o)
+        except ReferenceError:  # a weak proxy (gevent keeps some) whose object is gone
+            continue
+    return found
 
 
 class StreamUse:
