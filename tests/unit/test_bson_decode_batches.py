@@ -40,11 +40,18 @@ def reply(batch: list[Any], field: str = "firstBatch") -> dict[str, Any]:
 
 
 def general_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    from mongo_sansio.bson import _decode
+    from mongo_sansio.bson import _decode, _decode_loop
 
     calls: list[int] = []
-    general = _decode._read
-    monkeypatch.setattr(_decode, "_read", lambda *args: calls.append(1) or general(*args))
+    general = _decode_loop.read_general
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return general(*args)
+
+    # called by the public functions (_decode) and by the shape decoders' helpers (_decode_loop)
+    monkeypatch.setattr(_decode, "read_general", counted)
+    monkeypatch.setattr(_decode_loop, "read_general", counted)
     return calls
 
 
