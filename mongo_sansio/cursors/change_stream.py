@@ -59,7 +59,7 @@ from typing import Any, Final
 
 import attrs
 
-from mongo_sansio.bson import Timestamp
+from mongo_sansio.bson import RawDocument, Timestamp
 from mongo_sansio.cursors.cursor import Cursor, Namespace
 from mongo_sansio.cursors.errors import (
     ChangeStreamClosed,
@@ -261,6 +261,9 @@ class ChangeStreamTarget:
     @classmethod
     def whole_cluster(cls) -> ChangeStreamTarget:
         return cls("admin", None, cluster=True)
+
+
+_NO_ID: Final = object()  # an event without _id (the stream then errors in the flows)
 
 
 class ResumeDecision(enum.Enum):
@@ -593,16 +596,19 @@ class ChangeStream:
         document = cursor.peek_buffered()
         if document is None or cursor.interrupted or not cursor.alive:
             return None
-        if not isinstance(document, dict | Mapping) or "_id" not in document:
+        kind = type(document)  # (the usual two first: an ABC isinstance check costs more)
+        if kind is not dict and kind is not RawDocument and not isinstance(document, Mapping):
             return None
-        if document.get("operationType") == "invalidate":
+        event_id = document.get("_id", _NO_ID)  # (one lookup: a RawDocument walks for each)
+        if event_id is _NO_ID or document.get("operationType") == "invalidate":
             return None
         cursor.next_buffered()
         token = cursor.post_batch_resume_token
-        self._resume_token = token if token is not None and not cursor.buffered else document["_id"]
+        self._resume_token = token if token is not None and not cursor.buffered else event_id
         self._returned_any = True
         self._resumed_since_progress = False
-        return document
+        event: Mapping[str, Any] = document
+        return event
 
     def _take(self, document: Any) -> Mapping[str, Any] | None:
         """Check one document of a batch; None while a split event is incomplete."""
