@@ -156,6 +156,7 @@ def bulk_write(
     ``let`` goes on update and delete commands, ``bypass_document_validation`` on insert and
     update commands, ``comment`` on all."""
     outcome = BulkOutcome()
+    in_transaction = False
     for group in groups:
         command = write_command(
             group.kind,
@@ -172,9 +173,11 @@ def bulk_write(
             db, command, group.statements, ordered=ordered, codec_options=codec_options
         )
         outcome.add(group, summary)
+        in_transaction = summary.in_transaction
         if ordered and summary.write_errors:
             break
-    if write_concern is not None and not write_concern.acknowledged:
+    # a transaction's writes are acknowledged whatever the collection's write concern says
+    if write_concern is not None and not write_concern.acknowledged and not in_transaction:
         return BulkWriteResult({}, acknowledged=False)
     error = outcome.error()
     if error is not None:

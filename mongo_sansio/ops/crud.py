@@ -24,7 +24,9 @@ Rules kept here:
   a write error.
 * An unacknowledged write (``w: 0``) still waits for the server's reply in this first client
   (moreToCome is not used yet), but its result says ``acknowledged=False`` and its write
-  errors are not reported -- the caller asked not to know.
+  errors are not reported -- the caller asked not to know.  Inside a transaction the
+  collection's ``w: 0`` is not sent (the transaction's write concern applies at commit), so
+  the write is acknowledged like any other.
 * A ``writeConcernError`` whose code is an SDAM state-change error (a primary stepping down
   while waiting for replication) marks the server unknown, as an ``ok: 0`` reply would.
 """
@@ -168,8 +170,8 @@ def execute_write(
         identifier=identifier,
         codec_options=codec_options,
     )
-    acknowledged = not is_unacknowledged(command)
-    summary = WriteSummary(name)
+    summary = WriteSummary(name, in_transaction=context.in_transaction)
+    acknowledged = summary.in_transaction or not is_unacknowledged(command)
     for batch in batches:
         server, reply = yield from retryable_write_batch(
             context,
@@ -204,6 +206,7 @@ def insert_one(
 ) -> Flow[InsertOneResult]:
     """Insert one (prepared) document; DuplicateKeyError / WriteError / WriteConcernError."""
     summary = yield from execute_write(db, command, [document], codec_options=codec_options)
+    acknowledged = acknowledged or summary.in_transaction
     if acknowledged:
         _raise_single(summary)
     return InsertOneResult(inserted_id, acknowledged)
@@ -224,6 +227,7 @@ def insert_many(
     summary = yield from execute_write(
         db, command, documents, ordered=ordered, codec_options=codec_options
     )
+    acknowledged = acknowledged or summary.in_transaction
     if acknowledged:
         error = summary.bulk_error()
         if error is not None:
@@ -241,7 +245,7 @@ def update(
 ) -> Flow[UpdateResult]:
     """Run one update statement (update_one, update_many, replace_one)."""
     summary = yield from execute_write(db, command, [statement], codec_options=codec_options)
-    if not acknowledged:
+    if not (acknowledged or summary.in_transaction):
         return UpdateResult.from_reply(None, acknowledged=False)
     _raise_single(summary)
     return UpdateResult.from_reply(summary.last_reply)
@@ -276,7 +280,7 @@ def delete(
     summary = yield from execute_write(
         db, command, [statement], codec_options=codec_options, check_server=check_server
     )
-    if not acknowledged:
+    if not (acknowledged or summary.in_transaction):
         return DeleteResult.from_reply(None, acknowledged=False)
     _raise_single(summary)
     return DeleteResult.from_reply(summary.last_reply)
@@ -307,8 +311,9 @@ def retryable_write_command(db: str, body: Mapping[str, Any]) -> Flow[Mapping[st
     on a writable server, retried once after a retryable write error."""
     context = yield from operation_context()
     server = yield from select_server(for_writes=True, operation=next(iter(body), ""))
+    acknowledged = context.in_transaction or not is_unacknowledged(body)
     _, reply = yield from retryable_write_batch(
-        context, server, db, body, acknowledged=not is_unacknowledged(body)
+        context, server, db, body, acknowledged=acknowledged
     )
     return reply
 

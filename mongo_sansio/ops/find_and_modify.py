@@ -34,6 +34,7 @@ from mongo_sansio.ops.crud_commands import (
     sort_document,
 )
 from mongo_sansio.ops.decoding import apply_codec_options
+from mongo_sansio.ops.retryable import operation_context
 from mongo_sansio.ops.write_concern import WriteConcern
 from mongo_sansio.ops.write_errors import write_concern_error_from_document
 
@@ -119,9 +120,11 @@ def find_and_modify(
 ) -> Flow[Any]:
     """Run ``body`` on a writable server (a retryable write); the reply's ``value`` (None
     when absent, and for an unacknowledged write, ``w: 0``, whose outcome is not known)."""
+    context = yield from operation_context()
     reply = yield from crud.retryable_write_command(db, body)
     concern_document = body.get("writeConcern")
-    if isinstance(concern_document, Mapping) and concern_document.get("w") == 0:
+    unacknowledged = isinstance(concern_document, Mapping) and concern_document.get("w") == 0
+    if unacknowledged and not context.in_transaction:  # a transaction's writes are acknowledged
         return None
     concern = reply.get("writeConcernError")
     if isinstance(concern, Mapping):

@@ -160,6 +160,9 @@ class WriteSummary:
     write_errors: list[dict[str, Any]] = attrs.field(factory=list)
     write_concern_errors: list[Mapping[str, Any]] = attrs.field(factory=list)
     error_labels: list[str] = attrs.field(factory=list)
+    #: sent in a transaction: acknowledged whatever the collection's write concern says (the
+    #: transaction's own applies at commit), so its counts and errors are known
+    in_transaction: bool = False
 
     def add(self, reply: Mapping[str, Any], offset: int = 0) -> None:
         """Merge one batch's reply; ``offset`` is the index of the batch's first document in

@@ -168,6 +168,9 @@ class Session:
     def start_transaction(self, options: TransactionOptions) -> None:
         if self.snapshot:
             raise InvalidOperation("Transactions are not supported in snapshot sessions")
+        if _unacknowledged(options.write_concern):
+            # the transaction's write concern applies at commit, which w:0 could not report
+            raise ConfigurationError("transactions do not support unacknowledged write concern")
         self.transaction_state = next_state(self.transaction_state, START)
         self.transaction_options = options
         if self.server_session is not None:
@@ -185,6 +188,13 @@ class Session:
     def __repr__(self) -> str:
         kind = "implicit" if self.implicit else "explicit"
         return f"Session({kind}, transaction={self.transaction_state.value}, ended={self.ended})"
+
+
+def _unacknowledged(concern: Any) -> bool:
+    """Whether a write concern (ours, PyMongo-shaped, or a document) is ``w: 0``."""
+    if isinstance(concern, Mapping):
+        return concern.get("w") == 0
+    return getattr(concern, "acknowledged", True) is False
 
 
 def _at_cluster_time(reply: Mapping[str, Any]) -> Any:

@@ -280,31 +280,6 @@ def _expected_events_mention(test: Mapping[str, Any], word: str) -> bool:
     return word in set(_names(test.get("expectEvents", [])))
 
 
-def _unacknowledged_transaction(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """In a transaction: an update, delete or findAndModify through a w:0 collection, or a
-    transaction started with (or inheriting) w:0."""
-
-    def w0(options: Any) -> bool:
-        concern = options.get("writeConcern") if isinstance(options, Mapping) else None
-        return isinstance(concern, Mapping) and concern.get("w") == 0
-
-    if not _in_transaction(test):
-        return False
-    w0_collections = {
-        spec.get("id")
-        for spec in _entity_specs(file, test, "collection")
-        if w0(spec.get("collectionOptions"))
-    }
-    w0_client = any(
-        spec.get("uriOptions", {}).get("w") == 0 for spec in _entity_specs(file, test, "client")
-    )
-    return w0_client or any(
-        (o.get("object") in w0_collections and o.get("name") not in ("insertOne", "insertMany"))
-        or (o.get("name") == "startTransaction" and w0(o.get("arguments")))
-        for o in _operations(test)
-    )
-
-
 def _backpressure_labels(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     """SystemOverloadedError injected by a failpoint, or expected on an error (the backpressure
     rules for connection establishment errors)."""
@@ -507,8 +482,6 @@ def _collation_decides(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool
 
 
 OUR_CLIENT_GAPS: dict[str, Predicate] = {
-    "transactions: a w:0 write concern in or around a transaction (the spec's results and "
-    "errors)": _unacknowledged_transaction,
     "backpressure: no retry with backoff on SystemOverloadedError/RetryableError labels": _backpressure_labels,
     "CSOT: maxAwaitTimeMS not below timeoutMS is not refused (the spec: a client-side error "
     "before anything is sent); ours is sent and times out": _max_await_not_below_timeout,
