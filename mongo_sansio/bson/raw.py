@@ -331,9 +331,10 @@ class RawDocument(Mapping[str, Any]):
         return _value(data, t, vpos, stop, self._opts)
 
     def get(self, key: str, default: Any = None) -> Any:
-        if key in self:
+        try:  # (one lookup, not a membership test and then another)
             return self[key]
-        return default
+        except KeyError:
+            return default
 
     def __contains__(self, key: object) -> bool:
         return key in self._index or self._walk(key) >= 0
