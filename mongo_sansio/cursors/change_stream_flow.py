@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from mongo_sansio.command import run_command, run_command_quietly
 from mongo_sansio.cursors.change_stream import ChangeStream, ResumeDecision
+from mongo_sansio.cursors.cursor import check_max_await
 from mongo_sansio.cursors.errors import ChangeStreamClosed
 from mongo_sansio.errors import InvalidOperation, MongoError
 from mongo_sansio.flow import Flow, GetContext, SelectServer, ServerInfo
@@ -55,6 +56,7 @@ def change_stream_open(cs: ChangeStream) -> Flow[None]:
     if cs.started:
         raise InvalidOperation("the change stream was opened already")
     try:
+        yield from check_max_await(cs.options.max_await_time_ms)
         context = yield GetContext()
         cs.hold_session(getattr(context, "session", None))
 

@@ -25,7 +25,9 @@ Rules kept here:
   accept any BSON value there; earlier servers refuse it.
 * ``maxAwaitTimeMS`` becomes the getMore's ``maxTimeMS`` (for tailable-await cursors, change
   streams).  The flows leave :class:`~mongo_sansio.flow.RunCommand`'s ``timeout`` unset: the
-  adapter adds the command's ``maxTimeMS`` to its socket timeout.
+  adapter adds the command's ``maxTimeMS`` to its socket timeout.  Under a client-side
+  operations timeout, :func:`check_max_await` refuses a ``maxAwaitTimeMS`` not below the time
+  the operation has (the CSOT spec: maxAwaitTimeMS >= timeoutMS is a client-side error).
 
 After a getMore fails the flows close the cursor (best effort killCursors unless the server
 said CursorNotFound); a closed cursor refuses further getMores with
@@ -50,7 +52,7 @@ from mongo_sansio.errors import (
     MongoError,
     RemoteProtocolError,
 )
-from mongo_sansio.flow import Flow, GetContext, ServerInfo
+from mongo_sansio.flow import Flow, GetContext, Now, ServerInfo
 
 __all__ = [
     "Namespace",
@@ -62,6 +64,7 @@ __all__ = [
     "cursor_try_next",
     "cursor_next_batch",
     "cursor_close",
+    "check_max_await",
     "open_cursor",
 ]
 
@@ -373,6 +376,24 @@ class Cursor:
 
 
 # --- flows ---------------------------------------------------------------------------------
+
+
+def check_max_await(max_await_time_ms: int | None) -> Flow[None]:
+    """Refuse, before anything is sent, a ``maxAwaitTimeMS`` not below the time the operation
+    has left (timeoutMS when it starts): no awaitData getMore could wait that long and still
+    answer in time.  Nothing to check without a deadline or without maxAwaitTimeMS."""
+    if max_await_time_ms is None:
+        return
+    context = yield GetContext()
+    deadline = getattr(context, "deadline", None)
+    if deadline is None or deadline == float("inf"):
+        return
+    now = yield Now()
+    if max_await_time_ms >= (deadline - now) * 1000:
+        raise InvalidOperation(
+            f"maxAwaitTimeMS ({max_await_time_ms}) must be less than timeoutMS (the operation's "
+            "client-side timeout)"
+        )
 
 
 def open_cursor(

@@ -40,6 +40,7 @@ from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.command import run_command
 from mongo_sansio.cursors.cursor import (
     Cursor,
+    check_max_await,
     cursor_close,
     cursor_next,
     cursor_next_batch,
@@ -349,6 +350,8 @@ def read_cursor(
     secondary (crud.md, "Aggregation pipelines with write stages").
     """
     writes = _is_write_aggregate(body)
+    if body.get("awaitData") or next(iter(body), None) == "aggregate":
+        yield from check_max_await(max_await_time_ms)
 
     def attempt(server: ServerInfo) -> Flow[Cursor]:
         sent = body

@@ -357,18 +357,6 @@ def _expects(operation: Mapping[str, Any], key: str, value: Any) -> bool:
     return isinstance(expected, Mapping) and expected.get(key) == value
 
 
-def _max_await_not_below_timeout(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """maxAwaitTimeMS >= the operation's timeoutMS, where the test tells the client-side
-    refusal from a timeout (expects isTimeoutError false)."""
-    for operation in _operations(test):
-        arguments = operation.get("arguments", {})
-        max_await, timeout_ms = arguments.get("maxAwaitTimeMS"), arguments.get("timeoutMS")
-        if isinstance(max_await, int) and isinstance(timeout_ms, int) and max_await >= timeout_ms:
-            if _expects(operation, "isTimeoutError", False):
-                return True
-    return False
-
-
 def _get_more_bounded_below_max_await(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     """An expected getMore whose maxTimeMS must be below the cursor's maxAwaitTimeMS (the
     remaining timeoutMS is the smaller bound)."""
@@ -483,8 +471,6 @@ def _collation_decides(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool
 
 OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "backpressure: no retry with backoff on SystemOverloadedError/RetryableError labels": _backpressure_labels,
-    "CSOT: maxAwaitTimeMS not below timeoutMS is not refused (the spec: a client-side error "
-    "before anything is sent); ours is sent and times out": _max_await_not_below_timeout,
     "CSOT: an awaitData getMore's maxTimeMS is maxAwaitTimeMS even when less of timeoutMS "
     "remains (the spec: the smaller of the two)": _get_more_bounded_below_max_await,
     "CSOT: a tailable non-awaitData cursor's find and getMore carry maxTimeMS (the spec: none, "
