@@ -119,6 +119,13 @@ def event_row(event: Mapping[str, Any]) -> list[Any]:
     ]
 
 
+def _next_event(stream: Any) -> Mapping[str, Any] | None:
+    """``stream.try_next()``, without a round of the blocking engine for an event already
+    in the batch: the stream's own buffered path (the one its iteration takes) first."""
+    event: Mapping[str, Any] | None = stream._next_buffered()
+    return stream.try_next() if event is None else event
+
+
 def _position(stream: Any) -> str | None:
     """The stream's resume token (``_data``): the last event's, or once a batch is used up,
     the server's post-batch resume token."""
@@ -275,7 +282,7 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 **offset.watch_options(),
             ) as stream:
                 while max_events is None or len(seen) < max_events:
-                    event = stream.try_next()
+                    event = _next_event(stream)
                     if event is None:
                         break
                     token = str(event["_id"]["_data"])
@@ -406,7 +413,7 @@ def _read_stream(
     """The partition's events from one stream; None once the window is read; nothing more
     (the iteration ends) when the stream ended first."""
     while True:
-        event = stream.try_next()
+        event = _next_event(stream)
         if event is None:
             if window.reached_by(_position(stream)):
                 yield None
