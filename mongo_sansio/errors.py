@@ -437,7 +437,7 @@ def command_succeeded(reply: Mapping[str, Any]) -> bool:
 
 def check_reply(reply: Mapping[str, Any]) -> Mapping[str, Any]:
     """Return ``reply`` when its ``ok`` is true; raise the typed ServerError otherwise."""
-    if not isinstance(reply, Mapping):
+    if type(reply) is not dict and not isinstance(reply, Mapping):
         raise RemoteProtocolError(f"a command reply must be a document, got {type(reply).__name__}")
     if command_succeeded(reply):
         return reply

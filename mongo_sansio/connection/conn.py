@@ -278,7 +278,7 @@ class Connection:
             )
         if not isinstance(db, str) or not db or "\x00" in db:
             raise LocalProtocolError(f"database name must be a non-empty string, not {db!r}")
-        if not isinstance(body, Mapping) or not body:
+        if not body or (type(body) is not dict and not isinstance(body, Mapping)):
             raise LocalProtocolError("a command must be a non-empty mapping")
         if exhaust_allowed and more_to_come:
             raise LocalProtocolError("exhaust_allowed and more_to_come exclude each other")
@@ -433,9 +433,9 @@ class Connection:
                 raise self._fail(
                     ProtocolError(f"{where} answered an OP_MSG with op code {message.op_code}")
                 )
-            if not isinstance(message.body, Mapping):
-                raise self._fail(ProtocolError(f"{where} sent a reply body that is not a document"))
             document = message.body
+            if type(document) is not dict and not isinstance(document, Mapping):
+                raise self._fail(ProtocolError(f"{where} sent a reply body that is not a document"))
             raw = self._raw_batches
             if raw is not None and type(document) is RawDocument:
                 try:

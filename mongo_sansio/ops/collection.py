@@ -571,7 +571,7 @@ class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, OperationSettings):
     ) -> Flow[Any | None]:
         """The first document matching ``filter`` (or None).  A ``filter`` that is not a
         mapping is an ``_id`` value (``find_one(oid)``).  ``options`` are find's, but limit."""
-        if filter is not None and not isinstance(filter, Mapping):
+        if filter is not None and type(filter) is not dict and not isinstance(filter, Mapping):
             filter = {"_id": filter}
         if "limit" in options or "batch_size" in options:
             raise ConfigurationError(

@@ -71,7 +71,7 @@ def _type_name(value: object) -> str:
 
 
 def check_mapping(value: Any, name: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise ArgumentTypeError(f"{name} must be a document (a mapping), not {_type_name(value)}")
     return value
 
@@ -364,9 +364,13 @@ def find_command(
     if not isinstance(cursor_type, CursorType):
         raise ArgumentTypeError(f"cursor_type must be a CursorType, not {_type_name(cursor_type)}")
     body: dict[str, Any] = {"find": collection, "filter": check_filter(filter)}
-    _put(body, "sort", sort_document(sort))
-    _put(body, "projection", projection_document(projection))
-    _put(body, "hint", hint_value(hint))
+    # each option's checker runs only when the option is given (find_one runs this per call)
+    if sort is not None:
+        _put(body, "sort", sort_document(sort))
+    if projection is not None:
+        _put(body, "projection", projection_document(projection))
+    if hint is not None:
+        _put(body, "hint", hint_value(hint))
     if skip:
         body["skip"] = skip
     single_batch = limit < 0
@@ -377,22 +381,34 @@ def find_command(
     if single_batch:
         body["singleBatch"] = True
     _put(body, "comment", comment)
-    _put(body, "maxTimeMS", _optional_non_negative(max_time_ms, "max_time_ms"))
+    if max_time_ms is not None:
+        _put(body, "maxTimeMS", _optional_non_negative(max_time_ms, "max_time_ms"))
     if read_concern is not None and not read_concern.is_server_default:
         body["readConcern"] = read_concern.to_document()
-    _put(body, "max", _optional_mapping(max, "max"))
-    _put(body, "min", _optional_mapping(min, "min"))
-    _put(body, "returnKey", _check_bool(return_key, "return_key"))
-    _put(body, "showRecordId", _check_bool(show_record_id, "show_record_id"))
+    if max is not None:
+        _put(body, "max", _optional_mapping(max, "max"))
+    if min is not None:
+        _put(body, "min", _optional_mapping(min, "min"))
+    if return_key is not None:
+        _put(body, "returnKey", _check_bool(return_key, "return_key"))
+    if show_record_id is not None:
+        _put(body, "showRecordId", _check_bool(show_record_id, "show_record_id"))
     if cursor_type is not CursorType.NON_TAILABLE:
         body["tailable"] = True
-    _put(body, "noCursorTimeout", _check_bool(no_cursor_timeout, "no_cursor_timeout"))
+    if no_cursor_timeout is not None:
+        _put(body, "noCursorTimeout", _check_bool(no_cursor_timeout, "no_cursor_timeout"))
     if cursor_type is CursorType.TAILABLE_AWAIT:
         body["awaitData"] = True
-    _put(body, "allowPartialResults", _check_bool(allow_partial_results, "allow_partial_results"))
-    _put(body, "collation", _optional_mapping(collation, "collation"))
-    _put(body, "allowDiskUse", _check_bool(allow_disk_use, "allow_disk_use"))
-    _put(body, "let", _optional_mapping(let, "let"))
+    if allow_partial_results is not None:
+        _put(
+            body, "allowPartialResults", _check_bool(allow_partial_results, "allow_partial_results")
+        )
+    if collation is not None:
+        _put(body, "collation", _optional_mapping(collation, "collation"))
+    if allow_disk_use is not None:
+        _put(body, "allowDiskUse", _check_bool(allow_disk_use, "allow_disk_use"))
+    if let is not None:
+        _put(body, "let", _optional_mapping(let, "let"))
     return body
 
 

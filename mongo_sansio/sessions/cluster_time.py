@@ -25,7 +25,7 @@ def timestamp_key(value: Any) -> tuple[int, int] | None:
     """A Timestamp's ``(time, inc)``, the order in which cluster times compare; None when
     ``value`` is not a Timestamp (ours, or one with the same two integer fields, such as
     PyMongo's when replies are decoded into its types)."""
-    if isinstance(value, Timestamp):
+    if type(value) is Timestamp or isinstance(value, Timestamp):
         return (value.time, value.inc)
     time, inc = getattr(value, "time", None), getattr(value, "inc", None)
     if type(time) is int and type(inc) is int:
@@ -35,7 +35,9 @@ def timestamp_key(value: Any) -> tuple[int, int] | None:
 
 def cluster_time_of(document: Any) -> Mapping[str, Any] | None:
     """A valid ``$clusterTime`` document (its ``clusterTime`` a Timestamp), else None."""
-    if isinstance(document, Mapping) and timestamp_key(document.get("clusterTime")) is not None:
+    if (type(document) is dict or isinstance(document, Mapping)) and timestamp_key(
+        document.get("clusterTime")
+    ) is not None:
         return document
     return None
 

@@ -88,6 +88,8 @@ def takes_session(body: Mapping[str, Any]) -> bool:
 def is_unacknowledged(body: Mapping[str, Any]) -> bool:
     """Whether ``body`` carries ``writeConcern: {w: 0}``."""
     concern = body.get("writeConcern")
+    if concern is None:  # (the usual case, before any isinstance check)
+        return False
     return isinstance(concern, Mapping) and concern.get("w") == 0
 
 

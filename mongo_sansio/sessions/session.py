@@ -155,7 +155,9 @@ class Session:
     def absorb_reply(self, reply: Mapping[str, Any]) -> None:
         """Learn the times of a reply (``ok: 0`` replies carry them too)."""
         cluster_time = reply.get("$clusterTime")
-        if isinstance(cluster_time, Mapping) and timestamp_key(cluster_time.get("clusterTime")):
+        if (type(cluster_time) is dict or isinstance(cluster_time, Mapping)) and timestamp_key(
+            cluster_time.get("clusterTime")
+        ):
             self.cluster_time = later_cluster_time(self.cluster_time, cluster_time)
         operation_time = reply.get("operationTime")
         if timestamp_key(operation_time) is not None:
