@@ -380,7 +380,8 @@ def _with_max_time(
     minimum round trip); NetworkTimeout when nothing is left."""
     remaining = deadline - now
     name = next(iter(body), "")
-    if name in _NO_MAX_TIME:
+    # a tailable non-awaitData find gets no maxTimeMS either (CSOT): timeoutMS bounds it here
+    if name in _NO_MAX_TIME or (body.get("tailable") and not body.get("awaitData")):
         if remaining <= 0:
             raise NetworkTimeout("the operation's timeout expired before the command was sent")
         return body

@@ -396,6 +396,21 @@ def check_max_await(max_await_time_ms: int | None) -> Flow[None]:
         )
 
 
+def _await_within_deadline(body: dict[str, Any]) -> Flow[dict[str, Any]]:
+    """An awaitData getMore waits at most what is left of the operation's timeout (CSOT: the
+    smaller of maxAwaitTimeMS and the remaining timeoutMS); at least 1 ms, so that a getMore
+    sent just before the deadline still carries a valid maxTimeMS."""
+    context = yield GetContext()
+    deadline = getattr(context, "deadline", None)
+    if deadline is None or deadline == float("inf"):
+        return body
+    now = yield Now()
+    left_ms = max(1, int((deadline - now) * 1000))
+    if left_ms < body["maxTimeMS"]:
+        body = {**body, "maxTimeMS": left_ms}
+    return body
+
+
 def open_cursor(
     server: ServerInfo,
     db: str,
@@ -430,6 +445,8 @@ def open_cursor(
 def _get_more(cursor: Cursor) -> Flow[None]:
     """One getMore; on failure the cursor is closed (killCursors unless CursorNotFound)."""
     db, body = cursor.get_more_command()
+    if "maxTimeMS" in body:  # maxAwaitTimeMS: only tailable-await cursors pay for the check
+        body = yield from _await_within_deadline(body)
     try:
         reply = yield from run_command(cursor.server, db, body, session=cursor.command_session())
         cursor.handle_get_more_reply(reply)

@@ -357,33 +357,6 @@ def _expects(operation: Mapping[str, Any], key: str, value: Any) -> bool:
     return isinstance(expected, Mapping) and expected.get(key) == value
 
 
-def _get_more_bounded_below_max_await(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """An expected getMore whose maxTimeMS must be below the cursor's maxAwaitTimeMS (the
-    remaining timeoutMS is the smaller bound)."""
-    max_awaits = [
-        a["maxAwaitTimeMS"]
-        for a in _arguments(test)
-        if isinstance(a.get("maxAwaitTimeMS"), int) and "timeoutMS" in set(_names((file, test)))
-    ]
-    for expected in test.get("expectEvents", []):
-        for event in expected.get("events", []):
-            started = event.get("commandStartedEvent", {})
-            bound = started.get("command", {}).get("maxTimeMS")
-            if started.get("commandName") != "getMore" or not isinstance(bound, Mapping):
-                continue
-            limit = bound.get("$$lte")
-            if isinstance(limit, int) and any(limit < m for m in max_awaits):
-                return True
-    return False
-
-
-def _tailable_without_await_data(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """A tailable non-awaitData cursor under timeoutMS, with its commands' maxTimeMS checked."""
-    tailable = any(a.get("cursorType") == "tailable" for a in _arguments(test))
-    checked = _expected_events_mention(test, "maxTimeMS")
-    return tailable and checked and _uses_timeout_ms(file, test)
-
-
 def _change_stream_iterated_after_timeout(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     """A change stream iterated again after an iteration that must time out."""
     streams = {
@@ -471,10 +444,6 @@ def _collation_decides(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool
 
 OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "backpressure: no retry with backoff on SystemOverloadedError/RetryableError labels": _backpressure_labels,
-    "CSOT: an awaitData getMore's maxTimeMS is maxAwaitTimeMS even when less of timeoutMS "
-    "remains (the spec: the smaller of the two)": _get_more_bounded_below_max_await,
-    "CSOT: a tailable non-awaitData cursor's find and getMore carry maxTimeMS (the spec: none, "
-    "timeoutMS bounds each of them client-side)": _tailable_without_await_data,
     "CSOT: after a change stream's iteration times out, the next iteration does not resume it "
     "(a new aggregate, then getMore)": _change_stream_iterated_after_timeout,
     "CSOT: watch() on a database or collection ignores its timeoutMS (the client's applies)": (
