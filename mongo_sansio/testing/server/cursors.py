@@ -59,15 +59,20 @@ class Cursor:
         wanted = len(self.pending) if batch_size is None or batch_size <= 0 else batch_size
         if self.limit:
             wanted = min(wanted, self.limit - self.returned)
-        batch: list[dict[str, Any]] = []
+        pending = self.pending
+        count = 0
         size = 0
-        while self.pending and len(batch) < wanted:
-            document_size = len(encode(self.pending[0]))
-            if batch and size + document_size > MAX_BATCH_BYTES:
+        while count < len(pending) and count < wanted:
+            document_size = len(encode(pending[count]))
+            if count and size + document_size > MAX_BATCH_BYTES:
                 break
-            batch.append(self.pending.pop(0))
+            count += 1
             size += document_size
-        self.returned += len(batch)
+        # (cut once: popping documents off the front one by one costs the length of what is
+        # left each time, 0.7 s for a getMore of 100,000 documents)
+        batch = pending[:count]
+        del pending[:count]
+        self.returned += count
         return batch
 
     @property
