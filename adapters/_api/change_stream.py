@@ -86,9 +86,13 @@ class ChangeStreamBase:
         read_concern: Mapping[str, Any] | None,
         session: Any = None,
         codec_options: CodecOptions | None = None,
+        timeout: float | None = None,
     ) -> None:
         self._engine = engine
         self._session = session
+        # the watched database's or collection's timeoutMS (seconds; None: the client's), for
+        # the opening aggregate and every read, as for the object's other operations
+        self._timeout = timeout
         # events decode with the watched object's codec options (RawDocument ones leave each
         # event a view over its reply's bytes: see Connection.send_command)
         self._codec_options = DEFAULT_CODEC_OPTIONS if codec_options is None else codec_options
@@ -101,7 +105,7 @@ class ChangeStreamBase:
         )
 
     def _step(self, flow: Any) -> Run:
-        return Run(flow, self._session, None, self._codec_options)
+        return Run(flow, self._session, self._timeout, self._codec_options)
 
     def _opening(self) -> Program[None]:
         """Open the stream (``watch()`` runs this before handing the stream out)."""

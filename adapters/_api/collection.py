@@ -705,6 +705,7 @@ class CollectionBase(
             self._ops.read_concern.to_document() or None,
             session=session,
             codec_options=self.codec_options,
+            timeout=self.timeout,
         )
         yield from stream._opening()
         return stream

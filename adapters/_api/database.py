@@ -361,6 +361,7 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
             self._ops.read_concern.to_document() or None,
             session=session,
             codec_options=self.codec_options,
+            timeout=self.timeout,
         )
         yield from stream._opening()
         return stream

@@ -330,28 +330,6 @@ def _timeout_ms_with(*features: str) -> Predicate:
     return predicate
 
 
-def _created_with_timeout_ms(file: Mapping[str, Any], test: Mapping[str, Any]) -> set[str]:
-    """The ids of the database and collection entities created with a timeoutMS option."""
-    ids: set[str] = set()
-    for kind, options in (("database", "databaseOptions"), ("collection", "collectionOptions")):
-        for spec in _entity_specs(file, test, kind):
-            if "timeoutMS" in (spec.get(options) or {}):
-                ids.add(str(spec.get("id")))
-    return ids
-
-
-def _watch_on_entity_with_timeout_ms(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """createChangeStream (without a timeoutMS of its own) on a database or collection whose
-    own timeoutMS differs from the client's."""
-    inheriting = _created_with_timeout_ms(file, test)
-    return any(
-        o.get("name") == "createChangeStream"
-        and o.get("object") in inheriting
-        and "timeoutMS" not in o.get("arguments", {})
-        for o in _operations(test)
-    )
-
-
 def _expects(operation: Mapping[str, Any], key: str, value: Any) -> bool:
     expected = operation.get("expectError")
     return isinstance(expected, Mapping) and expected.get(key) == value
@@ -446,9 +424,6 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "backpressure: no retry with backoff on SystemOverloadedError/RetryableError labels": _backpressure_labels,
     "CSOT: after a change stream's iteration times out, the next iteration does not resume it "
     "(a new aggregate, then getMore)": _change_stream_iterated_after_timeout,
-    "CSOT: watch() on a database or collection ignores its timeoutMS (the client's applies)": (
-        _watch_on_entity_with_timeout_ms
-    ),
     "CSOT: withTransaction's callback operations each take a fresh timeoutMS instead of "
     "sharing withTransaction's deadline": _callback_timeout_shared,
     "CSOT: withTransaction retries TransientTransactionErrors past timeoutMS (until its "
