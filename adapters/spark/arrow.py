@@ -110,14 +110,15 @@ def batches(
     :class:`MongoDataSourceError` naming the document's ``_id`` and the field.
 
     Built column by column: a column whose values are all of types Arrow takes as they are
-    (:func:`~mongo_sansio.pipeline.schema.passthrough_types`) goes to Arrow untouched, the
-    others through their converters; only when a value does not fit are the chunk's rows
+    (:func:`~mongo_sansio.pipeline.schema.passthrough_types`; for a document column, plain
+    dicts of such values) goes to Arrow untouched, the others through their converters; only when a value does not fit are the chunk's rows
     walked one by one, to name the document."""
     tree = column_type(schema)
     assert isinstance(tree, Struct)
     target = arrow_schema(schema)
     columns = [
-        (item.name, converter(item.type), passthrough_types(item.type), field.type)
+        (item.name, converter(item.type), passthrough_types(item.type), _struct_passthrough(item.type),
+         field.type)
         for item, field in zip(tree.fields, target, strict=True)
     ]
     chunk: list[Mapping[str, Any]] = []
@@ -130,7 +131,33 @@ def batches(
         yield _chunk_batch(chunk, columns, tree, target, describe)
 
 
-_Column = tuple[str, Convert, frozenset[type], Any]
+_StructFields = tuple[tuple[str, frozenset[type]], ...]
+_Column = tuple[str, Convert, frozenset[type], _StructFields | None, Any]
+
+
+def _struct_passthrough(column: ColumnType) -> _StructFields | None:
+    """For a document column whose fields all take their values unconverted (strings,
+    numbers, dates...: no documents or arrays inside), each field's name and those types;
+    None for any other column."""
+    if not isinstance(column, Struct) or not column.fields:
+        return None
+    fields = tuple((item.name, passthrough_types(item.type)) for item in column.fields)
+    return fields if all(types for _name, types in fields) else None
+
+
+def _plain_structs(values: list[Any], fields: _StructFields) -> bool:
+    """Whether every value is null or a plain dict whose fields Arrow takes as they are (it
+    reads a dict's fields by name and leaves other keys out, as the converter does)."""
+    for value in values:
+        if value is None:
+            continue
+        if type(value) is not dict:
+            return False
+        get = value.get
+        for name, types in fields:
+            if type(get(name)) not in types:
+                return False
+    return True
 
 
 def _chunk_batch(
@@ -142,9 +169,11 @@ def _chunk_batch(
 ) -> pa.RecordBatch:
     arrays = []
     try:
-        for name, convert, passthrough, arrow_type in columns:
+        for name, convert, passthrough, struct_fields, arrow_type in columns:
             values = [document.get(name) for document in chunk]
-            if passthrough and passthrough.issuperset(map(type, values)):
+            if (passthrough and passthrough.issuperset(map(type, values))) or (
+                struct_fields is not None and _plain_structs(values, struct_fields)
+            ):
                 try:
                     arrays.append(pa.array(values, type=arrow_type))
                     continue

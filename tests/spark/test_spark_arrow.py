@@ -36,7 +36,16 @@ def _documents() -> list[dict[str, Any]]:
             "amount": Decimal128(f"{n}.25"),
             "ts": Timestamp(1_700_000_000, n),
             "nested": {"depth": {"n": n, "tags": [str(n)]}},
+            # plain fields only: whole chunks go to Arrow as dicts, unless one value needs
+            # its converter (a number in a field that is mostly text, a Code)
+            "address": None if n == 3 else {
+                "city": n if n == 40 else Code("g()") if n == 41 else f"city {n}",
+                "since": datetime.datetime(2020, 1, 1) + datetime.timedelta(days=n),
+                "n": n,
+                **({"extra": n} if n % 5 == 0 else {}),
+            },
         })
+    docs[10]["address"].pop("since")  # a missing field is null
     return docs
 
 
@@ -56,6 +65,10 @@ def test_column_by_column_equals_row_by_row() -> None:
     built = pa.Table.from_batches(list(batches(docs, schema, rows_per_batch=16)))
     assert built.equals(_row_by_row(docs, schema))
     assert built.schema.field("small").type == pa.int32()
+    assert built.column("address")[3].as_py() is None
+    assert built.column("address")[10].as_py()["since"] is None
+    assert built.column("address")[40].as_py()["city"] == "40"
+    assert built.column("address")[41].as_py()["city"] == "g()"  # (Code: its text)
 
 
 def test_an_out_of_range_value_is_named() -> None:
