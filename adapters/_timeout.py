@@ -12,17 +12,30 @@ runtime's client module exports this one function.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import math
 import time
+from collections.abc import Iterator
 from typing import Any
 
-from mongo_sansio.errors import ConfigurationError
+from mongo_sansio.errors import ConfigurationError, InvalidOperation
 
-__all__ = ["timeout", "current_deadline", "operation_timeout"]
+__all__ = [
+    "timeout",
+    "current_deadline",
+    "operation_timeout",
+    "deadline_block",
+    "callback_block",
+]
 
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "mongo_sansio_deadline", default=None
+)
+#: True while a with_transaction callback runs under that call's timeoutMS: the CSOT spec
+#: refuses a timeout of its own for an operation inside it (client-side error)
+_IN_TIMED_CALLBACK: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "mongo_sansio_in_timed_callback", default=False
 )
 
 
@@ -44,6 +57,11 @@ class _Timeout:
         self._tokens: list[contextvars.Token[float | None]] = []
 
     def __enter__(self) -> None:
+        if _IN_TIMED_CALLBACK.get():
+            raise InvalidOperation(
+                "timeoutMS cannot be overridden inside a with_transaction callback (the "
+                "callback's operations share with_transaction's timeout)"
+            )
         outer = _DEADLINE.get()
         deadline = outer
         if self._seconds == 0:
@@ -63,6 +81,29 @@ class _Timeout:
 
     async def __aexit__(self, *exc: Any) -> None:
         self.__exit__(*exc)
+
+
+@contextlib.contextmanager
+def deadline_block(deadline: float | None) -> Iterator[None]:
+    """Operations inside run until ``deadline`` exactly (an absolute ``time.monotonic``
+    value; None: no block of its own, the client's or collection's timeoutMS apply), the way
+    with_transaction shares one deadline between its callback, commit and retries."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+@contextlib.contextmanager
+def callback_block(timed: bool) -> Iterator[None]:
+    """While a with_transaction callback runs: ``timed`` (the call has a timeoutMS) makes a
+    ``timeout()`` block inside it a client-side error."""
+    token = _IN_TIMED_CALLBACK.set(timed)
+    try:
+        yield
+    finally:
+        _IN_TIMED_CALLBACK.reset(token)
 
 
 def timeout(seconds: float | None) -> _Timeout:

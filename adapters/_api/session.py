@@ -15,11 +15,13 @@ transaction block, and ``with_transaction``'s callback (a function, or a corouti
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
-from mongo_sansio.errors import InvalidOperation
+from mongo_sansio.client.execute import operation_deadline
+from mongo_sansio.errors import InvalidOperation, NetworkTimeout
 from mongo_sansio.ops.transactions import (
     Next,
     abort_transaction,
@@ -29,9 +31,30 @@ from mongo_sansio.ops.transactions import (
 )
 from mongo_sansio.sessions import Session, SessionOptions, TransactionOptions
 
+from .._timeout import callback_block, current_deadline, deadline_block
 from .program import Call, Program, Run, operation
 
 __all__ = ["ClientSessionBase", "TransactionBlockBase", "SessionOptions", "TransactionOptions"]
+
+
+def _refreshed(deadline: float | None, start: float) -> float | None:
+    """A deadline as long as ``deadline`` was, from now (an abort after a timed-out attempt
+    gets a timeoutMS of its own)."""
+    if deadline is None or deadline == math.inf:
+        return deadline
+    return time.monotonic() + (deadline - start)
+
+
+def _raise_if_out_of_time(error: BaseException, deadline: float | None, timed: bool) -> None:
+    """Past with_transaction's deadline nothing is retried: the error is raised, as a timeout
+    error caused by it when it is not one itself."""
+    if not timed or deadline is None or time.monotonic() < deadline:
+        return
+    if getattr(error, "timeout", False) or not isinstance(error, Exception):
+        raise error
+    raise NetworkTimeout(
+        f"with_transaction's timeoutMS expired; the last error: {error}"
+    ) from error
 
 
 class _Client(Protocol):
@@ -184,15 +207,28 @@ class ClientSessionBase(Generic[ClientT, BlockT]):
         max_commit_time_ms: int | None = None,
     ) -> Program[Any]:
         """``with_transaction``: run ``callback(session)`` in a transaction and commit it,
-        retrying as the convenient transaction API says (for up to 120 seconds)."""
+        retrying as the convenient transaction API says (for up to 120 seconds).
+
+        Under a timeoutMS (a ``timeout()`` block around the call, else the client's), the
+        callback's operations, the commits and the retries share one deadline, a timeout of
+        their own inside the callback is refused, an abort after a failed attempt gets a fresh
+        timeoutMS, and running out of time raises a timeout error caused by the last error
+        (the CSOT spec's rules for the convenient API)."""
         start = time.monotonic()
+        deadline = operation_deadline(
+            start, context=current_deadline(), own=None, client=self._engine.settings.timeout
+        )
+        timed = deadline is not None and deadline != math.inf
         while True:
             self._begin(read_concern, write_concern, read_preference, max_commit_time_ms)
             try:
-                result = yield Call(callback, (self,))
+                with deadline_block(deadline), callback_block(timed):
+                    result = yield Call(callback, (self,))
             except BaseException as error:
                 if self.in_transaction:
-                    yield self._ending(abort_transaction(self._session))
+                    with deadline_block(_refreshed(deadline, start)):
+                        yield self._ending(abort_transaction(self._session))
+                _raise_if_out_of_time(error, deadline, timed)
                 if after_callback_error(error, time.monotonic() - start) is Next.RETRY_TRANSACTION:
                     continue
                 raise
@@ -200,9 +236,11 @@ class ClientSessionBase(Generic[ClientT, BlockT]):
                 return result  # the callback committed or aborted itself
             while True:
                 try:
-                    yield self._ending(commit_transaction(self._session))
+                    with deadline_block(deadline):
+                        yield self._ending(commit_transaction(self._session))
                     return result
                 except Exception as error:  # noqa: BLE001 - the core's rules decide
+                    _raise_if_out_of_time(error, deadline, timed)
                     decision = after_commit_error(error, time.monotonic() - start)
                     if decision is Next.RETRY_COMMIT:
                         continue

@@ -354,42 +354,6 @@ def _change_stream_iterated_after_timeout(file: Mapping[str, Any], test: Mapping
     return False
 
 
-def _with_transaction_callbacks(test: Mapping[str, Any]) -> Iterator[list[Mapping[str, Any]]]:
-    for operation in _operations(test):
-        if operation.get("name") == "withTransaction":
-            callback = operation.get("arguments", {}).get("callback")
-            yield [o for o in callback or () if isinstance(o, Mapping)]
-
-
-def _timeout_ms_set_in_callback(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    return any(
-        "timeoutMS" in o.get("arguments", {})
-        for callback in _with_transaction_callbacks(test)
-        for o in callback
-    )
-
-
-def _callback_timeout_shared(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """withTransaction under timeoutMS whose callback's later operation must time out for the
-    time its earlier ones took."""
-    return _uses_timeout_ms(file, test) and any(
-        len(callback) > 1 and _expects(callback[-1], "isTimeoutError", True)
-        for callback in _with_transaction_callbacks(test)
-    )
-
-
-def _transient_retries_until_timeout(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """withTransaction under timeoutMS while every attempt fails with a TransientTransactionError."""
-    always_transient = any(
-        operation["arguments"]["failPoint"].get("mode") == "alwaysOn"
-        and "TransientTransactionError" in data.get("errorLabels", ())
-        for operation in _operations(test)
-        if operation.get("name") == "failPoint"
-        for data in [operation["arguments"]["failPoint"].get("data", {})]
-    )
-    return always_transient and _uses_timeout_ms(file, test) and _in_transaction(test)
-
-
 #: expectError keys that only a server running the command (not a failpoint, not the
 #: client) can satisfy
 SERVER_ANSWER_KEYS = frozenset({"errorCode", "errorCodeName", "errorContains", "errorResponse"})
@@ -424,12 +388,6 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "backpressure: no retry with backoff on SystemOverloadedError/RetryableError labels": _backpressure_labels,
     "CSOT: after a change stream's iteration times out, the next iteration does not resume it "
     "(a new aggregate, then getMore)": _change_stream_iterated_after_timeout,
-    "CSOT: withTransaction's callback operations each take a fresh timeoutMS instead of "
-    "sharing withTransaction's deadline": _callback_timeout_shared,
-    "CSOT: withTransaction retries TransientTransactionErrors past timeoutMS (until its "
-    "120-second limit)": _transient_retries_until_timeout,
-    "CSOT: a timeoutMS given to an operation inside withTransaction's callback is not refused "
-    "(the spec: a client-side error)": _timeout_ms_set_in_callback,
     "CSOT: our RTT monitor takes its first sample at once, so with hello blocked for at least "
     "the client's timeoutMS the minimum RTT is known (two samples) before the test's second "
     "operation, which is short-circuited where the test expects one sample only": _one_rtt_sample_expected,
