@@ -162,7 +162,8 @@ class ClientCore:
         self.draw = draw
         self._nonce = nonce
         self._spawn = spawn
-        self.publish = publish
+        self._servers: dict[Address, _Server] = {}
+        self._publish = publish
         self._faas = faas
         self._request_ids = RequestIds()
         self.link_options = LinkOptions(
@@ -178,7 +179,6 @@ class ClientCore:
             # Refuse an unsupported mechanism now rather than at the first connection.
             Authenticator(settings.credential, nonce=nonce())
         self._topology = Topology(settings.topology, topology_id=topology_id)
-        self._servers: dict[Address, _Server] = {}
         self._described: dict[Address, ConnectionDescription] = {}
         self._topology_waiters: list[Signal] = []
         self._monitor_ids = 0
@@ -193,6 +193,17 @@ class ClientCore:
         self.last_now = 0.0
         self._closed = False
         self._opened = False
+
+    @property
+    def publish(self) -> Callable[[object], None] | None:
+        """Where monitoring events go (None: nobody listens, and the pools build none)."""
+        return self._publish
+
+    @publish.setter
+    def publish(self, publish: Callable[[object], None] | None) -> None:
+        self._publish = publish
+        for server in self._servers.values():
+            server.pool.events = publish is not None
 
     # -- opening --------------------------------------------------------------------------------
 
@@ -659,7 +670,9 @@ class ClientCore:
             settings.pool,
             load_balanced=self._topology.description.type is TopologyType.LOAD_BALANCED,
         )
-        server = _Server(address, Pool(format_address(address), options))
+        server = _Server(
+            address, Pool(format_address(address), options, events=self.publish is not None)
+        )
         self._servers[address] = server
         self._drain_pool(server)  # PoolCreated
         return server

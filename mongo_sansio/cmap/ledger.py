@@ -66,10 +66,15 @@ def check_now(now: object) -> None:
 class PoolLedger:
     """Records, counters and primitive moves of a pool (see the module docstring)."""
 
-    def __init__(self, address: str, options: PoolOptions | None = None) -> None:
+    def __init__(
+        self, address: str, options: PoolOptions | None = None, *, events: bool = True
+    ) -> None:
         if not isinstance(address, str) or not address:
             raise ConfigurationError(f"a pool needs a server address, not {address!r}")
         self.address = address
+        # False: no monitoring events are queued, only actions (nobody listens: the three
+        # events of every check-out and check-in would be built to be dropped)
+        self.events = events
         self.options = options if options is not None else PoolOptions()
         self._state = PoolState.PAUSED
         self._generation = 0
@@ -154,7 +159,8 @@ class PoolLedger:
     # -- primitive moves: every change to the books goes through these ------------------
 
     def _emit(self, output: Output) -> None:
-        self._out.append(output)
+        if self.events or not isinstance(output, PoolEvent):
+            self._out.append(output)
 
     def _fail(
         self,
@@ -273,11 +279,12 @@ class PoolLedger:
         conn.owner = w.id
         conn.purpose = w.purpose
         self._held[w.id] = conn.id
-        self._emit(
-            ConnectionCheckedOut(
-                address=self.address, connection_id=conn.id, duration=max(0.0, now - w.started)
+        if self.events:
+            self._emit(
+                ConnectionCheckedOut(
+                    address=self.address, connection_id=conn.id, duration=max(0.0, now - w.started)
+                )
             )
-        )
         self._emit(GiveConnection(address=self.address, waiter=w.id, connection=self._handle(conn)))
 
     def _detach(self, w: WaiterRecord) -> None:

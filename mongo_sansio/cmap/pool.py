@@ -25,7 +25,7 @@ Inputs (methods; those that depend on time take ``now``, monotonic seconds):
 
 Outputs, pulled in order with ``next_output()`` or ``drain_outputs()``: monitoring events
 (:mod:`mongo_sansio.cmap.events`) to publish and actions (:mod:`mongo_sansio.cmap.actions`) to
-carry out.  Misuse (a connection checked in twice, an id never issued, a second result for one
+carry out.  A pool made with ``events=False`` (nobody listens) queues the actions only.  Misuse (a connection checked in twice, an id never issued, a second result for one
 attempt) raises a :class:`~mongo_sansio.cmap.errors.PoolMisuseError` before anything changes,
 so the pool stays usable; a result for a connection the pool already closed is ignored (the
 adapter cannot always stop an attempt in time).
@@ -97,8 +97,10 @@ __all__ = [
 class Pool(PoolLedger):
     """A connection pool for one server; see the module docstring for inputs and outputs."""
 
-    def __init__(self, address: str, options: PoolOptions | None = None) -> None:
-        super().__init__(address, options)
+    def __init__(
+        self, address: str, options: PoolOptions | None = None, *, events: bool = True
+    ) -> None:
+        super().__init__(address, options, events=events)
         self._emit(PoolCreated(address=address, options=self.options.non_default()))
 
     # -- check-out ----------------------------------------------------------------------------
@@ -124,7 +126,8 @@ class Pool(PoolLedger):
             raise PoolMisuseError(f"purpose must be a CheckoutPurpose, not {purpose!r}")
         waiter = self._next_waiter
         self._next_waiter += 1
-        self._emit(ConnectionCheckOutStarted(address=self.address))
+        if self.events:
+            self._emit(ConnectionCheckOutStarted(address=self.address))
         refusal = CHECK_OUT_REFUSALS[self._state]
         if refusal is CheckOutFailedReason.POOL_CLOSED:
             self._fail(waiter, now, now, refusal, PoolClosedError(self.address))
@@ -253,7 +256,8 @@ class Pool(PoolLedger):
         if error is not None and not isinstance(error, BaseException):
             raise PoolMisuseError(f"error must be an exception or None, not {error!r}")
         conn = self._checked_out(connection)
-        self._emit(ConnectionCheckedIn(address=self.address, connection_id=conn.id))
+        if self.events:
+            self._emit(ConnectionCheckedIn(address=self.address, connection_id=conn.id))
         if conn.owner is not None:
             self._held.pop(conn.owner, None)
             conn.owner = None

@@ -877,3 +877,43 @@ TestLoadBalancedPoolMachine = LoadBalancedPoolMachine.TestCase
 TestLoadBalancedPoolMachine.settings = _settings
 TestUnlimitedPoolMachine = UnlimitedPoolMachine.TestCase
 TestUnlimitedPoolMachine.settings = _settings
+
+
+# -- a pool nobody listens to ---------------------------------------------------------------------
+
+
+def _scenario(pool: Pool) -> list[Output]:
+    """Check-outs (new and reused connections, a queued one, a timed-out one), check-ins, a
+    clear and a close; every output in order."""
+    out: list[Output] = []
+    pool.ready(0.0)
+    first = pool.check_out(0.0)
+    out += pool.drain_outputs()
+    (opening,) = opened(out)
+    pool.connection_established(opening, 0.1)
+    out += pool.drain_outputs()
+    handle = next(o.connection for o in out if isinstance(o, GiveConnection) and o.waiter == first)
+    pool.check_out(0.2, timeout=0.5)  # waits: maxPoolSize is 1
+    out += pool.drain_outputs()
+    pool.handle_timeout(1.0)  # ... and times out
+    out += pool.drain_outputs()
+    pool.check_in(handle, 1.1)
+    again = pool.check_out(1.2)  # reuses the idle connection
+    out += pool.drain_outputs()
+    reused = next(o.connection for o in out if isinstance(o, GiveConnection) and o.waiter == again)
+    pool.clear(1.3)
+    pool.check_in(reused, 1.4)  # stale: closed
+    pool.close(1.5)
+    out += pool.drain_outputs()
+    return out
+
+
+def test_a_pool_without_events_gives_the_same_actions_and_no_event() -> None:
+    loud = _scenario(Pool(ADDRESS, PoolOptions(max_pool_size=1)))
+    quiet = _scenario(Pool(ADDRESS, PoolOptions(max_pool_size=1), events=False))
+    assert any(isinstance(o, ConnectionCheckedIn) for o in loud)  # the scenario has events
+    assert not any(
+        isinstance(o, PoolCreated | ConnectionCheckedIn | ConnectionClosed) for o in quiet
+    )
+    assert quiet == [o for o in loud if not type(o).__module__.endswith(".events")]
+    assert any(isinstance(o, FailWaiter) for o in quiet)  # the timed-out waiter is answered
