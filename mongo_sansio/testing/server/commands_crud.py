@@ -325,6 +325,13 @@ def aggregate(ctx: Context) -> Outcome:
     elif target == 1 and not isinstance(target, bool):
         source = []
         ns = f"{ctx.db}.$cmd.aggregate"
+        first = pipeline[0] if pipeline else None
+        if isinstance(first, Mapping) and "$listLocalSessions" in first:
+            if not isinstance(first["$listLocalSessions"], Mapping):
+                raise CommandError(14, "TypeMismatch", "$listLocalSessions must take a nested object but found: " f"{first['$listLocalSessions']!r}")
+            # the sessions this deployment has seen (the allUsers / users filters: one user)
+            source = ctx.cluster.sessions.listed(ctx.cluster.write_datetime())
+            pipeline = pipeline[1:]
     else:
         raise CommandError(73, "InvalidNamespace", "the aggregate target must be a collection name or 1")
     pipeline = bind_expression(pipeline, let_values(ctx.body.get("let"), rand=ctx.cluster.random_fraction))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mongo_sansio.bson import encode
+from mongo_sansio.bson import Binary, decode, encode
 from mongo_sansio.testing.engine import CommandError
 
 __all__ = ["Sessions", "session_key"]
@@ -41,6 +41,16 @@ class Sessions:
         key = session_key(lsid)
         if key is not None:
             self.seen.add(key)
+
+    def listed(self, now: Any) -> list[dict[str, Any]]:
+        """``$listLocalSessions``'s documents: one per session seen, named by its id and the
+        SHA-256 of its user (the simulator has one user: 32 zero bytes); ``lastUse`` is
+        ``now`` (the simulator does not keep when each was last used)."""
+        anyone = Binary(bytes(32))
+        return [
+            {"_id": {"id": decode(key)["id"], "uid": anyone}, "lastUse": now}
+            for key in sorted(self.seen)
+        ]
 
     def replay(self, lsid: Any, txn_number: int) -> dict[str, Any] | None:
         key = session_key(lsid)
