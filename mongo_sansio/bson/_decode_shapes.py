@@ -161,7 +161,11 @@ def compile_decoder(
         names[f"u{run}"] = struct.Struct(fmt).unpack_from
         targets = ", ".join(fields) + ","
         body.append(f"    {targets} = u{run}(data, q)")
-        check = f"({', '.join(h for h in fields if h.startswith('h'))},) != {tuple(headers)!r}"
+        names_h = [h for h in fields if h.startswith("h")]
+        if len(names_h) == 1:  # one header: compared alone (no tuples built)
+            check = f"{names_h[0]} != {headers[0]!r}"
+        else:
+            check = f"({', '.join(names_h)},) != {tuple(headers)!r}"
         body.append(f"    if {check}:\n        {refuse()}")
         fmt = "<"
         fields, headers = [], []
