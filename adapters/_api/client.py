@@ -61,9 +61,7 @@ from .database import DatabaseBase
 from .program import Program, Run, driven_property, operation
 
 if TYPE_CHECKING:
-    from transports.dns import BlockingResolver, Resolver, resolve_seedlist
-else:
-    from mongo_sansio.transports.dns import BlockingResolver, Resolver, resolve_seedlist
+    from transports.dns import Resolver
 
 __all__ = ["ClientBase"]
 
@@ -86,6 +84,10 @@ def _resolve(
     if not uri.needs_seedlist:
         return uri, None
     discovery = discovery_for(uri, randbelow=random.SystemRandom().randrange)
+    if TYPE_CHECKING:
+        from transports.dns import BlockingResolver, resolve_seedlist
+    else:  # imported here, when needed: dnspython costs a sixth of the client's import time
+        from mongo_sansio.transports.dns import BlockingResolver, resolve_seedlist
     if resolver is None:
         resolver = BlockingResolver()
     seedlist = resolve_seedlist(discovery, resolver)

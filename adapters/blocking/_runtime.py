@@ -18,10 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from transports.blocking import BlockingStream, open_stream
-    from transports.dns import BlockingResolver
 else:
     from mongo_sansio.transports.blocking import BlockingStream, open_stream
-    from mongo_sansio.transports.dns import BlockingResolver
 
 __all__ = ["ThreadRuntime"]
 
@@ -52,6 +50,10 @@ class ThreadRuntime:
     def resolve(self, question: Any) -> Any:
         """Answer a DNS question (SRV polling) with the client's resolver."""
         if self._resolver is None:
+            if TYPE_CHECKING:
+                from transports.dns import BlockingResolver
+            else:  # imported on first use: dnspython costs a sixth of the client's import time
+                from mongo_sansio.transports.dns import BlockingResolver
             self._resolver = BlockingResolver()
         return self._resolver.ask(question)
 

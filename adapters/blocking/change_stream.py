@@ -38,3 +38,12 @@ class ChangeStream(Blocking, ClosesOnExit, ChangeStreamBase):
         return change
 
     next = __next__
+
+    def try_next(self) -> Mapping[str, Any] | None:
+        """The next change if one is ready after at most one getMore; else None.  An event
+        already in the batch is handed out here, without a round of the engine."""
+        buffered = self._next_buffered()
+        if buffered is not None:
+            return buffered
+        change: Mapping[str, Any] | None = super().try_next()
+        return change

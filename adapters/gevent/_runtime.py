@@ -45,10 +45,8 @@ from .._sync import SyncEvent
 
 if TYPE_CHECKING:
     from transports.blocking import BlockingStream, open_stream
-    from transports.dns import BlockingResolver
 else:
     from mongo_sansio.transports.blocking import BlockingStream, open_stream
-    from mongo_sansio.transports.dns import BlockingResolver
 
 __all__ = ["GeventRuntime"]
 
@@ -82,6 +80,10 @@ class GeventRuntime:
         """Answer a DNS question (SRV polling) with the client's resolver, in the hub's
         thread pool (dnspython's blocking sockets would stop the hub)."""
         if self._resolver is None:
+            if TYPE_CHECKING:
+                from transports.dns import BlockingResolver
+            else:  # imported on first use: dnspython costs a sixth of the client's import time
+                from mongo_sansio.transports.dns import BlockingResolver
             self._resolver = BlockingResolver()
         return gevent.get_hub().threadpool.apply(self._resolver.ask, (question,))
 

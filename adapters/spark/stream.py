@@ -120,10 +120,10 @@ def event_row(event: Mapping[str, Any]) -> list[Any]:
 
 
 def _next_event(stream: Any) -> Mapping[str, Any] | None:
-    """``stream.try_next()``, without a round of the blocking engine for an event already
-    in the batch: the stream's own buffered path (the one its iteration takes) first."""
-    event: Mapping[str, Any] | None = stream._next_buffered()
-    return stream.try_next() if event is None else event
+    """``stream.try_next()`` (which hands out an event already in the batch without a round
+    of the blocking engine)."""
+    event: Mapping[str, Any] | None = stream.try_next()
+    return event
 
 
 def _position(stream: Any) -> str | None:
