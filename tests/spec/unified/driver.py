@@ -327,6 +327,46 @@ def _optional_attribute(module: str, name: str) -> Any:
         return None
 
 
+def _bucket_options(
+    options: Mapping[str, Any],
+    write_concern: Callable[[Mapping[str, Any]], Any],
+    read_preference: Callable[[Mapping[str, Any]], Any],
+) -> dict[str, Any]:
+    """A bucket entity's ``bucketOptions`` as GridFSBucket's keywords (PyMongo's names)."""
+    names = {"bucketName": "bucket_name", "chunkSizeBytes": "chunk_size_bytes"}
+    kwargs: dict[str, Any] = {}
+    for key, value in options.items():
+        if key in names:
+            kwargs[names[key]] = value
+        elif key == "writeConcern":
+            kwargs["write_concern"] = write_concern(value)
+        elif key == "readPreference":
+            kwargs["read_preference"] = read_preference(value)
+        else:
+            matching = importlib.import_module(f"{__package__}.matching")
+            raise matching.UnsupportedInTest(f"bucket option {key!r} is not supported by this runner")
+    return kwargs
+
+
+def _sansio_bucket(
+    module: str,
+    class_name: str,
+    write_concern: Callable[[Mapping[str, Any]], Any],
+    read_preference: Callable[[Mapping[str, Any]], Any],
+    database: Any,
+    options: Mapping[str, Any],
+) -> Any:
+    """Our GridFSBucket over ``database``; behind a runtime's facade (asyncio, trio,
+    gevent) the bucket is made from the database it wraps, and wrapped the same way."""
+    bucket_class = getattr(importlib.import_module(module), class_name)
+    kwargs = _bucket_options(options, write_concern, read_preference)
+    portal = getattr(database, "_portal", None)
+    if portal is None:
+        return bucket_class(database, **kwargs)
+    runtimes = importlib.import_module(f"{__package__}.runtimes")
+    return runtimes.wrap(portal.call(bucket_class, database._target, **kwargs), portal)
+
+
 def sansio_driver() -> Driver:
     """Our blocking client (``mongo_sansio.adapters.blocking.MongoClient``) and
     ``mongo_sansio.monitoring`` (command listeners only until that module exists)."""
@@ -397,7 +437,7 @@ def sansio_driver() -> Driver:
             deprecation_errors=document.get("deprecationErrors"),
         ),
         transaction_options=transaction_options if transaction_options_class is not None else None,
-        gridfs_bucket=None,  # no GridFS
+        gridfs_bucket=functools.partial(_sansio_bucket, "mongo_sansio.adapters.blocking.gridfs", "GridFSBucket", wc, read_preference),
         write_models=getattr(blocking, "InsertOne", None) and blocking,
         logger_prefix="mongo_sansio",
         log_data=_sansio_log_data,
@@ -435,8 +475,10 @@ def runtime_driver(runtime: str) -> Driver:
     module_name, class_name, _ = RUNTIMES[runtime]
     module = importlib.import_module(module_name)
     runtimes = importlib.import_module(f"{__package__}.runtimes")
+    base = sansio_driver()
+    bucket_class = "GridFSBucket" if runtime == "gevent" else "AsyncGridFSBucket"
     return attrs.evolve(
-        sansio_driver(),
+        base,
         name=f"sansio-{runtime}",
         client_class=runtimes.facade_client(
             getattr(module, class_name), functools.partial(runtime_portal, runtime)
@@ -444,6 +486,9 @@ def runtime_driver(runtime: str) -> Driver:
         write_models=getattr(module, "InsertOne", None) and module,
         timeout=getattr(module, "timeout", None),
         search_index_model=getattr(module, "SearchIndexModel", None),
+        gridfs_bucket=functools.partial(
+            _sansio_bucket, f"{module_name}.gridfs", bucket_class, base.write_concern, base.read_preference
+        ),
     )
 
 

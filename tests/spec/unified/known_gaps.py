@@ -495,3 +495,17 @@ def gap_reasons(file: Mapping[str, Any], test: Mapping[str, Any], *, driver: str
         else {}
     )
     return [reason for reason, applies in gaps.items() if applies(file, test)]
+
+
+# -- GridFS (kept apart: bucket operations) --------------------------------------------------------
+
+
+def _download_by_id_events_checked(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A bucket ``download`` (by id) in a test that checks the commands sent."""
+    return "expectEvents" in test and any(o.get("name") == "download" for o in _operations(test))
+
+
+PYMONGO_DIFFERENCES[
+    "PyMongo's GridFS finds a file by {_id: {$eq: id}}, where the GridFS tests of retryable "
+    "reads expect the find command's filter {_id: id}"
+] = _download_by_id_events_checked

@@ -392,4 +392,8 @@ def execute(
         return _cursor(entity, name, wait_seconds)
     if kind == "session":
         return _session(driver, entity, name, arguments, nested)
+    if kind == "bucket":
+        from .gridfs_ops import bucket_operation
+
+        return bucket_operation(entity, name, arguments)
     raise UnsupportedInTest(f"operation {name!r} on a {kind} entity is not implemented by this runner")
