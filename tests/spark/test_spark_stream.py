@@ -207,3 +207,40 @@ def test_a_readers_handover_keeps_order_raises_errors_and_stops_early() -> None:
     assert next(handover)[:3] == [0, 1, 2]
     handover.close()  # the task stopped reading: the producer closes its generator
     assert closed.wait(5)
+
+
+def test_documents_as_variant_columns(spark: Any, rs: SimulatedReplicaSet, tmp_path: Any) -> None:
+    """documentFormat=variant: the document columns are Spark 4 VARIANTs that Spark's own
+    functions read (variant_get), deletes keep a null fullDocument."""
+    checkpoint = str(tmp_path / "checkpoint")
+    options = _options(rs, checkpoint, documentFormat="variant", collection="variants")
+    fix_initial_offset(parse_options(options))
+    with MongoClient(rs.uri) as client:
+        variants = client.db.variants
+        variants.insert_one({"_id": 1, "v": 10, "tags": ["a", "b"], "nested": {"x": 1.5}})
+        variants.update_one({"_id": 1}, {"$set": {"v": 11}})
+        variants.delete_one({"_id": 1})
+    reader = spark.readStream.format("mongo_sansio")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    frame = reader.load()
+    types = {field.name: field.dataType.typeName() for field in frame.schema.fields}
+    assert types["fullDocument"] == types["documentKey"] == "variant"
+    query = (
+        frame.writeStream.format("memory").queryName("variant_events")
+        .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    )
+    try:
+        query.awaitTermination(120)
+    finally:
+        query.stop()
+    assert query.exception() is None
+    rows = spark.sql(
+        "SELECT operationType, variant_get(documentKey, '$._id', 'int') AS id,"
+        " variant_get(fullDocument, '$.v', 'int') AS v,"
+        " variant_get(fullDocument, '$.tags[1]', 'string') AS tag,"
+        " variant_get(fullDocument, '$.nested.x', 'double') AS x FROM variant_events"
+    ).collect()
+    got = [(r["operationType"], r["id"], r["v"], r["tag"], r["x"]) for r in rows]
+    assert got == [("insert", 1, 10, "b", 1.5), ("update", 1, None, None, None),
+                   ("delete", 1, None, None, None)]
