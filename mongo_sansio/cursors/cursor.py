@@ -396,6 +396,18 @@ def check_max_await(max_await_time_ms: int | None) -> Flow[None]:
         )
 
 
+def _within_deadline(body: dict[str, Any]) -> Flow[dict[str, Any]]:
+    """A cursor's killCursors, under a client-side operations timeout, carries what is left
+    of it as ``maxTimeMS`` (the CSOT spec's close-cursors tests: a close has a timeout of its
+    own).  The client's background kills run without one."""
+    context = yield GetContext()
+    deadline = getattr(context, "deadline", None)
+    if deadline is None or deadline == float("inf"):
+        return body
+    now = yield Now()
+    return {**body, "maxTimeMS": max(1, int((deadline - now) * 1000))}
+
+
 def _await_within_deadline(body: dict[str, Any]) -> Flow[dict[str, Any]]:
     """An awaitData getMore waits at most what is left of the operation's timeout (CSOT: the
     smaller of maxAwaitTimeMS and the remaining timeoutMS); at least 1 ms, so that a getMore
@@ -452,6 +464,12 @@ def _get_more(cursor: Cursor) -> Flow[None]:
         cursor.handle_get_more_reply(reply)
     except MongoError as error:
         cursor.handle_get_more_error(error)
+        if getattr(error, "timeout", False) and cursor.alive:
+            # the operation's time is up: its killCursors could not be sent in time, so the
+            # cursor is left interrupted (close() kills it with a timeout of its own; the
+            # next iteration kills it and says the batch is lost)
+            cursor.interrupted = True
+            raise
         yield from cursor_close(cursor)
         raise
     except BaseException:
@@ -473,6 +491,7 @@ def cursor_close(cursor: Cursor) -> Flow[None]:
     command = cursor.close()
     if command is not None:
         db, body = command
+        body = yield from _within_deadline(body)
         yield from run_command_quietly(cursor.server, db, body, session=session)
 
 
