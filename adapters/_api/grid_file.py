@@ -14,9 +14,11 @@ from __future__ import annotations
 import datetime
 import inspect
 import os
+import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
+from mongo_sansio.client.execute import operation_deadline
 from mongo_sansio.errors import BulkWriteError, DuplicateKeyError, InvalidOperation
 from mongo_sansio.gridfs import (
     ChunkReader,
@@ -27,10 +29,20 @@ from mongo_sansio.gridfs import (
     files_document,
 )
 
+from .._timeout import current_deadline, deadline_block
 from .cursor import END
 from .program import Call, Program, operation
 
-__all__ = ["GridInBase", "GridOutBase", "GridOutCursorMixin", "check_no_transaction"]
+__all__ = [
+    "GridInBase",
+    "GridOutBase",
+    "GridOutCursorMixin",
+    "check_no_transaction",
+    "stream_deadline",
+    "within",
+]
+
+T = TypeVar("T")
 
 #: the server's duplicate key error codes
 _DUPLICATE_KEY = (11000, 11001, 12582)
@@ -41,6 +53,26 @@ def check_no_transaction(session: Any) -> None:
     PyMongo's does."""
     if session is not None and getattr(session, "in_transaction", False):
         raise InvalidOperation("GridFS does not support multi-document transactions")
+
+
+def stream_deadline(bucket: Any) -> float | None:
+    """The deadline of a stream opened now: the CSOT spec has a timeoutMS (a ``timeout()``
+    block around the opening, else the bucket's database's or client's) cap the whole lifetime
+    of a GridFS stream, not each of the many operations it runs."""
+    return operation_deadline(
+        time.monotonic(),
+        context=current_deadline(),
+        own=bucket._timeout,
+        client=bucket._engine.settings.timeout,
+    )
+
+
+def within(deadline: float | None, program: Program[T]) -> Program[T]:
+    """Run ``program`` until ``deadline`` (None: under whatever deadline applies now)."""
+    if deadline is None:
+        return (yield from program)
+    with deadline_block(deadline):
+        return (yield from program)
 
 
 def _now() -> datetime.datetime:
@@ -67,6 +99,7 @@ class GridInBase:
         self._bucket = bucket
         self._engine = bucket._engine
         self._session = session
+        self._deadline = stream_deadline(bucket)
         self._writer = ChunkWriter(file_id, chunk_size)
         self._file: dict[str, Any] = {"_id": file_id, "filename": filename, "chunkSize": chunk_size}
         if metadata is not None:
@@ -164,13 +197,13 @@ class GridInBase:
     @operation
     def write(self, data: Any) -> Program[None]:
         """Write ``data`` (bytes, or a file-like object read to its end)."""
-        yield from self._writing(data)
+        yield from within(self._deadline, self._writing(data))
 
     @operation
     def writelines(self, sequence: Any) -> Program[None]:
         """Write each piece of ``sequence`` (no separators added)."""
         for piece in sequence:
-            yield from self._writing(piece)
+            yield from within(self._deadline, self._writing(piece))
 
     def _closing(self) -> Program[None]:
         if self._closed:
@@ -196,11 +229,14 @@ class GridInBase:
     @operation
     def close(self) -> Program[None]:
         """Store what is left and the files document (once; closing again does nothing)."""
-        yield from self._closing()
+        yield from within(self._deadline, self._closing())
 
     @operation
     def abort(self) -> Program[None]:
         """Delete the chunks written so far and close without storing the file."""
+        yield from within(self._deadline, self._aborting())
+
+    def _aborting(self) -> Program[None]:
         chunks, files = self._bucket._chunks, self._bucket._files
         yield from type(chunks).delete_many.program(
             chunks, by_id(self._id, "files_id"), session=self._session
@@ -212,7 +248,7 @@ class GridInBase:
         """Leaving a ``with`` block: close, or after an error only mark it closed (as PyMongo
         does; what was written stays until :meth:`abort`)."""
         if error is None:
-            yield from self._closing()
+            yield from within(self._deadline, self._closing())
         else:
             self._closed = True
 
@@ -231,6 +267,7 @@ class GridOutBase:
         self._bucket = bucket
         self._engine = bucket._engine
         self._session = session
+        self._deadline = stream_deadline(bucket)
         self._file = file_document
         self._position = 0
         self._buffer = b""  # the rest of the chunk last read, past _position
@@ -365,7 +402,7 @@ class GridOutBase:
     @operation
     def readchunk(self) -> Program[bytes]:
         """The rest of the current chunk (b"" at the end)."""
-        return (yield from self._readchunk())
+        return (yield from within(self._deadline, self._readchunk()))
 
     def _reading(self, size: int = -1, line: bool = False) -> Program[bytes]:
         remaining = self.length - self._position
@@ -396,19 +433,19 @@ class GridOutBase:
     @operation
     def read(self, size: int = -1) -> Program[bytes]:
         """At most ``size`` bytes (all that is left when negative or omitted)."""
-        return (yield from self._reading(size))
+        return (yield from within(self._deadline, self._reading(size)))
 
     @operation
     def readline(self, size: int = -1) -> Program[bytes]:
         """One line (up to and with ``b"\\n"``), or at most ``size`` bytes."""
-        return (yield from self._reading(size, line=True))
+        return (yield from within(self._deadline, self._reading(size, line=True)))
 
     @operation
     def readlines(self, hint: int = -1) -> Program[list[bytes]]:
         lines: list[bytes] = []
         total = 0
         while self._position < self.length:
-            line = yield from self._reading(-1, line=True)
+            line = yield from within(self._deadline, self._reading(-1, line=True))
             lines.append(line)
             total += len(line)
             if 0 < hint <= total:

@@ -16,12 +16,10 @@ core's (:mod:`mongo_sansio.gridfs`); the upload and download streams are
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 from mongo_sansio.bson.objectid import ObjectId
-from mongo_sansio.client.execute import operation_deadline
 from mongo_sansio.errors import ConfigurationError, OperationFailure
 from mongo_sansio.gridfs import (
     CHUNKS_INDEX,
@@ -37,8 +35,7 @@ from mongo_sansio.gridfs import (
 from mongo_sansio.ops.write_concern import WriteConcern
 from mongo_sansio.selection import ReadPreference
 
-from .._timeout import current_deadline, deadline_block
-from .grid_file import check_no_transaction
+from .grid_file import check_no_transaction, stream_deadline, within
 from .program import Program, operation
 
 __all__ = ["GridFSBucketBase"]
@@ -103,14 +100,7 @@ class GridFSBucketBase(Generic[GridInT, GridOutT, CursorT]):
 
     def _whole(self, program: Program[Any]) -> Program[Any]:
         """Run ``program`` under one deadline (the bucket's timeoutMS for the whole method)."""
-        deadline = operation_deadline(
-            time.monotonic(),
-            context=current_deadline(),
-            own=self._timeout,
-            client=self._engine.settings.timeout,
-        )
-        with deadline_block(deadline):
-            return (yield from program)
+        return (yield from within(stream_deadline(self), program))
 
     def _ensure_index(
         self, collection: Any, key: dict[str, int], unique: bool, session: Any

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import io
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,10 +20,10 @@ import mongo_sansio.adapters.asyncio as asyncio_client
 import mongo_sansio.adapters.asyncio.gridfs
 import mongo_sansio.adapters.trio as trio_client
 import mongo_sansio.adapters.trio.gridfs  # noqa: F401 - the clients' gridfs modules
-from mongo_sansio.adapters.blocking import MongoClient, WriteConcern, gridfs
+from mongo_sansio.adapters.blocking import MongoClient, WriteConcern, gridfs, timeout
 from mongo_sansio.adapters.sim import SimulatedReplicaSet
 from mongo_sansio.bson.objectid import ObjectId
-from mongo_sansio.errors import ConfigurationError, InvalidOperation
+from mongo_sansio.errors import ConfigurationError, InvalidOperation, MongoError
 
 OPTIONS: dict[str, Any] = {"serverSelectionTimeoutMS": 5000}
 DATA = bytes(range(256)) * 3 + b"end"  # 771 bytes: 7 chunks of 100 and one of 71
@@ -171,6 +172,26 @@ def test_bucket_arguments_and_transactions_are_checked(db: Any) -> None:
     with db.client.start_session() as session, session.start_transaction():
         with pytest.raises(InvalidOperation, match="transactions"):
             gridfs.GridFSBucket(db).upload_from_stream("t", b"x", session=session)
+
+
+def test_a_timeout_caps_a_streams_lifetime(db: Any) -> None:
+    """The CSOT spec: a timeoutMS in force when a GridFS stream opens bounds the stream's whole
+    life, not each operation it runs."""
+    bucket = gridfs.GridFSBucket(db, chunk_size_bytes=1)
+    file_id = bucket.upload_from_stream("f", DATA)  # 771 chunks: the first batch has 101
+    with timeout(0.1):
+        grid_out = bucket.open_download_stream(file_id)
+        grid_in = bucket.open_upload_stream("g")
+    assert grid_out.read(2) == DATA[:2]  # well within the deadline
+    time.sleep(0.15)  # past it
+    with pytest.raises(MongoError) as raised:
+        grid_out.read()
+    assert raised.value.timeout
+    grid_in.write(b"x" * 8)  # kept until enough for a batch: nothing sent
+    with pytest.raises(MongoError) as raised:
+        grid_in.close()
+    assert raised.value.timeout
+    assert bucket.open_download_stream(file_id).read() == DATA  # a new stream: no limit
 
 
 # -- the async clients ----------------------------------------------------------------------------
