@@ -71,7 +71,8 @@ class GridFSBucketBase(Generic[GridInT, GridOutT, CursorT]):
         concern = write_concern if write_concern is not None else db.write_concern
         if not concern.acknowledged:
             raise ConfigurationError("write concern must be acknowledged")
-        check_filename(bucket_name)
+        if not isinstance(bucket_name, str):
+            raise TypeError(f"bucket_name must be an instance of str, not {type(bucket_name)}")
         self._bucket_name = bucket_name
         self._chunk_size_bytes = check_chunk_size(chunk_size_bytes)
         self._database = db

@@ -161,6 +161,25 @@ def test_file_exists_and_corrupt_files(db: Any) -> None:
         bucket.download_to_stream(7, io.BytesIO())
 
 
+def test_chunks_go_in_batches_while_writing_and_abort_removes_them(
+    db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("mongo_sansio.gridfs.chunks.BATCH_BYTES", 8)  # two 4-byte chunks a batch
+    bucket = gridfs.GridFSBucket(db, chunk_size_bytes=4)
+    grid_in = bucket.open_upload_stream_with_id(1, "big")
+    grid_in.write(b"1234567")
+    assert db["fs.chunks"].count_documents({}) == 0  # one whole chunk waits
+    grid_in.write(b"89")
+    assert [c["n"] for c in db["fs.chunks"].find({"files_id": 1})] == [0, 1]
+    grid_in.abort()
+    assert grid_in.closed and db["fs.chunks"].count_documents({}) == 0
+
+    bucket.upload_from_stream_with_id(2, "taken", b"12345678")
+    with pytest.raises(gridfs.FileExists):  # the chunks' unique index refuses the first batch
+        bucket.upload_from_stream_with_id(2, "again", b"abcdefgh")
+    assert bucket.open_download_stream(2).read() == b"12345678"
+
+
 def test_bucket_arguments_and_transactions_are_checked(db: Any) -> None:
     with pytest.raises(TypeError):
         gridfs.GridFSBucket(db.client)
