@@ -128,6 +128,10 @@ def _wait_for_event(cs: ChangeStream) -> Flow[Mapping[str, Any]]:
 
 def _event_after_one_step(cs: ChangeStream) -> Flow[Mapping[str, Any] | None]:
     event = cs.next_event()
+    if event is None and cs.alive and cs.needs_resume:
+        # a resume left pending by an earlier call is not this call's step: its getMore is
+        yield from _resume(cs)
+        event = cs.next_event()
     if event is None and cs.alive:
         yield from _advance(cs)
         event = cs.next_event()
@@ -146,6 +150,13 @@ def _advance(cs: ChangeStream) -> Flow[None]:
     except MongoError as error:
         if cs.handle_get_more_error(error) is ResumeDecision.RAISE:
             raise
+        if getattr(error, "timeout", False):
+            context = yield GetContext()
+            if getattr(context, "deadline", None) is not None:
+                # CSOT: this call's time is up, so it raises the timeout; the stream stays
+                # open and the next call resumes (the change streams' CSOT rule)
+                cs.interrupt()
+                raise
         yield from _resume(cs)
         return
     cs.handle_get_more_reply(reply)

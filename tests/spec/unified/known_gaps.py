@@ -281,10 +281,6 @@ def _duplicate_ids_in_timeseries(file: Mapping[str, Any], test: Mapping[str, Any
     return False
 
 
-def _in_transaction(test: Mapping[str, Any]) -> bool:
-    return any(o.get("name") in ("startTransaction", "withTransaction") for o in _operations(test))
-
-
 def _expected_events_mention(test: Mapping[str, Any], word: str) -> bool:
     return word in set(_names(test.get("expectEvents", [])))
 
@@ -339,30 +335,6 @@ def _timeout_ms_with(*features: str) -> Predicate:
     return predicate
 
 
-def _expects(operation: Mapping[str, Any], key: str, value: Any) -> bool:
-    expected = operation.get("expectError")
-    return isinstance(expected, Mapping) and expected.get(key) == value
-
-
-def _change_stream_iterated_after_timeout(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """A change stream iterated again after an iteration that must time out."""
-    streams = {
-        o.get("saveResultAsEntity")
-        for o in _operations(test)
-        if o.get("name") == "createChangeStream"
-    }
-    timed_out: set[Any] = set()
-    for operation in _operations(test):
-        target = operation.get("object")
-        if target not in streams or not str(operation.get("name", "")).startswith("iterate"):
-            continue
-        if target in timed_out:
-            return True
-        if _expects(operation, "isTimeoutError", True):
-            timed_out.add(target)
-    return False
-
-
 #: expectError keys that only a server running the command (not a failpoint, not the
 #: client) can satisfy
 SERVER_ANSWER_KEYS = frozenset({"errorCode", "errorCodeName", "errorContains", "errorResponse"})
@@ -395,8 +367,6 @@ def _collation_decides(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool
 
 OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "backpressure: no retry with backoff on SystemOverloadedError/RetryableError labels": _backpressure_labels,
-    "CSOT: after a change stream's iteration times out, the next iteration does not resume it "
-    "(a new aggregate, then getMore)": _change_stream_iterated_after_timeout,
     "CSOT: our RTT monitor takes its first sample at once, so with hello blocked for at least "
     "the client's timeoutMS the minimum RTT is known (two samples) before the test's second "
     "operation, which is short-circuited where the test expects one sample only": _one_rtt_sample_expected,
