@@ -391,7 +391,16 @@ def _with_max_time(
             "the operation's timeout expired before the command was sent "
             f"({remaining * 1000:.0f} ms left, less than the server's round trip)"
         )
-    return {**body, "maxTimeMS": max(1, int(max_time * 1000))}
+    out = {**body, "maxTimeMS": max(1, int(max_time * 1000))}
+    concern = body.get("writeConcern")
+    if isinstance(concern, Mapping) and "wtimeout" in concern:
+        # CSOT ignores wTimeoutMS: the deadline bounds the wait for the write concern too
+        kept = {key: value for key, value in concern.items() if key != "wtimeout"}
+        if kept:
+            out["writeConcern"] = kept
+        else:
+            del out["writeConcern"]
+    return out
 
 
 def command_timeout(
