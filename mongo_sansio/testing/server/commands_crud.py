@@ -332,15 +332,25 @@ def aggregate(ctx: Context) -> Outcome:
             # the sessions this deployment has seen (the allUsers / users filters: one user)
             source = ctx.cluster.sessions.listed(ctx.cluster.write_datetime())
             pipeline = pipeline[1:]
+        elif isinstance(first, Mapping) and "$documents" in first:
+            given = first["$documents"]
+            if not isinstance(given, list) or not all(isinstance(d, Mapping) for d in given):
+                raise CommandError(5858203, "Location5858203", "an array is expected")
+            source = [dict(d) for d in given]
+            pipeline = pipeline[1:]
     else:
         raise CommandError(73, "InvalidNamespace", "the aggregate target must be a collection name or 1")
     pipeline = bind_expression(pipeline, let_values(ctx.body.get("let"), rand=ctx.cluster.random_fraction))
     out = _out_target(ctx, pipeline)
-    if out is not None:
+    merge = _merge_spec(ctx, pipeline)
+    if out is not None or merge is not None:
         pipeline = pipeline[:-1]
     results = run_pipeline(source, pipeline, lookup=lookup, now=ctx.cluster.write_datetime())
     if out is not None:
         _write_out(ctx, out, results)
+        results = []
+    if merge is not None:
+        _write_merge(ctx, merge, results)
         results = []
     return ctx.member.cursors.open(ns, results, batch_size=batch_size, lsid=_lsid_key(ctx))
 
@@ -381,6 +391,67 @@ def _write_out(ctx: Context, target: tuple[str, str], results: list[dict[str, An
     collection.delete({})
     for document in results:
         collection.insert_one(document)
+
+
+def _merge_spec(ctx: Context, pipeline: list[Any]) -> dict[str, Any] | None:
+    """A final ``$merge`` stage as ``{db, coll, on, whenMatched, whenNotMatched}``, or None.
+    (Error codes from memory, unverified against a live mongod, but 11000 and 13113.)"""
+    last = pipeline[-1] if pipeline else None
+    if not isinstance(last, Mapping) or "$merge" not in last:
+        return None
+    if ctx.txn is not None:
+        raise CommandError(263, "OperationNotSupportedInTransaction", "$merge cannot be used in a transaction")
+    spec = last["$merge"]
+    if isinstance(spec, str):
+        spec = {"into": spec}
+    if not isinstance(spec, Mapping):
+        raise CommandError(51182, "Location51182", "$merge only supports a string or object argument")
+    into = spec.get("into")
+    if isinstance(into, str):
+        database, coll = ctx.db, into
+    elif isinstance(into, Mapping) and isinstance(into.get("coll"), str):
+        database, coll = into.get("db", ctx.db), into["coll"]
+    else:
+        raise CommandError(51178, "Location51178", "$merge 'into' must be a string or an object")
+    on = spec.get("on", "_id")
+    fields = [on] if isinstance(on, str) else list(on) if isinstance(on, list) else None
+    when_matched = spec.get("whenMatched", "merge")
+    when_not_matched = spec.get("whenNotMatched", "insert")
+    if fields is None or not all(isinstance(f, str) for f in fields):
+        raise CommandError(51186, "Location51186", "$merge 'on' must be a string or an array of strings")
+    if when_matched not in ("merge", "replace", "keepExisting", "fail"):
+        # a pipeline for whenMatched is not simulated
+        raise CommandError(51191, "Location51191", f"Enumeration value '{when_matched}' for field 'whenMatched' is not a valid value")
+    if when_not_matched not in ("insert", "discard", "fail"):
+        raise CommandError(51191, "Location51191", f"Enumeration value '{when_not_matched}' for field 'whenNotMatched' is not a valid value")
+    return {"db": database, "coll": coll, "on": fields, "whenMatched": when_matched, "whenNotMatched": when_not_matched}
+
+
+def _write_merge(ctx: Context, merge: dict[str, Any], results: list[dict[str, Any]]) -> None:
+    """$merge writes each result into the target by its ``on`` fields, as mongod's does:
+    a match is merged into, replaced, kept, or fails (DuplicateKey, as the insert would);
+    a document without a match is inserted, discarded, or fails (MergeStageNoMatchingDocument)."""
+    ctx.cluster.begin_write(ctx.now)
+    collection = ctx.cluster.collection(merge["db"], merge["coll"], create=True)
+    assert collection is not None
+    for document in results:
+        match = {field: document.get(field) for field in merge["on"]}
+        existing = collection.find_one(match) if all(f in document for f in merge["on"]) else None
+        if existing is None:
+            if merge["whenNotMatched"] == "fail":
+                raise CommandError(13113, "MergeStageNoMatchingDocument", "$merge could not find a matching document in the target collection for at least one document in the source collection")
+            if merge["whenNotMatched"] == "insert":
+                collection.insert_one(document)
+            continue
+        action = merge["whenMatched"]
+        if action == "fail":
+            collection.insert_one(document)  # raises the DuplicateKey error mongod reports
+        elif action == "replace":
+            collection.update({"_id": existing["_id"]}, {k: v for k, v in document.items() if k != "_id"})
+        elif action == "merge":
+            fields = {k: v for k, v in document.items() if k != "_id"}
+            if fields:
+                collection.update({"_id": existing["_id"]}, {"$set": fields})
 
 
 def count(ctx: Context) -> Outcome:

@@ -389,8 +389,8 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     "simulator gap: a failCommand-injected shutdown error (91/11600) carries the member's current "
     "topologyVersion, so SDAM must ignore it as stale (mongod adds topologyVersion to shutdown "
     "errors only while really shutting down)": _injected_shutdown_error_acted_on,
-    "simulator gap: aggregation stages $merge, $documents, and $collStats' storageStats": (
-        _pipeline_run_with(frozenset({"$merge", "$documents", "$collStats"}))
+    "simulator gap: the $collStats aggregation stage (storageStats)": _pipeline_run_with(
+        frozenset({"$collStats"})
     ),
     "simulator gap: collation (locale-aware comparison, strength)": _collation_decides,
     "simulator gap: aggregation expressions $setField and $getField (dotted and dollar-prefixed "
