@@ -313,9 +313,11 @@ class ClientCore:
         if timeout is None and pool.options.wait_queue_timeout_ms:
             timeout = pool.options.wait_queue_timeout_ms / 1000
         wait_until = None if timeout is None else now + timeout
+        waited = False
         try:
             self._drain_pool(server)
             while waiter.link is None and waiter.error is None:
+                waited = True
                 fired = yield Wait(waiter.signal, wait_until)
                 if not fired and waiter.link is None and waiter.error is None:
                     now = yield Now()
@@ -338,6 +340,7 @@ class ClientCore:
                 raise error
             raise LocalProtocolError(f"check-out failed: {error!r}") from error
         assert waiter.link is not None
+        waiter.link.checked_out_at = None if waited else now
         return waiter.link
 
     def check_in(self, link: Link) -> None:

@@ -264,7 +264,9 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
         pooled = link.pooled
         if pooled is not None:
             operation.generations[server.address] = pooled.generation
-        now = yield Now()
+        now = link.checked_out_at
+        if now is None:  # (a check-out that waited: read the clock anew)
+            now = yield Now()
         core.last_now = now
         body = core.sessions.prepare(request, session, core.command_body(server, body), now)
         exchange_deadline = deadline

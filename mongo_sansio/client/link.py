@@ -76,6 +76,7 @@ class Link:
         "broken",
         "pooled",
         "round_trip_time",
+        "checked_out_at",
         "_close_stream",
     )
 
@@ -95,6 +96,9 @@ class Link:
         self.broken = False
         self.pooled: Any = None  # the CMAP pool's handle while checked out
         self.round_trip_time = 0.0
+        # the clock reading of a check-out that did not wait (None after a wait): the command
+        # that follows at once uses it instead of reading the clock again
+        self.checked_out_at: float | None = None
         self._close_stream = close_stream
 
     @property
