@@ -53,7 +53,9 @@ class TestRunner:
         file: Mapping[str, Any],
         test: Mapping[str, Any],
         *,
-        wait_timeout: float = 10.0,
+        # 20 s: an event that follows the next heartbeat may take the default heartbeat
+        # frequency (10 s, an awaitable hello's wait) plus the time to get there
+        wait_timeout: float = 20.0,
         loop_seconds: float = 5.0,
         client_defaults: Mapping[str, Any] | None = None,
     ) -> None:

@@ -2,7 +2,7 @@
 
 Input: the :class:`~.runner.TestRunner` of the test, the operation's name and arguments.
 Output: nothing; an ``AssertionError`` when an assertion operation fails or a wait times out
-(waits are bounded by the runner's ``wait_timeout``, 10 s by default); an
+(waits are bounded by the runner's ``wait_timeout``, 20 s by default); an
 :class:`~.matching.UnsupportedInTest` for an operation this runner or the deployment cannot
 carry out (``targetedFailPoint`` and session pinning need mongoses).
 """
