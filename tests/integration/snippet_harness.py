@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import datetime
 import re
+import time
 import types
 import uuid
 from collections.abc import Callable, Mapping
@@ -263,3 +264,15 @@ def seeded(client: Any, n: int = 6, name: str = "things") -> Any:
             [{"_id": i, "x": i, "tag": "even" if i % 2 == 0 else "odd"} for i in range(n)]
         )
     return coll
+
+
+def applied(client: Any, document: Mapping[str, Any], seconds: float = 5.0) -> None:
+    """Wait until ``DB.things`` holds ``document`` (by its _id, all fields equal): an
+    unacknowledged write lands when the server gets to it, and one landing after the next
+    snippet's drop_database would leave that snippet a document it did not write."""
+    things = client[DB].things
+    deadline = time.monotonic() + seconds
+    while things.find_one({"_id": document["_id"]}) != document:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the unacknowledged writes did not leave {document!r}")
+        time.sleep(0.01)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from snippet_harness import DB, seeded, snippet
+from snippet_harness import DB, applied, seeded, snippet
 
 # --- collections and databases -------------------------------------------------------------------
 
@@ -243,6 +243,7 @@ def unacknowledged_writes(client: Any, ns: Any) -> Any:
     inserted = coll.insert_one({"_id": 1})
     updated = coll.update_one({"_id": 1}, {"$set": {"x": 1}})
     deleted = coll.delete_many({"_id": 2})
+    applied(client, {"_id": 1, "x": 1})
     return inserted, updated, deleted, coll.write_concern.acknowledged, coll.write_concern.document
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import bson
 import bson.raw_bson
-from snippet_harness import DB, seeded, snippet
+from snippet_harness import DB, applied, seeded, snippet
 
 
 @snippet
@@ -222,6 +222,7 @@ def database_with_options(client: Any, ns: Any) -> Any:
         DB, write_concern=ns.WriteConcern(w=0), read_preference=ns.ReadPreference.SECONDARY
     )
     result = db.things.insert_one({"_id": 1})
+    applied(client, {"_id": 1})
     return (
         result.acknowledged,
         db.things.write_concern.acknowledged,
