@@ -42,6 +42,7 @@ from mongo_sansio.selection import ReadPreference
 from .._timeout import operation_timeout
 from .change_stream import ChangeStreamBase, watch_options
 from .program import Program, Run, operation, run_blocking
+from .search_indexes import SearchIndexMethods
 from .settings import Settings
 
 __all__ = ["CollectionBase"]
@@ -69,6 +70,7 @@ def _options(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 class CollectionBase(
     Settings,
+    SearchIndexMethods[CommandCursorT],
     Generic[DatabaseT, CursorT, RawCursorT, CommandCursorT, RawCommandCursorT, ChangeStreamT],
 ):
     """One collection; methods as in PyMongo (see the module docstring).

@@ -14,6 +14,7 @@ from mongo_sansio.ops.models import (
     UpdateMany,
     UpdateOne,
 )
+from mongo_sansio.ops.search_indexes import SearchIndexModel
 from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
 from mongo_sansio.selection.read_preference import ReadPreference
 
@@ -32,6 +33,7 @@ __all__ = [
     "timeout",
     # Collection API values (PyMongo's names)
     "IndexModel",
+    "SearchIndexModel",
     "InsertOne",
     "UpdateOne",
     "UpdateMany",

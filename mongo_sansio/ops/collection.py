@@ -56,6 +56,7 @@ from mongo_sansio.ops.decoding import apply_codec_options
 from mongo_sansio.ops.find_and_modify import FindAndModifyOps
 from mongo_sansio.ops.indexes import IndexOps
 from mongo_sansio.ops.results import DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
+from mongo_sansio.ops.search_indexes import SearchIndexOps
 from mongo_sansio.ops.write_concern import (
     DEFAULT_READ_CONCERN,
     DEFAULT_WRITE_CONCERN,
@@ -221,7 +222,7 @@ class OperationSettings:
 
 
 @attrs.frozen
-class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, OperationSettings):
+class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, SearchIndexOps, OperationSettings):
     """One collection's operations (PyMongo's Collection API, as flows)."""
 
     database: str = attrs.field(validator=database_name_validator)

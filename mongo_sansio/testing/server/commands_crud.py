@@ -309,6 +309,10 @@ def aggregate(ctx: Context) -> Outcome:
     batch_size = options.get("batchSize")
     if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 0):
         raise CommandError(51024, "Location51024", "BatchSize value must be non-negative")
+    if pipeline and isinstance(pipeline[0], Mapping) and "$listSearchIndexes" in pipeline[0]:
+        from mongo_sansio.testing.server.commands_search import search_not_enabled
+
+        raise search_not_enabled()  # as a mongod without Atlas Search
     if pipeline and isinstance(pipeline[0], Mapping) and "$changeStream" in pipeline[0]:
         if ctx.cluster.standalone:
             raise CommandError(40573, "Location40573", "The $changeStream stage is only supported on replica sets")

@@ -32,6 +32,7 @@ from mongo_sansio.testing.server.commands_admin import ADMIN_COMMANDS
 from mongo_sansio.testing.server.commands_crud import CRUD_COMMANDS
 from mongo_sansio.testing.server.commands_explain import EXPLAIN_COMMANDS
 from mongo_sansio.testing.server.commands_hello import HELLO_COMMANDS
+from mongo_sansio.testing.server.commands_search import SEARCH_COMMANDS
 from mongo_sansio.testing.server.commands_txn import TRANSACTION_COMMANDS
 from mongo_sansio.testing.server.context import (
     NO_REPLY,
@@ -65,7 +66,7 @@ HELLO_NAMES = ("hello", "isMaster", "ismaster")
 COMMANDS: dict[str, CommandSpec] = {
     spec.name: spec
     for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *ADMIN_COMMANDS, *CHANGE_STREAM_COMMANDS, *TRANSACTION_COMMANDS,
-                 *EXPLAIN_COMMANDS)
+                 *EXPLAIN_COMMANDS, *SEARCH_COMMANDS)
 }
 
 RETRYABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})

@@ -401,14 +401,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     "reports 7.0 (mongod before 8.0 refuses them)": _update_sort_refused,
     "simulator gap: an _id document with a $-prefixed field is accepted (mongod refuses it)": _dollar_prefixed_id_refused,
     "simulator gap: count on a view (estimatedDocumentCount of a view)": _count_on_view,
-    "simulator gap: Atlas Search index commands are unknown (mongod without Atlas Search "
-    "answers them with an error that names Atlas)": _operation_named(
-        "createSearchIndex",
-        "createSearchIndexes",
-        "dropSearchIndex",
-        "listSearchIndexes",
-        "updateSearchIndex",
-    ),
     "simulator gap: clustered collections (clusteredIndex is not kept in listCollections "
     "and listIndexes)": lambda file, test: (
         _mentions(frozenset({"clusteredIndex"}))(file, test)
