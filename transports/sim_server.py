@@ -288,6 +288,7 @@ class LoopbackServer:
         )
         with self._clients_lock:
             self._clients.add(client)
+            self._threads = {t for t in self._threads if t.is_alive()}
             self._threads.add(thread)
         thread.start()
 
@@ -305,10 +306,11 @@ class LoopbackServer:
                 self.wake_all(except_for=client)
             with self._clients_lock:
                 self._clients.discard(client)
-                self._threads.discard(threading.current_thread())
             with contextlib.suppress(OSError):
                 client.sock.close()
             client.waker.close()
+            # (the thread stays in self._threads: close() joins every thread it finds there,
+            # so one still finishing here cannot outlive close(); _spawn prunes ended ones)
 
     def _serve_until_closed(self, client: _Client) -> None:
         if self.ssl_context is not None:
