@@ -25,8 +25,9 @@ Inputs (methods; those that depend on time take ``now``, monotonic seconds):
 
 Outputs, pulled in order with ``next_output()`` or ``drain_outputs()``: monitoring events
 (:mod:`mongo_sansio.cmap.events`) to publish and actions (:mod:`mongo_sansio.cmap.actions`) to
-carry out.  A pool made with ``events=False`` (nobody listens) queues the actions only.  Misuse (a connection checked in twice, an id never issued, a second result for one
-attempt) raises a :class:`~mongo_sansio.cmap.errors.PoolMisuseError` before anything changes,
+carry out.  A pool made with ``events=False`` (nobody listens) queues the actions only.
+Misuse (a connection checked in twice, an id never issued, a second result for one attempt)
+raises a :class:`~mongo_sansio.cmap.errors.PoolMisuseError` before anything changes,
 so the pool stays usable; a result for a connection the pool already closed is ignored (the
 adapter cannot always stop an attempt in time).
 

@@ -42,6 +42,7 @@ __all__ = [
     "REPLY_CODEC_OPTIONS",
     "CODEC_KEYWORDS",
     "apply_codec_options",
+    "decodes_as_replies",
     "raw_batch",
     "raw_batch_options",
     "codec_options_from_keywords",
@@ -77,7 +78,9 @@ CODEC_KEYWORDS: Final = frozenset(
 _NO_CHANGE: dict[int, tuple[CodecOptions, bool]] = {}
 
 
-def _needs_no_change(codec_options: CodecOptions) -> bool:
+def decodes_as_replies(codec_options: CodecOptions) -> bool:
+    """Whether a plain dict decoded from a reply is already what ``codec_options`` decode
+    (then :func:`apply_codec_options` returns it as it is; a cursor asks once)."""
     if codec_options is REPLY_CODEC_OPTIONS:
         return True
     entry = _NO_CHANGE.get(id(codec_options))
@@ -97,12 +100,6 @@ def _needs_no_change(codec_options: CodecOptions) -> bool:
     return same
 
 
-def decodes_as_replies(codec_options: CodecOptions) -> bool:
-    """Whether a plain dict decoded from a reply is already what ``codec_options`` decode
-    (then :func:`apply_codec_options` returns it as it is): for a cursor to ask once."""
-    return _needs_no_change(codec_options)
-
-
 def apply_codec_options(document: Any, codec_options: CodecOptions) -> Any:
     """``document`` (decoded by a connection) as ``codec_options`` decode it; anything that
     is not a document is returned unchanged.  A RawDocument (a batch document of an
@@ -110,13 +107,13 @@ def apply_codec_options(document: Any, codec_options: CodecOptions) -> Any:
     is; under other options it is decoded anew from its bytes."""
     kind = type(document)
     if kind is dict:  # the common case first (an ABC isinstance check costs more)
-        if _needs_no_change(codec_options):
+        if decodes_as_replies(codec_options):
             return document
     elif kind is RawDocument:
         if document.codec_options is codec_options:
             return document
         return decode(document.raw, codec_options)
-    if not isinstance(document, Mapping) or _needs_no_change(codec_options):
+    if not isinstance(document, Mapping) or decodes_as_replies(codec_options):
         return document
     data = document.raw if isinstance(document, RawDocument) else encode(document)
     return decode(data, codec_options)

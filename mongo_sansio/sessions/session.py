@@ -154,11 +154,8 @@ class Session:
 
     def absorb_reply(self, reply: Mapping[str, Any]) -> None:
         """Learn the times of a reply (``ok: 0`` replies carry them too)."""
-        cluster_time = reply.get("$clusterTime")
-        if (type(cluster_time) is dict or isinstance(cluster_time, Mapping)) and timestamp_key(
-            cluster_time.get("clusterTime")
-        ):
-            self.cluster_time = later_cluster_time(self.cluster_time, cluster_time)
+        # (later_cluster_time keeps the current one when the reply's is not a valid one)
+        self.cluster_time = later_cluster_time(self.cluster_time, reply.get("$clusterTime"))
         operation_time = reply.get("operationTime")
         if timestamp_key(operation_time) is not None:
             self.advance_operation_time(operation_time)
