@@ -635,6 +635,15 @@ def test_big_document_of_containers_and_rare_types() -> None:
     assert_same_as_pymongo({"nested": document, "list": list(document.values())})
 
 
+def test_documents_of_many_parts_are_joined_in_chunks() -> None:
+    # over _JOIN_CHUNK parts at the top level, in a big child, and in a big child's child
+    wide = {f"k{i}": ("s" * (i % 50) if i % 3 else i * 7919 ** 2) for i in range(3 * _encode._JOIN_CHUNK)}
+    assert_same_as_pymongo(wide)
+    assert_same_as_pymongo({"a": 1, "wide": wide, "list": list(wide.values()), "z": [wide]})
+    with pytest.raises(InvalidDocument, match="over the limit"):
+        encode(wide, CodecOptions(max_document_size=1000))
+
+
 def test_str_lengths_around_the_prepacked_table() -> None:
     for length in (0, 1, 1022, 1023, 1024, 5000):
         assert_same_as_pymongo({"s": "a" * length, "d": {"s": "é" * length}})

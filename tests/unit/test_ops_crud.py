@@ -105,7 +105,7 @@ def test_insert_one_adds_an_id_first_and_to_the_callers_document() -> None:
 
 @pytest.mark.parametrize("keys", [3, 1024, 1025, 5000])
 def test_insert_many_documents_get_their_id_first_whatever_their_size(keys: int) -> None:
-    # over 1024 keys the document is encoded ahead and its _id moved to the front in the bytes
+    # over 1024 keys the document is encoded ahead, its items read with _id first
     documents = [{f"k{i}": i for i in range(keys)} for _ in range(2)]
     step = command("insert", {"n": 2, "ok": 1}, db="db")
     result = run_flow(collection().insert_many(documents), select_for_write(), step)
