@@ -10,6 +10,9 @@ that PyMongo passes to the server in its own spelling (``maxTimeMS``, ``batchSiz
 returns a lazily opened cursor (no I/O, in both flavours, as in PyMongo); ``aggregate``,
 ``list_indexes`` and ``watch`` run first and hand out the flavour's open cursor or stream.
 
+The write methods (``insert_one`` ... ``find_one_and_update``) live in :mod:`.collection_writes`
+and the Atlas Search index methods in :mod:`.search_indexes`, mixed into :class:`CollectionBase`.
+
 The flavour's classes (its database, cursors and change stream) are type parameters, so that
 each flavour's methods are typed with its own classes, and class attributes, so that the
 shared bodies build them.
@@ -17,7 +20,7 @@ shared bodies build them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, NoReturn, Self, TypeVar
 
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
@@ -26,21 +29,13 @@ from mongo_sansio.errors import ConfigurationError
 from mongo_sansio.flow import Flow
 from mongo_sansio.ops.collection import CollectionOps
 from mongo_sansio.ops.decoding import raw_batch_options
-from mongo_sansio.ops.find_and_modify import ReturnDocument
 from mongo_sansio.ops.indexes import IndexModel
-from mongo_sansio.ops.models import WriteModel
-from mongo_sansio.ops.results import (
-    BulkWriteResult,
-    DeleteResult,
-    InsertManyResult,
-    InsertOneResult,
-    UpdateResult,
-)
 from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
 from mongo_sansio.selection import ReadPreference
 
 from .._timeout import operation_timeout
 from .change_stream import ChangeStreamBase, watch_options
+from .collection_writes import WriteMethods
 from .program import Program, Run, operation, run_blocking
 from .search_indexes import SearchIndexMethods
 from .settings import Settings
@@ -70,6 +65,7 @@ def _options(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 class CollectionBase(
     Settings,
+    WriteMethods,
     SearchIndexMethods[CommandCursorT],
     Generic[DatabaseT, CursorT, RawCursorT, CommandCursorT, RawCommandCursorT, ChangeStreamT],
 ):
@@ -235,265 +231,6 @@ class CollectionBase(
     def _op(self, flow: Flow[Any], session: Any = None) -> Run:
         """Run ``flow`` in ``session`` under this collection's timeoutMS."""
         return Run(flow, session, self.timeout, self.codec_options)
-
-    # -- writes ----------------------------------------------------------------------------------
-
-    @operation
-    def bulk_write(
-        self,
-        requests: Sequence[WriteModel],
-        ordered: bool = True,
-        bypass_document_validation: bool | None = None,
-        session: Any = None,
-        comment: Any = None,
-        let: Mapping[str, Any] | None = None,
-    ) -> Program[BulkWriteResult]:
-        """Send InsertOne/UpdateOne/UpdateMany/ReplaceOne/DeleteOne/DeleteMany ``requests``
-        in as few commands as their order allows; errors raise BulkWriteError."""
-        flow = self._ops.bulk_write(
-            requests,
-            ordered,
-            bypass_document_validation=bypass_document_validation,
-            comment=comment,
-            let=let,
-        )
-        result: BulkWriteResult = yield self._op(flow, session)
-        return result
-
-    @operation
-    def insert_one(
-        self,
-        document: Mapping[str, Any],
-        bypass_document_validation: bool | None = None,
-        session: Any = None,
-        comment: Any = None,
-    ) -> Program[InsertOneResult]:
-        flow = self._ops.insert_one(
-            document, bypass_document_validation=bypass_document_validation, comment=comment
-        )
-        result: InsertOneResult = yield self._op(flow, session)
-        return result
-
-    @operation
-    def insert_many(
-        self,
-        documents: Iterable[Mapping[str, Any]],
-        ordered: bool = True,
-        bypass_document_validation: bool | None = None,
-        session: Any = None,
-        comment: Any = None,
-    ) -> Program[InsertManyResult]:
-        flow = self._ops.insert_many(
-            documents,
-            ordered,
-            bypass_document_validation=bypass_document_validation,
-            comment=comment,
-        )
-        result: InsertManyResult = yield self._op(flow, session)
-        return result
-
-    @operation
-    def replace_one(
-        self,
-        filter: Mapping[str, Any],
-        replacement: Mapping[str, Any],
-        upsert: bool = False,
-        bypass_document_validation: bool | None = None,
-        collation: Mapping[str, Any] | None = None,
-        hint: Any = None,
-        session: Any = None,
-        let: Mapping[str, Any] | None = None,
-        sort: Any = None,
-        comment: Any = None,
-    ) -> Program[UpdateResult]:
-        flow = self._ops.replace_one(
-            filter,
-            replacement,
-            upsert,
-            bypass_document_validation=bypass_document_validation,
-            collation=collation,
-            hint=hint,
-            let=let,
-            sort=sort,
-            comment=comment,
-        )
-        result: UpdateResult = yield self._op(flow, session)
-        return result
-
-    @operation
-    def update_one(
-        self,
-        filter: Mapping[str, Any],
-        update: Any,
-        upsert: bool = False,
-        bypass_document_validation: bool | None = None,
-        collation: Mapping[str, Any] | None = None,
-        array_filters: list[Mapping[str, Any]] | None = None,
-        hint: Any = None,
-        session: Any = None,
-        let: Mapping[str, Any] | None = None,
-        sort: Any = None,
-        comment: Any = None,
-    ) -> Program[UpdateResult]:
-        flow = self._ops.update_one(
-            filter,
-            update,
-            upsert,
-            bypass_document_validation=bypass_document_validation,
-            collation=collation,
-            array_filters=array_filters,
-            hint=hint,
-            let=let,
-            sort=sort,
-            comment=comment,
-        )
-        result: UpdateResult = yield self._op(flow, session)
-        return result
-
-    @operation
-    def update_many(
-        self,
-        filter: Mapping[str, Any],
-        update: Any,
-        upsert: bool = False,
-        array_filters: list[Mapping[str, Any]] | None = None,
-        bypass_document_validation: bool | None = None,
-        collation: Mapping[str, Any] | None = None,
-        hint: Any = None,
-        session: Any = None,
-        let: Mapping[str, Any] | None = None,
-        comment: Any = None,
-    ) -> Program[UpdateResult]:
-        flow = self._ops.update_many(
-            filter,
-            update,
-            upsert,
-            array_filters=array_filters,
-            bypass_document_validation=bypass_document_validation,
-            collation=collation,
-            hint=hint,
-            let=let,
-            comment=comment,
-        )
-        result: UpdateResult = yield self._op(flow, session)
-        return result
-
-    @operation
-    def delete_one(
-        self,
-        filter: Mapping[str, Any],
-        collation: Mapping[str, Any] | None = None,
-        hint: Any = None,
-        session: Any = None,
-        let: Mapping[str, Any] | None = None,
-        comment: Any = None,
-    ) -> Program[DeleteResult]:
-        flow = self._ops.delete_one(
-            filter, collation=collation, hint=hint, let=let, comment=comment
-        )
-        result: DeleteResult = yield self._op(flow, session)
-        return result
-
-    @operation
-    def delete_many(
-        self,
-        filter: Mapping[str, Any],
-        collation: Mapping[str, Any] | None = None,
-        hint: Any = None,
-        session: Any = None,
-        let: Mapping[str, Any] | None = None,
-        comment: Any = None,
-    ) -> Program[DeleteResult]:
-        flow = self._ops.delete_many(
-            filter, collation=collation, hint=hint, let=let, comment=comment
-        )
-        result: DeleteResult = yield self._op(flow, session)
-        return result
-
-    @operation
-    def find_one_and_delete(
-        self,
-        /,
-        filter: Mapping[str, Any],
-        projection: Any = None,
-        sort: Any = None,
-        hint: Any = None,
-        session: Any = None,
-        let: Mapping[str, Any] | None = None,
-        comment: Any = None,
-        **kwargs: Any,
-    ) -> Program[Any]:
-        """Delete the first document matching ``filter`` and return it (None if none)."""
-        flow = self._ops.find_one_and_delete(
-            filter, projection, sort, hint, let=let, comment=comment, **kwargs
-        )
-        return (yield self._op(flow, session))
-
-    @operation
-    def find_one_and_replace(
-        self,
-        /,
-        filter: Mapping[str, Any],
-        replacement: Mapping[str, Any],
-        projection: Any = None,
-        sort: Any = None,
-        upsert: bool = False,
-        return_document: bool = ReturnDocument.BEFORE,
-        hint: Any = None,
-        session: Any = None,
-        let: Mapping[str, Any] | None = None,
-        comment: Any = None,
-        **kwargs: Any,
-    ) -> Program[Any]:
-        """Replace the first document matching ``filter``; the document before (or after,
-        with ``return_document=ReturnDocument.AFTER``) the change, None if none matched."""
-        flow = self._ops.find_one_and_replace(
-            filter,
-            replacement,
-            projection,
-            sort,
-            upsert,
-            return_document,
-            hint,
-            let=let,
-            comment=comment,
-            **kwargs,
-        )
-        return (yield self._op(flow, session))
-
-    @operation
-    def find_one_and_update(
-        self,
-        /,
-        filter: Mapping[str, Any],
-        update: Any,
-        projection: Any = None,
-        sort: Any = None,
-        upsert: bool = False,
-        return_document: bool = ReturnDocument.BEFORE,
-        array_filters: list[Mapping[str, Any]] | None = None,
-        hint: Any = None,
-        session: Any = None,
-        let: Mapping[str, Any] | None = None,
-        comment: Any = None,
-        **kwargs: Any,
-    ) -> Program[Any]:
-        """Update the first document matching ``filter``; the document before (or after,
-        with ``return_document=ReturnDocument.AFTER``) the change, None if none matched."""
-        flow = self._ops.find_one_and_update(
-            filter,
-            update,
-            projection,
-            sort,
-            upsert,
-            return_document,
-            array_filters,
-            hint,
-            let=let,
-            comment=comment,
-            **kwargs,
-        )
-        return (yield self._op(flow, session))
 
     # -- collection-level operations -------------------------------------------------------------
 
