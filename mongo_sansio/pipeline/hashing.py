@@ -7,10 +7,11 @@ give), the partition :func:`key_partition` sends it to, and the ``$match`` stage
 
 The key follows mongod's BSONElementHasher (written from its documented behaviour, not
 verified against a live mongod): an MD5 over the seed (0, four little-endian bytes), then for
-the value its canonical type number (four little-endian bytes) and either its value bytes
-(numbers squashed to a 64-bit integer first, so 1, 1.0 and Int64(1) hash alike) or, for a
-document or array, each element in turn as canonical type, field name with its NUL, value.  The
-key is the first eight digest bytes read as a little-endian signed integer.
+the value its canonical type number (:func:`~mongo_sansio.bson.canonical.canonical_type`, four
+little-endian bytes) and either its value bytes (numbers squashed to a 64-bit integer first, so
+1, 1.0 and Int64(1) hash alike) or, for a document or array, each element in turn as canonical
+type, field name with its NUL, value.  The key is the first eight digest bytes read as a
+little-endian signed integer.
 
 A key goes to partition ``|key| mod K``, which the server computes as
 ``{$abs: {$mod: [key, K]}}`` (``$mod`` keeps the dividend's sign).  Events without a
@@ -20,73 +21,27 @@ exactly once.
 
 from __future__ import annotations
 
-import datetime
 import decimal
 import hashlib
 import math
-import re
 import struct
 from collections.abc import Mapping
 from typing import Any
 
-from mongo_sansio.bson import (
-    Code,
-    Decimal128,
-    MaxKey,
-    MinKey,
-    Timestamp,
-    Undefined,
-    encode,
+from mongo_sansio.bson import Decimal128, encode
+from mongo_sansio.bson.canonical import (
+    RANK_ARRAY,
+    RANK_NULL,
+    RANK_NUMBER,
+    RANK_OBJECT,
+    canonical_type,
 )
-from mongo_sansio.bson.objectid import ObjectId
-from mongo_sansio.bson.types import DatetimeMS, DBPointer, DBRef, Regex
+from mongo_sansio.bson.types import DBRef
 
 __all__ = ["hashed_index_key", "key_partition", "partition_match"]
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
-
-# mongod's canonical type numbers (BSONType's canonicalizeBSONType).
-_MINKEY, _UNDEFINED, _NULL, _NUMBER, _STRING, _OBJECT, _ARRAY = -1, 0, 5, 10, 15, 20, 25
-_BINARY, _OBJECTID, _BOOL, _DATE, _TIMESTAMP, _REGEX, _DBPOINTER = 30, 35, 40, 45, 47, 50, 55
-_CODE, _CODE_WITH_SCOPE, _MAXKEY = 60, 65, 100
-
-
-def _canonical_type(value: Any) -> int:
-    if value is None:
-        return _NULL
-    if isinstance(value, bool):
-        return _BOOL
-    if isinstance(value, int | float | Decimal128):
-        return _NUMBER
-    if isinstance(value, Code):
-        return _CODE if value.scope is None else _CODE_WITH_SCOPE
-    if isinstance(value, str):
-        return _STRING
-    if isinstance(value, Mapping | DBRef):
-        return _OBJECT
-    if isinstance(value, list | tuple):
-        return _ARRAY
-    if isinstance(value, bytes):
-        return _BINARY
-    if isinstance(value, ObjectId):
-        return _OBJECTID
-    if isinstance(value, datetime.datetime | DatetimeMS):
-        return _DATE
-    if isinstance(value, Timestamp):
-        return _TIMESTAMP
-    if isinstance(value, Regex | re.Pattern):
-        return _REGEX
-    if isinstance(value, DBPointer):
-        return _DBPOINTER
-    if isinstance(value, MinKey):
-        return _MINKEY
-    if isinstance(value, MaxKey):
-        return _MAXKEY
-    if isinstance(value, Undefined):
-        return _UNDEFINED
-    raise TypeError(f"not a BSON value: {type(value).__name__}")
-
 
 def _safe_long(value: int | float | Decimal128) -> int:
     """The number as a 64-bit integer the way mongod squashes it: truncated toward zero,
@@ -125,16 +80,16 @@ def _items(value: Any) -> list[tuple[str, Any]]:
 
 
 def _feed(digest: Any, value: Any, name: str | None) -> None:
-    kind = _canonical_type(value)
+    kind = canonical_type(value)
     digest.update(struct.pack("<i", kind))
     if name is not None:
         digest.update(name.encode("utf-8") + b"\x00")
-    if kind in (_OBJECT, _ARRAY):
+    if kind in (RANK_OBJECT, RANK_ARRAY):
         for key, item in _items(value):
             _feed(digest, item, key)
-    elif kind == _NUMBER:
+    elif kind == RANK_NUMBER:
         digest.update(struct.pack("<q", _safe_long(value)))
-    elif kind != _NULL:
+    elif kind != RANK_NULL:
         digest.update(_value_bytes(value))
 
 

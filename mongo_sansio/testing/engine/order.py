@@ -2,8 +2,8 @@
 
 mongod compares values of different types by a fixed "canonical type" rank (MinKey < null <
 numbers < strings < objects < arrays < binary < ObjectId < bool < date < Timestamp < regex <
-MaxKey); numbers of every kind (int32, int64, double, decimal) compare by value, so
-``1 == 1.0 == Int64(1)``.  Objects compare element by element (type rank, then field name, then
+MaxKey; the numbers come from :func:`mongo_sansio.bson.canonical.canonical_type`); numbers of
+every kind (int32, int64, double, decimal) compare by value, so ``1 == 1.0 == Int64(1)``.  Objects compare element by element (type rank, then field name, then
 value) and arrays element by element.  No collation: strings compare by code point, which is the
 same order as mongod's byte-wise UTF-8 comparison.
 """
@@ -32,6 +32,26 @@ from mongo_sansio.bson import (
     Symbol,
     Timestamp,
     Undefined,
+)
+from mongo_sansio.bson.canonical import (
+    RANK_ARRAY,
+    RANK_BINARY,
+    RANK_BOOL,
+    RANK_CODE,
+    RANK_CODE_WITH_SCOPE,
+    RANK_DATE,
+    RANK_DBPOINTER,
+    RANK_MAXKEY,
+    RANK_MINKEY,
+    RANK_NULL,
+    RANK_NUMBER,
+    RANK_OBJECT,
+    RANK_OBJECTID,
+    RANK_REGEX,
+    RANK_STRING,
+    RANK_TIMESTAMP,
+    RANK_UNDEFINED,
+    canonical_type,
 )
 
 __all__ = [
@@ -77,24 +97,8 @@ class Missing:
 
 MISSING = Missing()
 
-# mongod's canonical type ranks (bsontypes.h canonicalizeBSONType)
-_RANK_MINKEY = -1
-_RANK_UNDEFINED = 0  # the deprecated undefined sorts just before null
-_RANK_NULL = 5
-_RANK_NUMBER = 10
-_RANK_STRING = 15
-_RANK_OBJECT = 20
-_RANK_ARRAY = 25
-_RANK_BINARY = 30
-_RANK_OBJECTID = 35
-_RANK_BOOL = 40
-_RANK_DATE = 45
-_RANK_TIMESTAMP = 47
-_RANK_REGEX = 50
-_RANK_DBPOINTER = 55
-_RANK_CODE = 60
-_RANK_CODE_WITH_SCOPE = 65
-_RANK_MAXKEY = 127
+# What canonical_rank gives a Python value with no BSON type: after every BSON type but MaxKey.
+_RANK_UNKNOWN = RANK_CODE + 1
 
 
 def is_number(value: Any) -> bool:
@@ -102,40 +106,13 @@ def is_number(value: Any) -> bool:
 
 
 def canonical_rank(value: Any) -> int:
-    """The canonical type rank mongod orders types by."""
+    """The canonical type rank mongod orders types by (a missing field ranks as null)."""
     if value is None or isinstance(value, Missing):
-        return _RANK_NULL
-    if isinstance(value, Undefined):
-        return _RANK_UNDEFINED
-    if isinstance(value, bool):
-        return _RANK_BOOL
-    if isinstance(value, int | float | Decimal128):
-        return _RANK_NUMBER
-    if isinstance(value, Code):
-        return _RANK_CODE if value.scope is None else _RANK_CODE_WITH_SCOPE
-    if isinstance(value, str):
-        return _RANK_STRING
-    if isinstance(value, Mapping | DBRef):
-        return _RANK_OBJECT
-    if isinstance(value, list | tuple):
-        return _RANK_ARRAY
-    if isinstance(value, bytes):
-        return _RANK_BINARY
-    if isinstance(value, ObjectId):
-        return _RANK_OBJECTID
-    if isinstance(value, datetime.datetime | DatetimeMS):
-        return _RANK_DATE
-    if isinstance(value, Timestamp):
-        return _RANK_TIMESTAMP
-    if isinstance(value, Regex | re.Pattern):
-        return _RANK_REGEX
-    if isinstance(value, DBPointer):
-        return _RANK_DBPOINTER
-    if isinstance(value, MinKey):
-        return _RANK_MINKEY
-    if isinstance(value, MaxKey):
-        return _RANK_MAXKEY
-    return _RANK_CODE + 1  # an unknown Python value: after every BSON type but MaxKey
+        return RANK_NULL
+    try:
+        return canonical_type(value)
+    except TypeError:
+        return _RANK_UNKNOWN
 
 
 def numeric_value(value: Any) -> int | float | decimal.Decimal:
@@ -194,38 +171,38 @@ def compare(left: Any, right: Any) -> int:
     rank_l, rank_r = canonical_rank(left), canonical_rank(right)
     if rank_l != rank_r:
         return -1 if rank_l < rank_r else 1
-    if rank_l == _RANK_NUMBER:
+    if rank_l == RANK_NUMBER:
         return _compare_numbers(left, right)
-    if rank_l == _RANK_STRING or rank_l == _RANK_CODE:
+    if rank_l == RANK_STRING or rank_l == RANK_CODE:
         return _cmp(str(left), str(right))
-    if rank_l == _RANK_CODE_WITH_SCOPE:
+    if rank_l == RANK_CODE_WITH_SCOPE:
         return _cmp(str(left), str(right)) or compare(dict(left.scope), dict(right.scope))
-    if rank_l == _RANK_OBJECT:
+    if rank_l == RANK_OBJECT:
         return _compare_sequences_of_fields(_items(left), _items(right))
-    if rank_l == _RANK_ARRAY:
+    if rank_l == RANK_ARRAY:
         for x, y in zip(left, right, strict=False):
             result = compare(x, y)
             if result:
                 return result
         return _cmp(len(left), len(right))
-    if rank_l == _RANK_BINARY:
+    if rank_l == RANK_BINARY:
         # mongod: length first, then subtype, then the bytes
         sub_l = getattr(left, "subtype", 0)
         sub_r = getattr(right, "subtype", 0)
         return _cmp((len(left), sub_l, bytes(left)), (len(right), sub_r, bytes(right)))
-    if rank_l == _RANK_OBJECTID:
+    if rank_l == RANK_OBJECTID:
         return _cmp(left.binary, right.binary)
-    if rank_l == _RANK_BOOL:
+    if rank_l == RANK_BOOL:
         return _cmp(left, right)
-    if rank_l == _RANK_DATE:
+    if rank_l == RANK_DATE:
         return _cmp(_date_ms(left), _date_ms(right))
-    if rank_l == _RANK_TIMESTAMP:
+    if rank_l == RANK_TIMESTAMP:
         return _cmp((left.time, left.inc), (right.time, right.inc))
-    if rank_l == _RANK_REGEX:
+    if rank_l == RANK_REGEX:
         return _cmp(_regex_parts(left), _regex_parts(right))
-    if rank_l == _RANK_DBPOINTER:
+    if rank_l == RANK_DBPOINTER:
         return _cmp((left.namespace, left.id.binary), (right.namespace, right.id.binary))
-    if rank_l in (_RANK_NULL, _RANK_UNDEFINED, _RANK_MINKEY, _RANK_MAXKEY):
+    if rank_l in (RANK_NULL, RANK_UNDEFINED, RANK_MINKEY, RANK_MAXKEY):
         return 0
     return _cmp(repr(left), repr(right))
 
@@ -438,32 +415,32 @@ def hashable_key(value: Any) -> Any:
     """A hashable stand-in for a value such that equal values (by :func:`values_equal`) get
     equal keys: grouping, distinct and index lookups use it.  Null and missing share a key."""
     rank = canonical_rank(value)
-    if rank == _RANK_NUMBER:
+    if rank == RANK_NUMBER:
         number = numeric_value(value)
         return ("nan",) if _is_nan(number) else ("n", number)
-    if rank == _RANK_NULL:
+    if rank == RANK_NULL:
         return ("null",)
-    if rank in (_RANK_STRING, _RANK_CODE):
+    if rank in (RANK_STRING, RANK_CODE):
         return (rank, str(value))
-    if rank == _RANK_CODE_WITH_SCOPE:
+    if rank == RANK_CODE_WITH_SCOPE:
         return (rank, str(value), hashable_key(dict(value.scope)))
-    if rank == _RANK_OBJECT:
+    if rank == RANK_OBJECT:
         return ("o", tuple((k, hashable_key(v)) for k, v in _items(value)))
-    if rank == _RANK_ARRAY:
+    if rank == RANK_ARRAY:
         return ("a", tuple(hashable_key(v) for v in value))
-    if rank == _RANK_BINARY:
+    if rank == RANK_BINARY:
         return ("b", getattr(value, "subtype", 0), bytes(value))
-    if rank == _RANK_OBJECTID:
+    if rank == RANK_OBJECTID:
         return ("oid", value.binary)
-    if rank == _RANK_DATE:
+    if rank == RANK_DATE:
         return ("d", _date_ms(value))
-    if rank == _RANK_REGEX:
+    if rank == RANK_REGEX:
         return ("r", *_regex_parts(value))
-    if rank == _RANK_BOOL:
+    if rank == RANK_BOOL:
         return ("bool", bool(value))
-    if rank == _RANK_TIMESTAMP:
+    if rank == RANK_TIMESTAMP:
         return ("t", value.time, value.inc)
-    if rank in (_RANK_MINKEY, _RANK_MAXKEY, _RANK_UNDEFINED):
+    if rank in (RANK_MINKEY, RANK_MAXKEY, RANK_UNDEFINED):
         return (rank,)
     return ("x", repr(value))
 
