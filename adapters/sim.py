@@ -92,7 +92,9 @@ class SimulatedReplicaSet:
     (mongod's ``--tlsMode preferTLS``).
     ``unix_socket_dir``, when given, also serves each member on ``<dir>/mongodb-<port>.sock``
     (as mongod does). ``clock`` is the monotonic clock the machine sees (a :class:`ManualClock`
-    lets a test move time); ``wall_clock`` gives the wall time at start.
+    lets a test move time); ``wall_clock`` gives the wall time at start.  The oplog keeps the
+    last ``oplog_entries`` entries (a change stream resuming from before them fails with
+    ChangeStreamHistoryLost, as against mongod's capped oplog).
     ``standalone=True`` serves one server that is not a replica set (``members`` defaults to 1
     and must be 1): its hello has no ``setName``/``hosts``, change streams are refused (40573),
     stepdowns and elections raise, and :attr:`uri` is ``mongodb://host:port/`` without
@@ -116,6 +118,7 @@ class SimulatedReplicaSet:
         advertised_host: str | None = None,
         tls_allow_plain: bool = False,
         standalone: bool = False,
+        oplog_entries: int = 100_000,
     ) -> None:
         if members is None:
             members = 1 if standalone else 3
@@ -138,6 +141,7 @@ class SimulatedReplicaSet:
         self._advertised_host = advertised_host
         self._tls_allow_plain = tls_allow_plain
         self.standalone = standalone
+        self._oplog_entries = oplog_entries
         self._server: LoopbackServer | None = None
         self._cluster: ReplicaSet | None = None
         self.members: list[str] = []
@@ -175,6 +179,7 @@ class SimulatedReplicaSet:
                 max_wire_version=self._max_wire_version,
                 authenticator=authenticator,
                 now=now,
+                oplog_size=self._oplog_entries,
                 standalone=self.standalone,
             )
             self._server = LoopbackServer(

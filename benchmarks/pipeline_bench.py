@@ -276,7 +276,9 @@ def main() -> None:
     compile_mongo_sansio()
     spark = _spark()
     results: dict[str, Any] = {}
-    with SimulatedReplicaSet(members=3) as rs:
+    # room for a run's events and then some: a stream must not outlive its start point
+    oplog = max(100_000, 2 * args.events + 10_000)
+    with SimulatedReplicaSet(members=3, oplog_entries=oplog) as rs:
         if args.skip != "cdc":
             ks = [int(k) for k in args.key_partitions.split(",")]
             rates = results["cdc"] = cdc(spark, rs.uri, args.events, ks, args.repeats)

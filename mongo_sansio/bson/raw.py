@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, Final, overload
 
 from mongo_sansio.bson._decode import KIND_ARRAY, as_bytes, document_end, read_document, read_value
 from mongo_sansio.bson._decode_parts import (
@@ -102,6 +102,12 @@ def _to_front(buckets: dict[int, list[Any]], bucket: int, shapes: list[Any], sha
     buckets[bucket] = [shape, *(other for other in shapes if other is not shape)]
 
 
+# The index of a view not walked yet: one empty dict shared by all of them (a view costs a
+# dict less; a batch of a thousand documents makes a thousand views).  Never written to:
+# the first walk gives the view a dict of its own.
+UNWALKED: Final[dict[str, int]] = {}
+
+
 class RawDocument(Mapping[str, Any]):
     """A read-only mapping over the bytes of one BSON document, decoded lazily.
 
@@ -144,7 +150,7 @@ class RawDocument(Mapping[str, Any]):
         self._start = 0
         self._end = size
         self._opts = opts
-        self._index = {}
+        self._index = UNWALKED
         self._scan = 4
         self._node = TRIE[0]
         self._whole = data
@@ -162,7 +168,7 @@ class RawDocument(Mapping[str, Any]):
         self._start = start
         self._end = end
         self._opts = opts
-        self._index = {}
+        self._index = UNWALKED
         self._scan = start + 4
         self._node = node
         self._whole = data if start == 0 and end == len(data) else None
@@ -214,7 +220,10 @@ class RawDocument(Mapping[str, Any]):
             root = node
         else:
             root = None
-        setdefault = self._index.setdefault
+        index = self._index
+        if index is UNWALKED:  # the first walk: the view gets an index of its own
+            index = self._index = {}
+        setdefault = index.setdefault
         learn = LEARN_BUDGET
         found = -1
         end = pos
@@ -319,7 +328,7 @@ class RawDocument(Mapping[str, Any]):
             view._start = vpos
             view._end = end
             view._opts = self._opts
-            view._index = {}
+            view._index = UNWALKED
             view._scan = vpos + 4
             view._node = None
             view._whole = None

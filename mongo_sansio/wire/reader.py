@@ -51,7 +51,7 @@ from typing import Final
 from mongo_sansio.bson._decode import _is_raw
 from mongo_sansio.bson._decode_parts import TRIE
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
-from mongo_sansio.bson.raw import RawDocument
+from mongo_sansio.bson.raw import UNWALKED, RawDocument
 from mongo_sansio.errors import LocalProtocolError, ProtocolError, TruncatedMessage
 from mongo_sansio.wire.compression import CompressionFailed, Compressor, default_compressors
 from mongo_sansio.wire.messages import (
@@ -369,7 +369,7 @@ class MessageReader:
                 body._start = 21
                 body._end = length
                 body._opts = self._opts
-                body._index = {}
+                body._index = UNWALKED
                 body._scan = 25
                 body._node = TRIE[0]
                 body._whole = None

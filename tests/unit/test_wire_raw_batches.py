@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from mongo_sansio.bson import RawDocument, decode, encode
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.errors import InvalidBSON
+from mongo_sansio.bson.raw import UNWALKED
 from mongo_sansio.connection.conn import Connection
 from mongo_sansio.errors import ProtocolError
 from mongo_sansio.wire import encode_op_msg
@@ -63,6 +64,31 @@ def test_the_reply_is_the_general_decoders_with_views_for_the_batch(
     assert [view.to_dict() for view in views] == expected["cursor"][key]
     read["cursor"][key] = expected["cursor"][key]
     assert read == expected
+
+
+def test_batch_views_are_what_raw_document_view_builds() -> None:
+    # _raw_documents builds each view inline (RawDocument's slots set there): the slots must be
+    # what RawDocument._view sets, and an unwalked view's index is the shared empty one
+    data = encode(_reply([{"a": 1, "b": "x"}, {"c": [1]}]))
+    views = decode_with_raw_batches(data, 0, len(data), DEFAULT_CODEC_OPTIONS, RAW, 1)["cursor"][
+        "firstBatch"
+    ]
+    for view in views:
+        expected = RawDocument._view(data, view._start, view._end, RAW, view._node)
+        assert {name: getattr(view, name) for name in RawDocument.__slots__} == {
+            name: getattr(expected, name) for name in RawDocument.__slots__
+        }
+        assert view._index is expected._index is UNWALKED
+    assert views[0]["b"] == "x" and dict(views[1]) == {"c": [1]} and dict(views[0]) == {"a": 1, "b": "x"}
+    assert UNWALKED == {}  # walking the views gave each an index of its own
+
+
+def test_a_batch_document_not_ending_in_nul_is_refused() -> None:
+    data = bytearray(encode(_reply([{"a": 1}, {"b": 2}])))
+    first = data.index(b"\x10a\x00") + 7  # the first document's terminating NUL
+    data[first] = 1
+    with pytest.raises(InvalidBSON, match="not NUL"):
+        decode_with_raw_batches(bytes(data), 0, len(data), DEFAULT_CODEC_OPTIONS, RAW, 1)
 
 
 def test_replies_without_a_cursor_and_other_arrays_decode_as_usual() -> None:
