@@ -60,7 +60,10 @@ def _dict_options(opts: CodecOptions) -> CodecOptions:
     if entry is None or entry[0] is not opts:
         if len(_DICT_OPTIONS) >= 64:
             _DICT_OPTIONS.clear()
-        entry = _DICT_OPTIONS[id(opts)] = (opts, opts.with_options(document_class=dict))
+        as_dicts = opts.with_options(document_class=dict)
+        if as_dicts == DEFAULT_CODEC_OPTIONS:  # the shape decoders serve that very object
+            as_dicts = DEFAULT_CODEC_OPTIONS
+        entry = _DICT_OPTIONS[id(opts)] = (opts, as_dicts)
     return entry[1]
 
 
@@ -362,7 +365,11 @@ class RawDocument(Mapping[str, Any]):
     def to_dict(self) -> Any:
         """Decode the whole document, as :func:`~mongo_sansio.bson.decode` would."""
         opts = _dict_options(self._opts)
-        return read_document(self._data, self._start, self._end, opts, shapes=self._start == 0)
+        # the top-level shapes serve a top-level document and a batch's (a view from a reply,
+        # made on that root: its walk has kept a node or indexed it by a walker), not the
+        # documents embedded in one, whose shapes would crowd them out
+        top = self._start == 0 or self._node is not None or self._positions is not None
+        return read_document(self._data, self._start, self._end, opts, shapes=top)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, RawDocument):

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mongo_sansio.bson import RawDocument, decode, encode
+from mongo_sansio.bson import raw as raw_module
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.errors import InvalidBSON
 from mongo_sansio.bson.raw import UNWALKED
@@ -81,6 +82,24 @@ def test_batch_views_are_what_raw_document_view_builds() -> None:
         assert view._index is expected._index is UNWALKED
     assert views[0]["b"] == "x" and dict(views[1]) == {"c": [1]} and dict(views[0]) == {"a": 1, "b": "x"}
     assert UNWALKED == {}  # walking the views gave each an index of its own
+
+
+def test_batch_views_decode_whole_as_the_decoder_does() -> None:
+    # to_dict of a batch view (walked or not) and of a document inside one: what decode
+    # gives for the same bytes; the views' options ask for dicts as the defaults do
+    batch = [{"_id": n, "name": f"n{n}", "sub": {"k": [n, {"x": 1.5}]}} for n in range(40)]
+    data = encode(_reply(batch))
+    views = decode_with_raw_batches(data, 0, len(data), DEFAULT_CODEC_OPTIONS, RAW, 1)["cursor"][
+        "firstBatch"
+    ]
+    for number, view in enumerate(views):
+        if number % 3 == 1:
+            view["name"]  # walked partly
+        elif number % 3 == 2:
+            list(view)  # walked whole
+        assert view.to_dict() == batch[number] == decode(bytes(view.raw))
+        assert view["sub"].to_dict() == batch[number]["sub"]
+    assert raw_module._dict_options(RAW) is DEFAULT_CODEC_OPTIONS
 
 
 def test_a_batch_document_not_ending_in_nul_is_refused() -> None:
