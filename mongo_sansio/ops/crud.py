@@ -116,12 +116,23 @@ def _with_read_preference(
     return {**body, "$readPreference": field}
 
 
+# (batch size, message size, document size) -> WriteLimits: a server's limits seldom change,
+# and making the validated record costs about a microsecond a write.
+_LIMITS: dict[tuple[int, int, int], WriteLimits] = {}
+
+
 def _write_limits(server: ServerInfo) -> WriteLimits:
-    return WriteLimits(
-        max_write_batch_size=max(server.max_write_batch_size, 1),
-        max_message_size=max(server.max_message_size_bytes - BODY_RESERVE, 1),
-        max_bson_object_size=max(server.max_bson_object_size, 1),
-    )
+    key = (server.max_write_batch_size, server.max_message_size_bytes, server.max_bson_object_size)
+    limits = _LIMITS.get(key)
+    if limits is None:
+        if len(_LIMITS) >= 64:
+            _LIMITS.clear()
+        limits = _LIMITS[key] = WriteLimits(
+            max_write_batch_size=max(key[0], 1),
+            max_message_size=max(key[1] - BODY_RESERVE, 1),
+            max_bson_object_size=max(key[2], 1),
+        )
+    return limits
 
 
 def _note_write_concern_error(server: ServerInfo, reply: Mapping[str, Any]) -> Flow[None]:
