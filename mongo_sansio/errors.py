@@ -70,6 +70,7 @@ __all__ = [
     "NotPrimaryError",
     "NetworkError",
     "NetworkTimeout",
+    "ConnectionSetupError",
     "ServerSelectionTimeoutError",
     "WaitQueueTimeoutError",
     "AuthenticationError",
@@ -361,6 +362,13 @@ class NetworkTimeout(NetworkError):
     """A connect or socket timeout expired."""
 
     timeout = True
+
+
+class ConnectionSetupError(NetworkError):
+    """A connection could not be set up for a reason the server's load plays no part in: a
+    host name that does not resolve, a certificate or host name that does not verify.  Unlike
+    other network errors met while connecting, it never gets the backpressure labels (CMAP
+    spec, "backpressure-enabled")."""
 
 
 class AuthenticationError(MongoError):

@@ -23,6 +23,7 @@ request                    the adapter's answer (sent into the flow)            
 :class:`GetContext`        the :class:`OperationContext` of the running operation    --
 :class:`Now`               the monotonic time in seconds (float)                    --
 :class:`Sleep`             None, after ``seconds`` have passed                      --
+:class:`Random`            a random float in ``[0, 1)`` (backoff jitter)            --
 =========================  =======================================================  ==========
 
 Reply documents are plain mappings (``dict``); a flow never sees sockets or bytes.
@@ -48,6 +49,7 @@ __all__ = [
     "TxnSlot",
     "Now",
     "Sleep",
+    "Random",
     "Request",
     "Flow",
 ]
@@ -73,6 +75,8 @@ class ServerInfo:
     """A replica set member or mongos that supports sessions: it accepts ``txnNumber``."""
     is_standalone: bool = False
     """A standalone server: it is never sent a ``$readPreference``."""
+    is_mongos: bool = False
+    """A mongos: a retry after any retryable error avoids it when another suits."""
 
 
 @attrs.frozen
@@ -138,12 +142,15 @@ class GetContext:
 class OperationContext:
     """What an operation flow may need to know about the operation it runs in: its session
     (explicit, or the implicit one), whether the client retries reads and writes, and the
-    operation's deadline (client-side operations timeout; None without one)."""
+    operation's deadline (client-side operations timeout; None without one), and the client's
+    backpressure settings (``maxAdaptiveRetries``, ``enableOverloadRetargeting``)."""
 
     session: Any = attrs.field(eq=False)
     retry_reads: bool = True
     retry_writes: bool = True
     deadline: float | None = None
+    max_adaptive_retries: int = 2
+    overload_retargeting: bool = False
 
     @property
     def in_transaction(self) -> bool:
@@ -171,8 +178,20 @@ class Sleep:
     seconds: float
 
 
+@attrs.frozen
+class Random:
+    """Ask for a random float in ``[0, 1)`` (the jitter of a backoff)."""
+
+
 Request: TypeAlias = (
-    ConnectionCommand | SelectServer | RunCommand | MarkServerUnknown | GetContext | Now | Sleep
+    ConnectionCommand
+    | SelectServer
+    | RunCommand
+    | MarkServerUnknown
+    | GetContext
+    | Now
+    | Sleep
+    | Random
 )
 
 T = TypeVar("T")

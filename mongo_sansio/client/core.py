@@ -22,7 +22,8 @@ The operation flows (:mod:`mongo_sansio.client.execute`) use the core through
 :meth:`select_server`, :meth:`check_out` / :meth:`check_in` and :meth:`mark_server_unknown`.
 
 Inputs: calls from those flows and the tasks, each with ``now`` where time matters, and what
-the runtime gave at construction: ``draw(n)`` (a random int in ``range(n)``), ``nonce()``
+the runtime gave at construction: ``draw(n)`` (a random int in ``range(n)``; the backoff
+jitter of :meth:`jitter` comes from it too), ``nonce()``
 (bytes for authentication), ``spawn(task, name)`` (start a background flow),
 ``close_stream(stream)`` (close a stream at once), ``publish(event)`` (deliver a monitoring
 event; None when nobody listens).
@@ -99,6 +100,8 @@ from mongo_sansio.wire import RequestIds
 
 __all__ = ["ClientCore", "KillCursor"]
 
+#: the jitter's resolution: draw(2**53) / 2**53 is any double in [0, 1) a float's 53 bits hold
+_JITTER_STEPS: Final = 1 << 53
 _READ_WITHOUT_PREFERENCE: Final = frozenset(
     {ServerType.MONGOS, ServerType.LOAD_BALANCER, ServerType.STANDALONE}
 )
@@ -160,6 +163,8 @@ class ClientCore:
     ) -> None:
         self.settings = settings
         self.draw = draw
+        #: a random float in [0, 1): the jitter of overload backoffs (tests may replace it)
+        self.jitter: Callable[[], float] = lambda: draw(_JITTER_STEPS) / _JITTER_STEPS
         self._nonce = nonce
         self._spawn = spawn
         self._servers: dict[Address, _Server] = {}
@@ -428,6 +433,7 @@ class ClientCore:
                 deadline=deadline,
                 authenticator=authenticator,
                 on_stream=stream_opened,
+                backpressure=True,
             )
         except MongoError as error:
             server.opening.pop(connection_id, None)
@@ -490,6 +496,7 @@ class ClientCore:
                     generation=generation,
                     reply=reply or None,
                     message=str(error),
+                    error_labels=error.error_labels,
                 ),
                 now=now,
             ),
@@ -522,6 +529,7 @@ class ClientCore:
                     max_wire_version=server.max_wire_version if server.is_known else None,
                     reply=reply,
                     message=str(error),
+                    error_labels=error.error_labels if isinstance(error, MongoError) else (),
                 ),
                 now=now,
             ),

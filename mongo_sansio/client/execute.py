@@ -53,6 +53,7 @@ from mongo_sansio.flow import (
     MarkServerUnknown,
     Now,
     OperationContext,
+    Random,
     RunCommand,
     SelectServer,
     Sleep,
@@ -139,6 +140,8 @@ class _Operation:
                 retry_reads=settings.retry_reads,
                 retry_writes=settings.retry_writes,
                 deadline=math.inf if self.unlimited else self.deadline,
+                max_adaptive_retries=settings.max_adaptive_retries,
+                overload_retargeting=settings.overload_retargeting,
             )
         return self.context
 
@@ -220,6 +223,8 @@ def drive(
                     core.mark_server_unknown(request, now, generation=generation)
                 elif kind is Now or kind is Sleep:
                     answer = yield request
+                elif kind is Random:
+                    answer = core.jitter()
                 else:
                     raise LocalProtocolError(f"a flow yielded {request!r}, which is not a request")
             except MongoError as exc:

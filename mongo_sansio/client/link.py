@@ -30,6 +30,7 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio.backpressure import label_establishment_error
 from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.client.runtime import OpenStream, Receive, SendAll
 from mongo_sansio.connection import (
@@ -43,7 +44,7 @@ from mongo_sansio.connection import (
     establish,
 )
 from mongo_sansio.connection.establish import AuthenticatorLike
-from mongo_sansio.errors import LocalProtocolError, NetworkError
+from mongo_sansio.errors import LocalProtocolError, MongoError, NetworkError
 from mongo_sansio.flow import Now
 
 __all__ = ["Link", "LinkOptions", "open_link", "exchange", "read_more"]
@@ -130,12 +131,20 @@ def open_link(
     deadline: float | None,
     authenticator: AuthenticatorLike | None = None,
     on_stream: Callable[[Link], None] | None = None,
+    backpressure: bool = False,
 ) -> LinkFlow:
     """Open and establish a link to ``address`` before ``deadline``; returns the link (its
     ``description`` set, ``round_trip_time`` the first hello's).  ``on_stream`` gets the link
     as soon as its stream is open, before the handshake: its owner can then close it (closing
-    the client or cancelling a check) and so cut a handshake that is still running."""
-    stream = yield OpenStream(address, deadline)
+    the client or cancelling a check) and so cut a handshake that is still running.
+    ``backpressure`` (a pooled connection): a network error before the hello's reply gets the
+    overload labels (:func:`~mongo_sansio.backpressure.label_establishment_error`)."""
+    try:
+        stream = yield OpenStream(address, deadline)
+    except MongoError as error:
+        if backpressure:
+            label_establishment_error(error, authenticating=False)
+        raise
     machine = Connection(
         address,
         request_ids=options.request_ids,
@@ -172,9 +181,11 @@ def open_link(
             if first_round_trip is None:
                 first_round_trip = (yield Now()) - started
         machine.set_description(description)
-    except BaseException:
+    except BaseException as error:
         flow.close()
         link.close()
+        if backpressure and isinstance(error, MongoError):
+            label_establishment_error(error, authenticating=first_round_trip is not None)
         raise
     link.description = description
     link.round_trip_time = first_round_trip or 0.0

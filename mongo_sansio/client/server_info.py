@@ -53,4 +53,5 @@ def describe_server(
         and server.logical_session_timeout_minutes is not None
         and server.max_wire_version >= RETRYABLE_WRITES_WIRE_VERSION,
         is_standalone=server.type is ServerType.STANDALONE,
+        is_mongos=server.type is ServerType.MONGOS,
     )

@@ -181,6 +181,10 @@ class ClientSettings:
     server_monitoring_mode: ServerMonitoringMode = ServerMonitoringMode.AUTO
     timeout: float | None = None
     """timeoutMS in seconds (client-side operations timeout); None: not set; 0: no limit."""
+    max_adaptive_retries: int = 2
+    """maxAdaptiveRetries: retries of an operation once an overload error was seen."""
+    overload_retargeting: bool = False
+    """enableOverloadRetargeting: a retry after an overload error avoids that server."""
 
     @classmethod
     def from_connection_string(
@@ -252,6 +256,8 @@ class ClientSettings:
             pool=pool,
             server_monitoring_mode=ServerMonitoringMode(uri.server_monitoring_mode),
             timeout=None if timeout_ms is None else timeout_ms / 1000.0,
+            max_adaptive_retries=uri.max_adaptive_retries,
+            overload_retargeting=uri.enable_overload_retargeting,
         )
 
 

@@ -53,6 +53,7 @@ from mongo_sansio.errors import (
     RemoteProtocolError,
 )
 from mongo_sansio.flow import Flow, GetContext, Now, ServerInfo
+from mongo_sansio.ops.retryable import overload_retried
 
 __all__ = [
     "Namespace",
@@ -459,8 +460,15 @@ def _get_more(cursor: Cursor) -> Flow[None]:
     db, body = cursor.get_more_command()
     if "maxTimeMS" in body:  # maxAwaitTimeMS: only tailable-await cursors pay for the check
         body = yield from _await_within_deadline(body)
+    def attempt(server: ServerInfo) -> Flow[Mapping[str, Any]]:
+        return (yield from run_command(server, db, body, session=cursor.command_session()))
+
     try:
-        reply = yield from run_command(cursor.server, db, body, session=cursor.command_session())
+        # a getMore is retried on its cursor's server after retryable overload errors only
+        # (client-backpressure.md; with retryReads)
+        reply = yield from overload_retried(
+            attempt, operation="getMore", reads=True, server=cursor.server
+        )
         cursor.handle_get_more_reply(reply)
     except MongoError as error:
         cursor.handle_get_more_error(error)

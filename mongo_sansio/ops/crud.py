@@ -58,6 +58,7 @@ from mongo_sansio.ops.results import (
 )
 from mongo_sansio.ops.retryable import (
     operation_context,
+    overload_retried,
     retryable_read,
     retryable_write_batch,
     select,
@@ -313,9 +314,17 @@ def read_command(
 
 
 def write_command(db: str, body: Mapping[str, Any]) -> Flow[Mapping[str, Any]]:
-    """Run a command that changes data or metadata (create, drop...) on a writable server."""
-    server = yield from select_server(for_writes=True, operation=next(iter(body), ""))
-    return (yield from run_command(server, db, body))
+    """Run a command that changes data or metadata (create, drop...) on a writable server;
+    retried only after retryable overload errors (with ``retryWrites``)."""
+
+    def attempt(server: ServerInfo) -> Flow[Mapping[str, Any]]:
+        return (yield from run_command(server, db, body))
+
+    return (
+        yield from overload_retried(
+            attempt, for_writes=True, operation=next(iter(body), ""), writes=True
+        )
+    )
 
 
 def retryable_write_command(db: str, body: Mapping[str, Any]) -> Flow[Mapping[str, Any]]:
@@ -338,9 +347,18 @@ def database_command(
     ``read_preference`` unless the body has one.  ``ok: 0`` raises the typed ServerError."""
     if not isinstance(body, Mapping) or not body:
         raise LocalProtocolError("a command must be a non-empty document whose first key names it")
-    server = yield from select_server(read_preference, operation=next(iter(body)))
+
+    def attempt(server: ServerInfo) -> Flow[Mapping[str, Any]]:
+        return (
+            yield from run_command(server, db, _with_read_preference(body, read_preference, server))
+        )
+
+    # retried only after retryable overload errors, and only when both retryReads and
+    # retryWrites allow it (client-backpressure.md: runCommand counts as either)
     return (
-        yield from run_command(server, db, _with_read_preference(body, read_preference, server))
+        yield from overload_retried(
+            attempt, read_preference, operation=next(iter(body)), reads=True, writes=True
+        )
     )
 
 
@@ -381,9 +399,13 @@ def read_cursor(
         )
 
     if writes:
-        # $out / $merge aggregates write: not a retryable read
-        server = yield from select_server(read_preference, for_writes=True, operation="aggregate")
-        return (yield from attempt(server))
+        # $out / $merge aggregates write: not a retryable read; retried only after retryable
+        # overload errors (with retryWrites)
+        return (
+            yield from overload_retried(
+                attempt, read_preference, for_writes=True, operation="aggregate", writes=True
+            )
+        )
     return (yield from retryable_read(attempt, read_preference, operation=next(iter(body), "")))
 
 

@@ -5,15 +5,16 @@ Flows (run with the session as the operation's explicit session):
 
 * :func:`commit_transaction` -- ``commitTransaction`` on the primary with the transaction's
   write concern and ``maxTimeMS`` (``max_commit_time_ms``); retried once after a retryable
-  error.  A commit sent again (a retry, or the user calling commit twice) asks for
+  error, and up to ``maxAdaptiveRetries`` times with backoff after retryable overload errors
+  (:mod:`mongo_sansio.backpressure`; such a retry keeps the failed attempt's write concern).  A commit sent again (a retry, or the user calling commit twice) asks for
   ``w: "majority"`` (``wtimeout`` 10 s unless one was set) so that the result, once known, is
   durable.  Under a client-side operations timeout (timeoutMS) no ``wtimeout`` is sent.
   Errors that leave the outcome unknown (network, retryable, MaxTimeMSExpired, write concern
   errors but UnsatisfiableWriteConcern / UnknownReplWriteConcern, server selection) get the
   ``UnknownTransactionCommitResult`` label.  A transaction that never sent a command commits
   without a word to the server.
-* :func:`abort_transaction` -- ``abortTransaction``, retried once; every error is swallowed (the
-  server aborts an abandoned transaction itself).
+* :func:`abort_transaction` -- ``abortTransaction``, retried as commit is; every error is
+  swallowed (the server aborts an abandoned transaction itself).
 
 Decisions for ``with_transaction(callback)`` (each runtime's loop is a few lines around them):
 :func:`after_callback_error` and :func:`after_commit_error`, within
@@ -28,10 +29,11 @@ import enum
 from collections.abc import Mapping
 from typing import Any, Final
 
+from mongo_sansio.backpressure import is_retryable_overload_error
 from mongo_sansio.command import run_command
 from mongo_sansio.errors import MongoError, ServerError, WriteConcernError
-from mongo_sansio.flow import Flow, GetContext
-from mongo_sansio.ops.retryable import select
+from mongo_sansio.flow import Flow
+from mongo_sansio.ops.retryable import decide_retry, operation_context, retry_ledger, select
 from mongo_sansio.ops.write_errors import reply_write_concern_error
 from mongo_sansio.retry import is_retryable_write_error, label_write_error
 from mongo_sansio.selection import ServerSelectionTimeoutError
@@ -115,13 +117,18 @@ def _without_wtimeout(body: dict[str, Any]) -> dict[str, Any]:
 def _end(body_for: Any) -> Flow[None]:
     """Send commitTransaction / abortTransaction (``body_for(again)``), once more after a
     retryable error -- whatever ``retryWrites`` says (the Transactions spec's retryable-commit
-    and retryable-abort tests run with retryWrites=false); raise the last error (labelled)
-    when it fails."""
-    context = yield GetContext()
+    and retryable-abort tests run with retryWrites=false) -- and, after retryable overload
+    errors, up to ``maxAdaptiveRetries`` times with backoff; raise the last error (labelled)
+    when it fails.  ``again`` turns true once an attempt failed with an error that is not a
+    retryable overload error: after overload errors alone the retry is sent as the failed
+    attempt was (Transactions spec, "Interaction with Client Backpressure")."""
+    context = yield from operation_context()
     timeout_set = context.deadline is not None
+    ledger = retry_ledger(context)
     again = False
+    deprioritized: tuple[tuple[str, int], ...] = ()
     while True:
-        server = yield from select(for_writes=True)
+        server = yield from select(for_writes=True, deprioritized=deprioritized)
         body = body_for(again)
         if timeout_set:
             body = _without_wtimeout(body)
@@ -134,9 +141,22 @@ def _end(body_for: Any) -> Flow[None]:
             return
         except MongoError as error:
             label_write_error(error, server.max_wire_version)
-            if again or not is_retryable_write_error(error):
+            decision = yield from decide_retry(
+                ledger,
+                context,
+                error,
+                server,
+                retryable=is_retryable_write_error(error),
+                overload_retry_enabled=True,
+                # a transaction's mongos is not avoided: only an overload error with
+                # enableOverloadRetargeting moves the commit or abort elsewhere
+                sharded=False,
+            )
+            if decision is None:
                 raise
-            again = True
+            if not is_retryable_overload_error(error):
+                again = True
+            deprioritized = (server.address,) if decision.deprioritize else ()
 
 
 def commit_transaction(session: Session) -> Flow[None]:

@@ -31,6 +31,7 @@ from mongo_sansio.sessions.transaction import (
     ABORT,
     COMMIT,
     OPERATION,
+    RETRY_FIRST,
     START,
     TransactionOptions,
     TransactionState,
@@ -177,6 +178,16 @@ class Session:
 
     def operation_sent(self) -> None:
         self.transaction_state = next_state(self.transaction_state, OPERATION)
+
+    @property
+    def starting_transaction(self) -> bool:
+        """A transaction was started and none of its commands was sent yet."""
+        return self.transaction_state is TransactionState.STARTING
+
+    def retry_first_command(self) -> None:
+        """The transaction's first command is sent again (after a retryable overload error):
+        it carries ``startTransaction`` again."""
+        self.transaction_state = next_state(self.transaction_state, RETRY_FIRST)
 
     def commit(self) -> None:
         self.transaction_state = next_state(self.transaction_state, COMMIT)

@@ -5,7 +5,8 @@ States: ``NONE`` (no transaction), ``STARTING`` (started, nothing sent yet), ``I
 command goes to the server), ``ABORTED``.
 
 Inputs: :data:`START`, :data:`OPERATION` (a command of the session is sent), :data:`COMMIT`,
-:data:`ABORT`.  Output: the next state, or :class:`~mongo_sansio.errors.InvalidOperation` with
+:data:`ABORT`, :data:`RETRY_FIRST` (the transaction's first command failed with a retryable
+overload error and is sent again: it is still the first, with ``startTransaction``).  Output: the next state, or :class:`~mongo_sansio.errors.InvalidOperation` with
 the spec's message when the input is not allowed in the current state.  Whether commit and abort
 send a command is :func:`sends_command`'s answer.
 """
@@ -26,6 +27,7 @@ __all__ = [
     "OPERATION",
     "COMMIT",
     "ABORT",
+    "RETRY_FIRST",
     "next_state",
     "sends_command",
 ]
@@ -44,6 +46,7 @@ START: Final = "start"
 OPERATION: Final = "operation"
 COMMIT: Final = "commit"
 ABORT: Final = "abort"
+RETRY_FIRST: Final = "retry first command"
 
 S = TransactionState
 _TABLE: Final[dict[tuple[TransactionState, str], TransactionState | str]] = {
@@ -71,6 +74,12 @@ _TABLE: Final[dict[tuple[TransactionState, str], TransactionState | str]] = {
     (S.COMMITTED, ABORT): "Cannot call abortTransaction after calling commitTransaction",
     (S.COMMITTED_EMPTY, ABORT): "Cannot call abortTransaction after calling commitTransaction",
     (S.ABORTED, ABORT): "Cannot call abortTransaction twice",
+    (S.NONE, RETRY_FIRST): "No transaction started",
+    (S.STARTING, RETRY_FIRST): S.STARTING,
+    (S.IN_PROGRESS, RETRY_FIRST): S.STARTING,
+    (S.COMMITTED, RETRY_FIRST): "No transaction started",
+    (S.COMMITTED_EMPTY, RETRY_FIRST): "No transaction started",
+    (S.ABORTED, RETRY_FIRST): "No transaction started",
 }
 
 

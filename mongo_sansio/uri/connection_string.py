@@ -337,3 +337,13 @@ class ConnectionString:
     @property
     def retry_writes(self) -> bool:
         return bool(self.options.get("retryWrites", True))
+
+    @property
+    def max_adaptive_retries(self) -> int:
+        """How many times an overload error may be retried (client backpressure; 2)."""
+        return int(self.options.get("maxAdaptiveRetries", 2))
+
+    @property
+    def enable_overload_retargeting(self) -> bool:
+        """Whether a retry after an overload error avoids the overloaded server (False)."""
+        return bool(self.options.get("enableOverloadRetargeting", False))

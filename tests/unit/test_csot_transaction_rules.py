@@ -52,6 +52,7 @@ def test_a_commit_under_timeout_ms_sends_no_wtimeout_even_on_its_majority_retry(
             error=NetworkError("reset"),
         ),
         Step(MarkServerUnknown),
+        now(1.0),  # the retry is decided with the clock: time is left before the deadline
         select(A),
         command(
             "commitTransaction",

@@ -285,19 +285,6 @@ def _expected_events_mention(test: Mapping[str, Any], word: str) -> bool:
     return word in set(_names(test.get("expectEvents", [])))
 
 
-def _backpressure_labels(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """SystemOverloadedError injected by a failpoint, or expected on an error (the backpressure
-    rules for connection establishment errors)."""
-    if any(
-        "SystemOverloadedError" in data.get("errorLabels", ()) for data in _failpoint_data(test)
-    ):
-        return True
-    return any(
-        "SystemOverloadedError" in (o.get("expectError") or {}).get("errorLabelsContain", ())
-        for o in _operations(test)
-    )
-
-
 def _uses_timeout_ms(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     return "timeoutMS" in set(_names((file.get("createEntities", []), test)))
 
@@ -366,7 +353,6 @@ def _collation_decides(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool
 
 
 OUR_CLIENT_GAPS: dict[str, Predicate] = {
-    "backpressure: no retry with backoff on SystemOverloadedError/RetryableError labels": _backpressure_labels,
     "CSOT: our RTT monitor takes its first sample at once, so with hello blocked for at least "
     "the client's timeoutMS the minimum RTT is known (two samples) before the test's second "
     "operation, which is short-circuited where the test expects one sample only": _one_rtt_sample_expected,
