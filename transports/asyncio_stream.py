@@ -27,7 +27,7 @@ import ssl
 from collections.abc import Sequence
 from typing import Any
 
-from mongo_sansio.errors import NetworkError, NetworkTimeout
+from mongo_sansio.errors import ConnectionSetupError, NetworkError, NetworkTimeout
 
 from .blocking import _is_unix, _network_error, _set_keepalive, describe_address
 
@@ -69,9 +69,9 @@ async def _connect(
             return await asyncio.open_unix_connection(host, limit=_RECEIVE_SIZE)
         reader, writer = await asyncio.open_connection(host, port, limit=_RECEIVE_SIZE)
     except socket.gaierror as exc:
-        raise NetworkError(f"cannot resolve {where}: {exc}") from exc
+        raise ConnectionSetupError(f"cannot resolve {where}: {exc}") from exc
     except UnicodeError as exc:  # a name IDNA cannot encode
-        raise NetworkError(f"cannot resolve {where}: {exc}") from exc
+        raise ConnectionSetupError(f"cannot resolve {where}: {exc}") from exc
     except ValueError as exc:  # a Unix socket path with a NUL
         raise NetworkError(f"cannot connect to {where}: {exc}") from exc
     except OSError as exc:
@@ -93,7 +93,7 @@ async def _start_tls(
 ) -> None:
     unix = _is_unix(address)
     if unix and context.check_hostname:
-        raise NetworkError(
+        raise ConnectionSetupError(
             f"TLS to {where}: a Unix socket has no host name to verify; "
             "set tlsAllowInvalidHostnames=true"
         )
@@ -105,7 +105,7 @@ async def _start_tls(
     except OSError as exc:  # ssl.SSLError is an OSError
         raise _network_error(exc, f"TLS handshake with {where} failed") from exc
     except (ValueError, UnicodeError) as exc:  # a host name ssl cannot use as SNI
-        raise NetworkError(f"TLS handshake with {where} failed: {exc}") from exc
+        raise ConnectionSetupError(f"TLS handshake with {where} failed: {exc}") from exc
 
 
 class AsyncioStream:

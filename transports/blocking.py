@@ -30,7 +30,12 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from mongo_sansio.errors import ConfigurationError, NetworkError, NetworkTimeout
+from mongo_sansio.errors import (
+    ConfigurationError,
+    ConnectionSetupError,
+    NetworkError,
+    NetworkTimeout,
+)
 
 if TYPE_CHECKING:
     from mongo_sansio.client import TlsSettings
@@ -143,7 +148,7 @@ def _connect_tcp(
     try:
         infos = sockets.getaddrinfo(host, port, socket.AF_UNSPEC, socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:  # socket.gaierror; a name IDNA cannot encode
-        raise NetworkError(f"cannot resolve {where}: {exc}") from exc
+        raise ConnectionSetupError(f"cannot resolve {where}: {exc}") from exc
     last: OSError | None = None
     for family, kind, proto, _name, sockaddr in infos:
         try:
@@ -165,7 +170,7 @@ def _connect_tcp(
             raise
         return sock
     if last is None:
-        raise NetworkError(f"cannot connect to {where}: the name has no addresses")
+        raise ConnectionSetupError(f"cannot connect to {where}: the name has no addresses")
     raise _network_error(last, f"cannot connect to {where}") from last
 
 
@@ -199,7 +204,7 @@ def _wrap_tls(
     # against the certificate's IP addresses; a Unix socket has no host name to check.
     server_hostname = None if _is_unix(address) else host
     if server_hostname is None and context.check_hostname:
-        raise NetworkError(
+        raise ConnectionSetupError(
             f"TLS to {where}: a Unix socket has no host name to verify; "
             "set tlsAllowInvalidHostnames=true"
         )
@@ -211,7 +216,7 @@ def _wrap_tls(
         raise _network_error(exc, f"TLS handshake with {where} failed") from exc
     except (ValueError, UnicodeError) as exc:  # a host name ssl cannot use as SNI
         sock.close()
-        raise NetworkError(f"TLS handshake with {where} failed: {exc}") from exc
+        raise ConnectionSetupError(f"TLS handshake with {where} failed: {exc}") from exc
     except BaseException:
         sock.close()
         raise
@@ -222,9 +227,10 @@ def _network_error(exc: OSError, context: str) -> NetworkError:
     if isinstance(exc, TimeoutError):
         return NetworkTimeout(f"{context}: timed out")
     if isinstance(exc, ssl.SSLCertVerificationError):
+        # no overload ever causes it: it gets no backpressure labels (CMAP spec)
         reason = exc.verify_message or str(exc)
-    else:
-        reason = getattr(exc, "reason", None) or exc.strerror or str(exc)
+        return ConnectionSetupError(f"{context}: {reason or type(exc).__name__}")
+    reason = getattr(exc, "reason", None) or exc.strerror or str(exc)
     return NetworkError(f"{context}: {reason or type(exc).__name__}")
 
 

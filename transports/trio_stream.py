@@ -30,7 +30,12 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
-from mongo_sansio.errors import ConfigurationError, NetworkError, NetworkTimeout
+from mongo_sansio.errors import (
+    ConfigurationError,
+    ConnectionSetupError,
+    NetworkError,
+    NetworkTimeout,
+)
 
 from .blocking import _is_unix, _network_error, _set_keepalive, describe_address
 from .dns import HAVE_DNSPYTHON
@@ -100,7 +105,8 @@ async def lookup_host(host: str) -> list[str]:
             continue
         found.extend(record.to_text() for record in answer)
     if not found:
-        raise NetworkError(f"cannot resolve {host}: {failure or 'the name has no addresses'}")
+        reason = failure or "the name has no addresses"
+        raise ConnectionSetupError(f"cannot resolve {host}: {reason}")
     return found
 
 
@@ -133,7 +139,7 @@ async def _connect_tcp(
             pass  # a socket that refuses options still carries bytes
         return stream
     if last is None:
-        raise NetworkError(f"cannot connect to {where}: the name has no addresses")
+        raise ConnectionSetupError(f"cannot connect to {where}: the name has no addresses")
     raise _network_error(last, f"cannot connect to {where}") from last
 
 
@@ -158,7 +164,7 @@ async def _start_tls(
 ) -> trio.SSLStream[trio.SocketStream]:
     unix = _is_unix(address)
     if unix and context.check_hostname:
-        raise NetworkError(
+        raise ConnectionSetupError(
             f"TLS to {where}: a Unix socket has no host name to verify; "
             "set tlsAllowInvalidHostnames=true"
         )
@@ -172,7 +178,7 @@ async def _start_tls(
     except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
         raise _stream_error(exc, f"TLS handshake with {where} failed") from exc
     except (ValueError, UnicodeError) as exc:  # a host name ssl cannot use as SNI
-        raise NetworkError(f"TLS handshake with {where} failed: {exc}") from exc
+        raise ConnectionSetupError(f"TLS handshake with {where} failed: {exc}") from exc
     return tls
 
 

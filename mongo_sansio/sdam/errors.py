@@ -21,11 +21,13 @@ The rules (server-discovery-and-monitoring.md, "Error handling"; load-balancers.
    only when there is no code) marks the server Unknown (not in load-balanced mode), clears the
    pool if the error is "node is shutting down" or came from a server older than 4.2, and asks
    for an immediate check.  A ``writeConcernError`` is checked the same way.
-3. Otherwise, errors carrying the ``SystemOverloadedError`` label change nothing (backpressure),
-   and network errors or timeouts while connecting or running the handshake's hello change
-   nothing either.  A non-timeout network error after the handshake, or any error during
-   authentication (or a hello command error), marks the server Unknown and clears its pool
-   (load-balanced: clears only the service's connections), and cancels the monitor's check.
+3. Otherwise, errors carrying the ``SystemOverloadedError`` label change nothing (backpressure:
+   the connection pool gives that label to network errors and timeouts met while connecting
+   or running the handshake's hello, :func:`mongo_sansio.backpressure.label_establishment_error`).
+   A non-timeout network error after the handshake, or any other error while establishing a
+   connection (a name that does not resolve, authentication, a hello command error), marks
+   the server Unknown and clears its pool (load-balanced: clears only the service's
+   connections), and cancels the monitor's check.
 4. A timeout after the handshake, and any other command error, change nothing.
 """
 
@@ -263,9 +265,7 @@ def classify_application_error(
                 actions.append(RequestImmediateCheck(address=address))
             return tuple(actions)
     if SYSTEM_OVERLOADED_LABEL in error.labels:
-        return ()
-    if error.phase is ErrorPhase.CONNECTING and error.kind is not ErrorKind.COMMAND:
-        return ()  # connection establishment and hello: backpressure, not a server change
+        return ()  # backpressure (the pool labels network errors of connecting and hello)
     marks_unknown = error.phase is not ErrorPhase.ESTABLISHED or error.kind is ErrorKind.NETWORK
     if not marks_unknown:
         return ()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from mongo_sansio.bson import ObjectId
@@ -161,8 +162,10 @@ def test_stale_generation_changes_nothing() -> None:
     [
         (ErrorKind.NETWORK, ErrorPhase.ESTABLISHED, [MarkUnknown, ClearPool, CancelCheck]),
         (ErrorKind.TIMEOUT, ErrorPhase.ESTABLISHED, []),
-        (ErrorKind.NETWORK, ErrorPhase.CONNECTING, []),
-        (ErrorKind.TIMEOUT, ErrorPhase.CONNECTING, []),
+        # without the pool's backpressure labels (a name that does not resolve, a certificate
+        # that does not verify): the SDAM spec's "MongoDB Handshake errors" mark it Unknown
+        (ErrorKind.NETWORK, ErrorPhase.CONNECTING, [MarkUnknown, ClearPool, CancelCheck]),
+        (ErrorKind.TIMEOUT, ErrorPhase.CONNECTING, [MarkUnknown, ClearPool, CancelCheck]),
         (ErrorKind.NETWORK, ErrorPhase.AUTHENTICATING, [MarkUnknown, ClearPool, CancelCheck]),
         (ErrorKind.TIMEOUT, ErrorPhase.AUTHENTICATING, [MarkUnknown, ClearPool, CancelCheck]),
         (ErrorKind.COMMAND, ErrorPhase.AUTHENTICATING, [MarkUnknown, ClearPool, CancelCheck]),
@@ -194,6 +197,21 @@ def test_system_overloaded_errors_are_backpressure() -> None:
         address=A, kind=ErrorKind.COMMAND, phase=ErrorPhase.AUTHENTICATING, reply=from_reply.reply
     )
     assert classify(auth) == ()
+
+
+@pytest.mark.parametrize("kind", [ErrorKind.NETWORK, ErrorKind.TIMEOUT])
+def test_labelled_connection_establishment_errors_change_nothing(kind: ErrorKind) -> None:
+    """The pool labels network errors and timeouts of connecting and hello (CMAP spec,
+    "backpressure-enabled"); SDAM then neither marks the server Unknown nor clears its pool."""
+    labelled = ApplicationError(
+        address=A,
+        kind=kind,
+        phase=ErrorPhase.CONNECTING,
+        error_labels={"SystemOverloadedError", "RetryableError"},
+    )
+    assert classify(labelled) == ()
+    unlabelled = attrs.evolve(labelled, error_labels=frozenset())
+    assert kinds(classify(unlabelled)) == [MarkUnknown, ClearPool, CancelCheck]
 
 
 def test_load_balanced_never_marks_unknown() -> None:
