@@ -26,6 +26,7 @@ from mongo_sansio.wire import COMPRESSOR_IDS
 __all__ = [
     "ServerApi",
     "SERVER_API_VERSIONS",
+    "BACKPRESSURE_VERSION",
     "HandshakeOptions",
     "build_hello",
     "stable_api_fields",
@@ -34,6 +35,8 @@ __all__ = [
 
 #: the API versions this client knows (versioned-api.md: unknown ones are refused)
 SERVER_API_VERSIONS = frozenset({"1"})
+#: the handshake's ``backpressure`` field: the Client Backpressure spec's version, a string
+BACKPRESSURE_VERSION = "2"
 
 
 def _optional_bool(instance: Any, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -141,7 +144,8 @@ def build_hello(
     """The first command of a connection, and whether it is sent as a legacy OP_QUERY.
 
     The body holds ``hello: 1`` (OP_MSG) or ``isMaster: 1`` (OP_QUERY), ``helloOk: true``,
-    ``client`` (the metadata), ``compression`` when compressors are offered, ``loadBalanced:
+    ``client`` (the metadata), ``backpressure: "2"`` (the version of the Client Backpressure
+    spec this client follows, as the Handshake spec asks), ``compression`` when compressors are offered, ``loadBalanced:
     true`` in load-balanced mode, ``saslSupportedMechs`` and ``speculativeAuthenticate``
     when given, and the Stable API fields when a version is declared.  ``$db`` is the
     connection's to add (the command runs against ``admin``).
@@ -150,6 +154,7 @@ def build_hello(
     body: dict[str, Any] = {"isMaster": 1} if op_query else {"hello": 1}
     body["helloOk"] = True
     body["client"] = dict(metadata)
+    body["backpressure"] = BACKPRESSURE_VERSION
     if options.compressors:
         body["compression"] = list(options.compressors)
     if options.load_balanced:

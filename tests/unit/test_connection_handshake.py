@@ -42,7 +42,9 @@ ADDRESS = ("db.example.com", 27017)
 def test_default_is_legacy_hello_over_op_query() -> None:
     body, op_query = build_hello(HandshakeOptions(), METADATA)
     assert op_query is True
-    assert body == {"isMaster": 1, "helloOk": True, "client": METADATA}
+    # backpressure: "2", a string (handshake.md, "Test 9: Handshake documents include
+    # backpressure: "2"")
+    assert body == {"isMaster": 1, "helloOk": True, "client": METADATA, "backpressure": "2"}
     assert list(body)[0] == "isMaster"
 
 
@@ -76,6 +78,7 @@ def test_every_optional_field() -> None:
         "hello": 1,
         "helloOk": True,
         "client": METADATA,
+        "backpressure": "2",
         "compression": ["zstd", "zlib"],
         "loadBalanced": True,
         "saslSupportedMechs": "admin.alice",
