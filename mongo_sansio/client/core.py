@@ -49,6 +49,14 @@ from mongo_sansio.client.monitors import ServerMonitor
 from mongo_sansio.client.runtime import Signal, Task, Wait
 from mongo_sansio.client.selecting import select
 from mongo_sansio.client.server_info import describe_server
+from mongo_sansio.client.server_state import (
+    KillCursor,
+    ServerState,
+    Waiter,
+    error_kind,
+    establishment_error,
+    server_gone,
+)
 from mongo_sansio.client.sessions import ClientSessions
 from mongo_sansio.client.settings import ClientSettings
 from mongo_sansio.client.srv_polling import SrvSource, make_poller, srv_poll_task
@@ -66,11 +74,9 @@ from mongo_sansio.connection import (
     ConnectionDescription,
 )
 from mongo_sansio.errors import (
-    AuthenticationError,
     InvalidOperation,
     LocalProtocolError,
     MongoError,
-    NetworkError,
     NetworkTimeout,
     ServerError,
 )
@@ -84,7 +90,7 @@ from mongo_sansio.sdam.actions import (
     StopMonitor,
 )
 from mongo_sansio.sdam.description import Address, ServerType, TopologyType, format_address
-from mongo_sansio.sdam.errors import ApplicationError, ErrorKind, ErrorPhase
+from mongo_sansio.sdam.errors import ApplicationError
 from mongo_sansio.sdam.events import (
     ServerClosedEvent,
     TopologyDescriptionChangedEvent,
@@ -107,41 +113,6 @@ _READ_WITHOUT_PREFERENCE: Final = frozenset(
 )
 
 Flow = Generator[Any, Any, Any]
-
-
-@attrs.frozen
-class KillCursor:
-    """The ``killCursors`` command (``body`` against ``db``) for a cursor the application
-    dropped while the server at ``address`` still held it."""
-
-    address: tuple[str, int]
-    db: str
-    body: Mapping[str, Any] = attrs.field(eq=False)
-    session: Any = attrs.field(default=None, eq=False)
-
-
-class _Waiter:
-    """One check-out in progress: its signal and, once decided, its link or error."""
-
-    __slots__ = ("signal", "link", "error")
-
-    def __init__(self) -> None:
-        self.signal = Signal("check-out")
-        self.link: Link | None = None
-        self.error: BaseException | None = None
-
-
-class _Server:
-    """What the core keeps per server: its pool, its monitor, its open links."""
-
-    def __init__(self, address: Address, pool: Pool) -> None:
-        self.address = address
-        self.pool = pool
-        self.monitor: ServerMonitor | None = None
-        self.links: dict[int, Link] = {}
-        self.waiters: dict[int, _Waiter] = {}
-        self.abandoned: set[int] = set()  # pending connections the pool closed meanwhile
-        self.opening: dict[int, Link] = {}  # pending connections whose handshake is running
 
 
 class ClientCore:
@@ -167,7 +138,7 @@ class ClientCore:
         self.jitter: Callable[[], float] = lambda: draw(_JITTER_STEPS) / _JITTER_STEPS
         self._nonce = nonce
         self._spawn = spawn
-        self._servers: dict[Address, _Server] = {}
+        self._servers: dict[Address, ServerState] = {}
         self._publish = publish
         self._faas = faas
         self._request_ids = RequestIds()
@@ -307,12 +278,12 @@ class ClientCore:
         self.require_open()
         server = self._servers.get(self.sdam_address(address))
         if server is None:
-            raise _server_gone(address)
+            raise server_gone(address)
         now = yield Now()
         self.last_now = now
         timeout = None if deadline is None else max(0.0, deadline - now)
         pool = server.pool
-        waiter = _Waiter()
+        waiter = Waiter()
         waiter_id = pool.check_out(now, timeout=timeout)
         server.waiters[waiter_id] = waiter
         if timeout is None and pool.options.wait_queue_timeout_ms:
@@ -367,7 +338,7 @@ class ClientCore:
             link.close()  # the pool no longer knows it (closed meanwhile)
         self._drain_pool(server)
 
-    def _drain_pool(self, server: _Server) -> None:
+    def _drain_pool(self, server: ServerState) -> None:
         pool = server.pool
         publish = self.publish
         for output in pool.drain_outputs():
@@ -397,7 +368,7 @@ class ClientCore:
             elif publish is not None:
                 publish(output)
 
-    def _give(self, server: _Server, waiter_id: int, pooled: PooledConnection) -> None:
+    def _give(self, server: ServerState, waiter_id: int, pooled: PooledConnection) -> None:
         link = server.links.get(pooled.connection_id)
         waiter = server.waiters.pop(waiter_id, None)
         if link is None or waiter is None:
@@ -407,7 +378,7 @@ class ClientCore:
         waiter.link = link
         waiter.signal.fire()
 
-    def _open_task(self, server: _Server, connection_id: int) -> Flow:
+    def _open_task(self, server: ServerState, connection_id: int) -> Flow:
         """Open and establish one pooled connection, then tell SDAM and the pool."""
         now = yield Now()
         timeout = self.settings.connect_timeout
@@ -481,24 +452,9 @@ class ClientCore:
     def _handshake_failed(
         self, address: Address, error: MongoError, generation: int, now: float
     ) -> None:
-        phase = (
-            ErrorPhase.AUTHENTICATING
-            if isinstance(error, AuthenticationError)
-            else ErrorPhase.CONNECTING
-        )
-        reply = error.details if isinstance(error, ServerError) else None
         self._apply(
             self._topology.application_error(
-                ApplicationError(
-                    address=address,
-                    kind=_error_kind(error),
-                    phase=phase,
-                    generation=generation,
-                    reply=reply or None,
-                    message=str(error),
-                    error_labels=error.error_labels,
-                ),
-                now=now,
+                establishment_error(address, error, generation), now=now
             ),
             now,
         )
@@ -524,7 +480,7 @@ class ClientCore:
             self._topology.application_error(
                 ApplicationError(
                     address=address,
-                    kind=_error_kind(error),
+                    kind=error_kind(error),
                     generation=generation,
                     max_wire_version=server.max_wire_version if server.is_known else None,
                     reply=reply,
@@ -606,7 +562,7 @@ class ClientCore:
         if self._closed:
             raise InvalidOperation("Cannot use MongoClient after close")
 
-    def _close_server(self, server: _Server, now: float) -> None:
+    def _close_server(self, server: ServerState, now: float) -> None:
         if server.monitor is not None:
             server.monitor.close(now)
         server.pool.close(now)
@@ -675,13 +631,13 @@ class ClientCore:
                     for signal in waiters:
                         signal.fire()
 
-    def _add_server(self, address: Address) -> _Server:
+    def _add_server(self, address: Address) -> ServerState:
         settings = self.settings
         options = attrs.evolve(
             settings.pool,
             load_balanced=self._topology.description.type is TopologyType.LOAD_BALANCED,
         )
-        server = _Server(
+        server = ServerState(
             address, Pool(format_address(address), options, events=self.publish is not None)
         )
         self._servers[address] = server
@@ -713,16 +669,3 @@ class ClientCore:
         self._monitor_ids += 1
         return self._monitor_ids
 
-
-def _server_gone(address: tuple[str, int]) -> MongoError:
-    return NetworkError(f"{address[0]}:{address[1]} is no longer part of the topology")
-
-
-def _error_kind(error: BaseException) -> ErrorKind:
-    """How SDAM sees an error a connection met: a timeout, a server's (or authentication's)
-    refusal, or any other network failure."""
-    if isinstance(error, NetworkTimeout):
-        return ErrorKind.TIMEOUT
-    if isinstance(error, ServerError | AuthenticationError):
-        return ErrorKind.COMMAND
-    return ErrorKind.NETWORK
