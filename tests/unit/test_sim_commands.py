@@ -319,3 +319,21 @@ def test_tailable_await_data_get_more_waits_for_writes_or_max_time() -> None:
     Client(cluster).command({"insert": "c", "documents": [{"_id": 1}]})
     (woken,) = client.messages()
     assert woken.body["cursor"]["nextBatch"] == [{"_id": 1}]
+
+
+def test_bad_query_is_refused_on_a_missing_collection_too() -> None:
+    # mongod parses the query before it looks for the collection
+    client = Client(make_cluster())
+    bad = {"$unsupportedQueryOperator": 1}
+    for command in (
+        {"find": "absent", "filter": bad},
+        {"count": "absent", "query": bad},
+        {"distinct": "absent", "key": "x", "query": bad},
+    ):
+        reply = client.command(command)
+        assert (reply["ok"], reply["code"], reply["codeName"]) == (0.0, 2, "BadValue"), command
+        assert reply["errmsg"] == "unknown top level operator: $unsupportedQueryOperator"
+    deleted = client.command({"delete": "absent", "deletes": [{"q": bad, "limit": 0}]})
+    assert deleted["n"] == 0 and deleted["writeErrors"][0]["code"] == 2
+    assert client.command({"find": "absent", "filter": {"x": 1}})["cursor"]["firstBatch"] == []
+    assert client.command({"listCollections": 1})["cursor"]["firstBatch"] == []

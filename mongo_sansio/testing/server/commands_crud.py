@@ -113,6 +113,17 @@ def _target(ctx: Context) -> Collection:
     return collection
 
 
+def _readable(ctx: Context, name: str) -> Collection:
+    """The collection a read (or a delete) runs on; a missing one reads as empty.  mongod
+    parses the filter, projection and sort before it looks for the collection, so a bad
+    query fails the same way whether the collection exists or not: running on an empty
+    stand-in keeps that one parsing path."""
+    found = ctx.collection(ctx.db, name)
+    if found is not None:
+        return found
+    return Collection(ctx.db, name, id_factory=ctx.cluster.new_object_id)
+
+
 def insert(ctx: Context) -> Outcome:
     documents = _items(ctx, "documents")
     collection = _target(ctx)
@@ -180,9 +191,7 @@ def delete(ctx: Context) -> Outcome:
         limit = statement["limit"]
         if limit not in (0, 1):
             raise CommandError(9, "FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
-        collection = ctx.collection(ctx.db, name)
-        if collection is not None:
-            counts["n"] += collection.delete(bind_filter(statement["q"], values), limit=int(limit))
+        counts["n"] += _readable(ctx, name).delete(bind_filter(statement["q"], values), limit=int(limit))
 
     return _statements(ctx, statements, run, lambda errors: _finish_write({"n": counts["n"]}, errors))
 
@@ -219,16 +228,14 @@ def find(ctx: Context) -> Outcome:
         raise CommandError(51024, "Location51024", f"SKIP value must be non-negative, but received: {skip}")
     batch_size = _batch_size(ctx, None)
     tailable, await_data = check_tailable(ctx, ns)
-    collection = ctx.collection(ctx.db, name)
-    documents: list[dict[str, Any]] = []
-    if collection is not None:
-        values = _let(ctx)
-        projection = _doc(ctx, "projection")
-        documents = collection.find(
-            bind_filter(_doc(ctx, "filter"), values), bind_expression(projection, values) if projection else projection,
-            sort=_doc(ctx, "sort"), skip=skip, limit=limit,
-        )
-    source = tailable_source(ctx, ctx.db, name, len(collection) if collection is not None else 0) if tailable else None
+    collection = _readable(ctx, name)
+    values = _let(ctx)
+    projection = _doc(ctx, "projection")
+    documents = collection.find(
+        bind_filter(_doc(ctx, "filter"), values), bind_expression(projection, values) if projection else projection,
+        sort=_doc(ctx, "sort"), skip=skip, limit=limit,
+    )
+    source = tailable_source(ctx, ctx.db, name, len(collection)) if tailable else None
     return ctx.member.cursors.open(
         ns, documents, batch_size=batch_size, limit=limit,
         single_batch=bool(ctx.body.get("singleBatch", False)),
@@ -459,21 +466,21 @@ def _write_merge(ctx: Context, merge: dict[str, Any], results: list[dict[str, An
 
 
 def count(ctx: Context) -> Outcome:
-    collection = ctx.collection(ctx.db, collection_name(ctx))
+    collection = _readable(ctx, collection_name(ctx))
     skip = _int(ctx, "skip", 0) or 0
     limit = _int(ctx, "limit", 0) or 0
     if skip < 0:
         raise CommandError(51024, "Location51024", "skip value is negative in count query")
-    n = 0 if collection is None else collection.count(_doc(ctx, "query"), skip=skip, limit=limit)
+    n = collection.count(_doc(ctx, "query"), skip=skip, limit=limit)
     return {"n": n, "ok": 1.0}
 
 
 def distinct(ctx: Context) -> Outcome:
-    collection = ctx.collection(ctx.db, collection_name(ctx))
+    collection = _readable(ctx, collection_name(ctx))
     key = ctx.body.get("key")
     if not isinstance(key, str):
         raise _type_error("BSON field 'distinct.key' is the wrong type, expected type 'string'")
-    values = [] if collection is None else collection.distinct(key, _doc(ctx, "query"))
+    values = collection.distinct(key, _doc(ctx, "query"))
     return {"values": values, "ok": 1.0}
 
 

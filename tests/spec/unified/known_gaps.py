@@ -110,21 +110,6 @@ def _injected_shutdown_error_acted_on(file: Mapping[str, Any], test: Mapping[str
     return injected and any(name == "poolClearedEvent" for name in _names(test))
 
 
-TOP_LEVEL_QUERY_OPERATORS = frozenset(
-    {"$and", "$or", "$nor", "$expr", "$where", "$text", "$comment", "$jsonSchema"}
-)
-
-
-def _unknown_query_operator(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    for operation in test.get("operations", []):
-        query = operation.get("arguments", {}).get("filter")
-        if isinstance(query, Mapping) and any(
-            str(k).startswith("$") and k not in TOP_LEVEL_QUERY_OPERATORS for k in query
-        ):
-            return True
-    return False
-
-
 PIPELINE_UPDATE_STAGES = frozenset(
     {"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith"}
 )
@@ -393,7 +378,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
         and _operation_named("listCollections", "listIndexes")(file, test)
     ),
     "simulator gap: time series collections (_id is unique in the simulator's, not in mongod's)": _duplicate_ids_in_timeseries,
-    "simulator gap: an unknown top-level query operator is accepted (mongod: BadValue)": _unknown_query_operator,
     "simulator gap: onPrimaryTransactionalWrite's failBeforeCommitExceptionCode (the write "
     "is not failed)": _write_failed_before_commit,
     "simulator gap: find ignores showRecordId and returnKey": _mentions(
