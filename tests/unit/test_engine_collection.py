@@ -67,6 +67,38 @@ def test_array_id_is_refused() -> None:
     assert info.value.code == 53
 
 
+@pytest.mark.parametrize(
+    ("identifier", "refused"),
+    [
+        ({"$a": 1}, "$a"),
+        ({"a": 1, "b": {"c": [{"$d": 1}]}}, "$d"),
+        ({"$ref": "c", "$id": 1, "$db": "d", "$x": 1}, "$x"),
+        ({"$id": 1, "$ref": "c"}, "$id"),  # a DBRef opens with $ref
+    ],
+)
+def test_id_with_a_dollar_prefixed_field_is_refused(identifier: Any, refused: str) -> None:
+    c = Collection("db", "c", id_factory=object_ids())
+    for write in (
+        lambda: c.insert_one({"_id": identifier}),
+        lambda: c.update({"_id": {"$eq": identifier}}, {"$set": {"x": 1}}, upsert=True),
+        lambda: c.update({"x": 1}, {"_id": identifier}, upsert=True),
+    ):
+        with pytest.raises(CommandError) as info:
+            write()
+        assert (info.value.code, info.value.code_name) == (52, "DollarPrefixedFieldName")
+        assert info.value.errmsg == (
+            f"_id fields may not contain '$'-prefixed fields: {refused} is not valid for storage."
+        )
+    assert len(c) == 0
+
+
+def test_id_may_hold_dotted_names_and_a_dbref() -> None:
+    c = Collection("db", "c", id_factory=object_ids())
+    c.insert_one({"_id": {"a.b": 1}})
+    c.insert_one({"_id": {"$ref": "c", "$id": {"$odd": 1}, "$db": "d", "x": 1}})
+    assert len(c) == 2
+
+
 def test_insert_many_ordered_and_unordered() -> None:
     c = Collection("db", "c", id_factory=object_ids())
     ids, errors = c.insert_many([{"_id": 1}, {"_id": 1}, {"_id": 2}])

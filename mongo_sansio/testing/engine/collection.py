@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from mongo_sansio.bson import Regex
+from mongo_sansio.bson import Regex, Undefined
 from mongo_sansio.testing.engine.aggregate import sort_documents
 from mongo_sansio.testing.engine.errors import CommandError, bad_value, failed_to_parse
 from mongo_sansio.testing.engine.limits import check_storable
@@ -612,5 +612,38 @@ def _id_equality(filter: Mapping[str, Any] | None) -> Any:  # noqa: A002
 def _check_id(value: Any) -> None:
     if isinstance(value, list):
         raise CommandError(53, "InvalidIdField", "The '_id' value cannot be of type array")
-    if isinstance(value, Regex):
+    if isinstance(value, Regex | re.Pattern):
         raise CommandError(53, "InvalidIdField", "The '_id' value cannot be of type regex")
+    if isinstance(value, Undefined):
+        raise CommandError(53, "InvalidIdField", "The '_id' value cannot be of type undefined")
+    if isinstance(value, Mapping):
+        refused = _dollar_prefixed_name(value)
+        if refused is not None:
+            # an _id is stored as the key of its index, where a $-name could pass for an
+            # operator; mongod refuses it at any depth inside the _id
+            raise CommandError(
+                52, "DollarPrefixedFieldName",
+                f"_id fields may not contain '$'-prefixed fields: {refused} is not valid for storage.",
+            )
+
+
+def _dollar_prefixed_name(value: Any) -> str | None:
+    """The first $-prefixed field name in ``value``'s documents (depth first), else None; a
+    document opening as a DBRef ($ref: string, $id, optional $db: string) keeps those three,
+    unlooked into, as mongod's storage check does."""
+    if isinstance(value, list):
+        items: list[tuple[str, Any]] = [("", v) for v in value]
+    elif isinstance(value, Mapping):
+        items = list(value.items())
+        if len(items) >= 2 and items[0][0] == "$ref" and isinstance(items[0][1], str) and items[1][0] == "$id":
+            dbref = 3 if len(items) > 2 and items[2][0] == "$db" and isinstance(items[2][1], str) else 2
+            items = items[dbref:]
+    else:
+        return None
+    for name, inner in items:
+        if name.startswith("$"):
+            return name
+        refused = _dollar_prefixed_name(inner)
+        if refused is not None:
+            return refused
+    return None

@@ -239,16 +239,6 @@ def _update_sort_refused(file: Mapping[str, Any], test: Mapping[str, Any]) -> bo
     return False
 
 
-def _dollar_prefixed_id_refused(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    for operation in _operations(test):
-        document = operation.get("arguments", {}).get("document")
-        identifier = document.get("_id") if isinstance(document, Mapping) else None
-        if "expectError" in operation and isinstance(identifier, Mapping):
-            if any(str(key).startswith("$") for key in identifier):
-                return True
-    return False
-
-
 def _count_on_view(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     names = {operation.get("name") for operation in _operations(test)}
     return "estimatedDocumentCount" in names and any(
@@ -370,7 +360,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     "commands outside API version 1 not refused under apiStrict, no APIDeprecationError)": _api_version_checked,
     "simulator gap: update and replace with sort (8.0) are accepted, though the simulator "
     "reports 7.0 (mongod before 8.0 refuses them)": _update_sort_refused,
-    "simulator gap: an _id document with a $-prefixed field is accepted (mongod refuses it)": _dollar_prefixed_id_refused,
     "simulator gap: count on a view (estimatedDocumentCount of a view)": _count_on_view,
     "simulator gap: clustered collections (clusteredIndex is not kept in listCollections "
     "and listIndexes)": lambda file, test: (
