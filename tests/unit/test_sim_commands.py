@@ -337,3 +337,20 @@ def test_bad_query_is_refused_on_a_missing_collection_too() -> None:
     assert deleted["n"] == 0 and deleted["writeErrors"][0]["code"] == 2
     assert client.command({"find": "absent", "filter": {"x": 1}})["cursor"]["firstBatch"] == []
     assert client.command({"listCollections": 1})["cursor"]["firstBatch"] == []
+
+
+def test_update_sort_is_an_unknown_field_before_8_0() -> None:
+    statement = {"q": {"_id": {"$gt": 1}}, "u": {"$inc": {"x": 1}}, "sort": {"_id": -1}}
+    old = Client(make_cluster())
+    old.command({"insert": "c", "documents": [{"_id": i, "x": 0} for i in range(1, 4)]})
+    refused = old.command({"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"x": 9}}}, statement]})
+    # the whole command is refused when parsed, before any statement runs
+    assert (refused["ok"], refused["code"], refused["codeName"]) == (0.0, 40415, "Location40415")
+    assert refused["errmsg"] == "BSON field 'update.updates.sort' is an unknown field."
+    assert old.command({"find": "c", "filter": {"x": {"$ne": 0}}})["cursor"]["firstBatch"] == []
+    new = Client(make_cluster(max_wire_version=25))
+    new.command({"insert": "c", "documents": [{"_id": i, "x": 0} for i in range(1, 4)]})
+    assert new.command({"update": "c", "updates": [statement]})["nModified"] == 1
+    assert new.command({"find": "c", "filter": {"x": 1}})["cursor"]["firstBatch"] == [{"_id": 3, "x": 1}]
+    unknown = new.command({"update": "c", "updates": [{**statement, "frobnicate": 1}]})
+    assert unknown["errmsg"] == "BSON field 'update.updates.frobnicate' is an unknown field."

@@ -148,8 +148,26 @@ def _bind_update(spec: Any, values: dict[str, Any]) -> Any:
     return bind_expression(spec, values) if isinstance(spec, list) else spec
 
 
+#: the fields of an update statement mongod 7.0 parses (its parser is strict); 8.0 adds sort
+_UPDATE_STATEMENT_FIELDS = frozenset({
+    "q", "u", "c", "arrayFilters", "hint", "multi", "upsert", "upsertSupplied", "collation",
+    "sampleId", "$_allowShardKeyUpdatesWithoutFullShardKeyInQuery",
+})
+
+
+def _check_update_fields(ctx: Context, statements: list[Any]) -> None:
+    """Refuse a statement field the server's version does not know.  mongod parses the whole
+    command before running any statement, so this fails the command, not a statement."""
+    known = _UPDATE_STATEMENT_FIELDS | ({"sort"} if ctx.cluster.max_wire_version >= 25 else set())
+    for statement in statements:
+        for field in statement if isinstance(statement, Mapping) else ():
+            if field not in known:
+                raise CommandError(40415, "Location40415", f"BSON field 'update.updates.{field}' is an unknown field.")
+
+
 def update(ctx: Context) -> Outcome:
     statements = _items(ctx, "updates")
+    _check_update_fields(ctx, statements)
     values = _let(ctx)
     collection = _target(ctx)
     upserted: list[dict[str, Any]] = []

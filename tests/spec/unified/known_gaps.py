@@ -228,17 +228,6 @@ def _api_version_checked(file: Mapping[str, Any], test: Mapping[str, Any]) -> bo
     return False
 
 
-def _update_sort_refused(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """An updateOne/replaceOne with ``sort`` (new in 8.0) the server must refuse."""
-    for operation in _operations(test):
-        if "expectError" in operation and any(
-            "sort" in a for a in _arguments({"operations": [operation]})
-        ):
-            if operation.get("name") in ("updateOne", "replaceOne", "bulkWrite"):
-                return True
-    return False
-
-
 def _count_on_view(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     names = {operation.get("name") for operation in _operations(test)}
     return "estimatedDocumentCount" in names and any(
@@ -358,8 +347,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     "field names in pipeline updates)": _mentions(frozenset({"$setField", "$getField"})),
     "simulator gap: API version declarations are not checked (unknown apiVersion accepted, "
     "commands outside API version 1 not refused under apiStrict, no APIDeprecationError)": _api_version_checked,
-    "simulator gap: update and replace with sort (8.0) are accepted, though the simulator "
-    "reports 7.0 (mongod before 8.0 refuses them)": _update_sort_refused,
     "simulator gap: count on a view (estimatedDocumentCount of a view)": _count_on_view,
     "simulator gap: clustered collections (clusteredIndex is not kept in listCollections "
     "and listIndexes)": lambda file, test: (
