@@ -325,8 +325,24 @@ def test_pipeline_update() -> None:
 
 
 def test_pipeline_update_refuses_other_stages() -> None:
-    with pytest.raises(CommandError):
+    with pytest.raises(CommandError) as info:
         Update([{"$match": {}}])
+    assert (info.value.code, info.value.errmsg) == (72, "$match is not allowed to be used within an update")
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "code"),
+    [
+        # the whole pipeline is parsed before stages are checked against what updates allow
+        ([{"$match": {}}, {"$invalidOperator": True}], 40324),
+        ([{"$match": {}}, {"$set": 1}], 40272),
+        ([{"$match": {}}, {"$set": {}, "$unset": "a"}], 40323),
+    ],
+)
+def test_pipeline_update_parses_before_it_checks_stages(pipeline: list[Any], code: int) -> None:
+    with pytest.raises(CommandError) as info:
+        Update(pipeline)
+    assert info.value.code == code
 
 
 # --- upsert seeds --------------------------------------------------------------------------

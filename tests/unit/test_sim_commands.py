@@ -354,3 +354,24 @@ def test_update_sort_is_an_unknown_field_before_8_0() -> None:
     assert new.command({"find": "c", "filter": {"x": 1}})["cursor"]["firstBatch"] == [{"_id": 3, "x": 1}]
     unknown = new.command({"update": "c", "updates": [{**statement, "frobnicate": 1}]})
     assert unknown["errmsg"] == "BSON field 'update.updates.frobnicate' is an unknown field."
+
+
+def test_update_pipeline_with_an_unknown_stage_fails_the_command() -> None:
+    client = Client(make_cluster())
+    client.command({"insert": "c", "documents": [{"_id": 1}, {"_id": 2}]})
+    disallowed = client.command({"update": "c", "updates": [{"q": {"_id": 1}, "u": [{"$match": {}}]}]})
+    assert disallowed["ok"] == 1.0 and disallowed["writeErrors"][0]["code"] == 72
+    unknown = client.command({
+        "update": "c", "ordered": False,
+        "updates": [
+            {"q": {"_id": 1}, "u": [{"$set": {"x": 1}}]},
+            {"q": {"_id": 2}, "u": [{"$invalidOperator": True}]},
+            {"q": {"_id": 2}, "u": [{"$set": {"x": 2}}]},
+        ],
+    })
+    # mongod lite-parses the pipelines again after running the statements: the command fails,
+    # and the writes it made stay made
+    assert (unknown["ok"], unknown["code"], unknown["codeName"]) == (0.0, 40324, "Location40324")
+    assert unknown["errmsg"] == "Unrecognized pipeline stage name: '$invalidOperator'"
+    found = client.command({"find": "c", "sort": {"_id": 1}})["cursor"]["firstBatch"]
+    assert found == [{"_id": 1, "x": 1}, {"_id": 2, "x": 2}]

@@ -35,7 +35,10 @@ from mongo_sansio.testing.engine.projection import Projection
 from mongo_sansio.testing.engine.query import compile_filter
 from mongo_sansio.testing.engine.stages_spark import SPARK_STAGES
 
-__all__ = ["run_pipeline", "compile_pipeline", "sort_documents", "parse_sort", "check_update_pipeline"]
+__all__ = [
+    "run_pipeline", "compile_pipeline", "sort_documents", "parse_sort", "check_update_pipeline",
+    "lite_parse_pipeline",
+]
 
 Documents = list[dict[str, Any]]
 Stage = Callable[[Documents], Documents]
@@ -60,13 +63,23 @@ def run_pipeline(
 
 
 def check_update_pipeline(pipeline: Sequence[Any]) -> None:
-    """An update pipeline may only reshape documents; anything else is refused."""
+    """An update pipeline may only reshape documents; anything else is refused.  mongod
+    parses the whole pipeline first, so a stage it does not know (40324) or a bad argument
+    is reported before a known stage that updates may not use (72, InvalidOptions)."""
+    compile_pipeline(pipeline)
     for spec in pipeline:
         name = _stage_name(spec)
         if name not in _UPDATE_STAGES:
-            # The code is from memory (72, InvalidOptions) and unverified against a live mongod
             raise CommandError(72, "InvalidOptions", f"{name} is not allowed to be used within an update")
-    compile_pipeline(pipeline)
+
+
+def lite_parse_pipeline(pipeline: Sequence[Any]) -> None:
+    """The shallow parse mongod makes of a pipeline without building its stages: each stage
+    is a one-field document naming a known stage (40323, 40324); arguments are not read."""
+    for spec in pipeline:
+        name = _stage_name(spec)
+        if name not in _BUILDERS and name != "$changeStream":
+            raise location(40324, f"Unrecognized pipeline stage name: '{name}'")
 
 
 def _stage_name(spec: Any) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mongo_sansio.testing.engine import Collection, CommandError, run_pipeline
+from mongo_sansio.testing.engine.aggregate import lite_parse_pipeline
 from mongo_sansio.testing.engine.variables import bind_expression, bind_filter, let_values
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome, Waiting
 from mongo_sansio.testing.server.cursors import Cursor
@@ -189,6 +190,12 @@ def update(ctx: Context) -> Outcome:
         counts["modified"] += outcome.modified
 
     def finish(errors: list[dict[str, Any]]) -> dict[str, Any]:
+        # After running the statements mongod lite-parses every pipeline update again (to
+        # count the stages it uses); a stage it does not know fails the whole command there,
+        # the writes already made staying made.
+        for statement in statements:
+            if isinstance(statement, Mapping) and isinstance(statement.get("u"), list):
+                lite_parse_pipeline(statement["u"])
         reply: dict[str, Any] = {"n": counts["n"], "nModified": counts["modified"]}
         if upserted:
             reply["upserted"] = upserted

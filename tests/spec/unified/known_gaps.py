@@ -110,30 +110,6 @@ def _injected_shutdown_error_acted_on(file: Mapping[str, Any], test: Mapping[str
     return injected and any(name == "poolClearedEvent" for name in _names(test))
 
 
-PIPELINE_UPDATE_STAGES = frozenset(
-    {"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith"}
-)
-
-
-def _unknown_update_stage(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """An update given as a pipeline with a stage mongod does not allow there."""
-
-    def walk(value: Any) -> bool:
-        if isinstance(value, Mapping):
-            update = value.get("update")
-            if isinstance(update, list) and any(
-                isinstance(stage, Mapping) and not set(stage) <= PIPELINE_UPDATE_STAGES
-                for stage in update
-            ):
-                return True
-            return any(walk(v) for v in value.values())
-        if isinstance(value, list):
-            return any(walk(v) for v in value)
-        return False
-
-    return walk(test.get("operations", []))
-
-
 RETRYABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
 
 
@@ -334,8 +310,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     "simulator gap: no JavaScript ($where, used with sleep() to hold a connection busy)": _mentions(
         frozenset({"$where"})
     ),
-    "simulator gap: a pipeline update with a stage not allowed in updates answers a writeError "
-    "(72) instead of failing the command": _unknown_update_stage,
     "simulator gap: a failCommand-injected shutdown error (91/11600) carries the member's current "
     "topologyVersion, so SDAM must ignore it as stale (mongod adds topologyVersion to shutdown "
     "errors only while really shutting down)": _injected_shutdown_error_acted_on,
