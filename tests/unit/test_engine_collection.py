@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mongo_sansio.bson import Decimal128, ObjectId
+from mongo_sansio.bson import Decimal128, Int64, ObjectId
 from mongo_sansio.testing.engine.collection import Collection, index_name
 from mongo_sansio.testing.engine.errors import CommandError
 
@@ -361,3 +361,36 @@ def test_write_events_report_every_change() -> None:
         ("delete", {"_id": 1, "b": 1}, None),
     ]
     assert c.clone().on_write is None
+
+
+def test_return_key_gives_the_keys_of_the_index_the_plan_scans() -> None:
+    c = Collection("db", "c", id_factory=object_ids())
+    for doc in [{"_id": 1, "a": 3, "b": 1}, {"_id": 2, "a": 2, "b": 2}, {"_id": 3, "a": 1, "b": 3}]:
+        c.insert_one(doc)
+    c.create_indexes([{"key": {"a": 1}, "name": "a_1"}, {"key": {"b": 1, "a": 1}, "name": "b_1_a_1"}])
+    # a collection scan has no index keys
+    assert c.find(return_key=True) == [{}, {}, {}]
+    # the _id index gives the sort
+    assert c.find(sort={"_id": -1}, return_key=True) == [{"_id": 3}, {"_id": 2}, {"_id": 1}]
+    # the filter's field leads an index; the projection is not applied
+    assert c.find({"a": {"$gte": 2}}, {"b": 1}, sort={"a": 1}, return_key=True) == [{"a": 2}, {"a": 3}]
+    assert c.find({"b": 2, "a": 2}, return_key=True) == [{"b": 2, "a": 2}]
+    assert c.find({"_id": 2}, return_key=True) == [{"_id": 2}]
+    # a hint by name or key pattern; $natural is the collection scan
+    assert c.find({"_id": 1}, hint="b_1_a_1", return_key=True) == [{"b": 1, "a": 3}]
+    assert c.find({"_id": 1}, hint={"a": 1}, return_key=True) == [{"a": 3}]
+    assert c.find(sort={"a": 1}, hint={"$natural": 1}, return_key=True) == [{}, {}, {}]
+
+
+def test_show_record_id_appends_an_int64_that_survives_updates() -> None:
+    c = Collection("db", "c", id_factory=object_ids())
+    for n in range(3):
+        c.insert_one({"_id": n, "x": n})
+    c.delete({"_id": 1})
+    c.update({"_id": 2}, {"$set": {"x": 9}})
+    c.insert_one({"_id": 7})
+    found = c.find(None, {"x": 1}, show_record_id=True)
+    assert found == [{"_id": 0, "x": 0, "$recordId": 1}, {"_id": 2, "x": 9, "$recordId": 3}, {"_id": 7, "$recordId": 4}]
+    assert all(type(d["$recordId"]) is Int64 for d in found)
+    assert list(found[1]) == ["_id", "x", "$recordId"]
+    assert c.clone().find({"_id": 7}, show_record_id=True) == [{"_id": 7, "$recordId": 4}]

@@ -375,3 +375,13 @@ def test_update_pipeline_with_an_unknown_stage_fails_the_command() -> None:
     assert unknown["errmsg"] == "Unrecognized pipeline stage name: '$invalidOperator'"
     found = client.command({"find": "c", "sort": {"_id": 1}})["cursor"]["firstBatch"]
     assert found == [{"_id": 1, "x": 1}, {"_id": 2, "x": 2}]
+
+
+def test_find_return_key_and_show_record_id() -> None:
+    client = Client(make_cluster())
+    client.command({"insert": "c", "documents": [{"_id": i, "x": i * 11} for i in range(1, 4)]})
+    both = client.command({"find": "c", "filter": {}, "sort": {"_id": 1}, "showRecordId": True, "returnKey": True})
+    assert both["cursor"]["firstBatch"] == [{"_id": 1}, {"_id": 2}, {"_id": 3}]
+    shown = client.command({"find": "c", "filter": {"x": 22}, "showRecordId": True})["cursor"]["firstBatch"]
+    assert shown == [{"_id": 2, "x": 22, "$recordId": Int64(2)}] and type(shown[0]["$recordId"]) is Int64
+    assert client.command({"find": "c", "returnKey": True})["cursor"]["firstBatch"] == [{}, {}, {}]

@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from mongo_sansio.bson import Regex, Undefined
+from mongo_sansio.bson import Int64, Regex, Undefined
 from mongo_sansio.testing.engine.aggregate import sort_documents
 from mongo_sansio.testing.engine.errors import CommandError, bad_value, failed_to_parse
 from mongo_sansio.testing.engine.limits import check_storable
@@ -34,6 +34,7 @@ from mongo_sansio.testing.engine.order import (
     whole_number,
 )
 from mongo_sansio.testing.engine.paths import lookup_leaves, split_path
+from mongo_sansio.testing.engine.plan import chosen_index
 from mongo_sansio.testing.engine.projection import Projection
 from mongo_sansio.testing.engine.query import Predicate, compile_filter, is_operator_document
 from mongo_sansio.testing.engine.update import Update, upsert_seed
@@ -139,6 +140,10 @@ class Collection:
         self.guard: Callable[[Any], None] | None = None
         self._documents: dict[Any, dict[str, Any]] = {}
         self._indexes: dict[str, _Index] = {"_id_": _Index(dict(_ID_INDEX))}
+        # mongod's RecordId of each document (showRecordId): given at insert from a counter
+        # that never goes back, kept through updates
+        self._record_ids: dict[Any, int] = {}
+        self._last_record_id = 0
 
     @property
     def namespace(self) -> str:
@@ -156,6 +161,8 @@ class Collection:
         The copy has no ``on_write`` listener; its new owner sets one."""
         other = Collection(database or self.database, name or self.name, id_factory=self.id_factory)
         other._documents = {k: copy_value(d) for k, d in self._documents.items()}
+        other._record_ids = dict(self._record_ids)
+        other._last_record_id = self._last_record_id
         other._indexes = {}
         for index_name_, index in self._indexes.items():
             copied = _Index(copy_value(index.spec))
@@ -227,11 +234,16 @@ class Collection:
             self.on_write(WriteEvent(kind, copy_value(old) if old is not None else None, copy_value(new)))
         if old_key is None:
             self._documents[new_key] = new
+            self._new_record_id(new_key)
         elif old_key == new_key:
             self._documents[old_key] = new
         else:  # pragma: no cover - updates never change _id (ImmutableField)
             del self._documents[old_key]
             self._documents[new_key] = new
+
+    def _new_record_id(self, key: Any) -> None:
+        self._last_record_id += 1
+        self._record_ids[key] = self._last_record_id
 
     def _duplicate(self, index: _Index, key_value: dict[str, Any]) -> CommandError:
         return CommandError(
@@ -264,12 +276,16 @@ class Collection:
                     index.owners[entry] = key
         if document is None:
             self._documents.pop(key, None)
+            self._record_ids.pop(key, None)
         else:  # in place: a replaced document keeps its natural order
             self._documents[key] = copy_value(document)
+            if key not in self._record_ids:
+                self._new_record_id(key)
 
     def _remove(self, key: Any) -> None:
         self._check_guard([key])
         old = self._documents.pop(key)
+        self._record_ids.pop(key, None)
         if self.on_write is not None:
             self.on_write(WriteEvent("delete", copy_value(old), None))
         for index in self._indexes.values():
@@ -309,18 +325,38 @@ class Collection:
         sort: Mapping[str, Any] | None = None,
         skip: int = 0,
         limit: int = 0,
+        hint: Any = None,
+        return_key: bool = False,
+        show_record_id: bool = False,
     ) -> list[dict[str, Any]]:
-        """Matching documents (copies), sorted, skipped, limited (0: no limit) and projected."""
+        """Matching documents (copies), sorted, skipped, limited (0: no limit) and projected.
+        ``return_key``: the keys of the index the plan scans instead (:mod:`.plan`; ``{}``
+        for a collection scan, and the projection unused); ``show_record_id``: each result
+        ends with ``$recordId``, the document's RecordId (an int64)."""
         if skip < 0:
             raise bad_value("skip value must be non-negative")
-        compiled = Projection(projection) if projection else None
-        rows = [d for _, d in self._matching(filter, sort)]
-        rows = rows[skip:]
+        compiled = Projection(projection) if projection else None  # parsed even if unused
+        rows = self._matching(filter, sort)[skip:]
         if limit:
             rows = rows[: abs(limit)]
-        if compiled is None:
-            return [copy_value(d) for d in rows]
-        return [compiled.apply(d, filter=filter) for d in rows]
+        if return_key:
+            spec = chosen_index(self.list_indexes(), filter, sort, hint)
+            index = self._indexes[spec["name"]] if spec is not None else None
+            results = [self._index_key(index, d) for _, d in rows]
+        elif compiled is None:  # (returnKey keeps only the index keys)
+            results = [copy_value(d) for _, d in rows]
+        else:
+            results = [compiled.apply(d, filter=filter) for _, d in rows]
+        if show_record_id and not return_key:
+            for (key, _), result in zip(rows, results, strict=True):
+                result["$recordId"] = Int64(self._record_ids.get(key, 0))
+        return results
+
+    @staticmethod
+    def _index_key(index: _Index | None, document: dict[str, Any]) -> dict[str, Any]:
+        # a multikey document's first entry: mongod's scan returns each document once
+        entries = index.keys(document) if index is not None else []
+        return copy_value(entries[0][1]) if entries else {}
 
     def find_one(
         self, filter: Mapping[str, Any] | None = None, projection: Mapping[str, Any] | None = None  # noqa: A002

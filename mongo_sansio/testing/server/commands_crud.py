@@ -258,7 +258,9 @@ def find(ctx: Context) -> Outcome:
     projection = _doc(ctx, "projection")
     documents = collection.find(
         bind_filter(_doc(ctx, "filter"), values), bind_expression(projection, values) if projection else projection,
-        sort=_doc(ctx, "sort"), skip=skip, limit=limit,
+        sort=_doc(ctx, "sort"), skip=skip, limit=limit, hint=ctx.body.get("hint"),
+        return_key=bool(ctx.body.get("returnKey", False)),
+        show_record_id=bool(ctx.body.get("showRecordId", False)),
     )
     source = tailable_source(ctx, ctx.db, name, len(collection)) if tailable else None
     return ctx.member.cursors.open(

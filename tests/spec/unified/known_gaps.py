@@ -330,9 +330,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     "simulator gap: time series collections (_id is unique in the simulator's, not in mongod's)": _duplicate_ids_in_timeseries,
     "simulator gap: onPrimaryTransactionalWrite's failBeforeCommitExceptionCode (the write "
     "is not failed)": _write_failed_before_commit,
-    "simulator gap: find ignores showRecordId and returnKey": _mentions(
-        frozenset({"showRecordId", "returnKey"})
-    ),
     "deployment: the 3-member simulator's hello reply (~1175 characters of JSON) is longer than "
     "the 1000-character log truncation, so the logged reply cannot be parsed": _hello_reply_logged,
 }
