@@ -246,7 +246,17 @@ def test_a_failed_statement_aborts_the_transaction(client: MongoClient[Any]) -> 
     assert list(things.find({})) == [{"_id": 1}]
 
 
-def test_fail_command_on_commit(one: SimulatedReplicaSet, client: MongoClient[Any]) -> None:
+def test_fail_command_on_commit(one: SimulatedReplicaSet) -> None:
+    # The injected shutdown error (91) carries no topologyVersion, as mongod's: the client marks
+    # the primary Unknown and the retried commit waits for the next heartbeat
+    client: MongoClient[Any] = MongoClient(one.uri, **OPTIONS, heartbeatFrequencyMS=500)
+    try:
+        _fail_command_on_commit(client)
+    finally:
+        client.close()
+
+
+def _fail_command_on_commit(client: MongoClient[Any]) -> None:
     things = client.db.things
     client.admin.command("configureFailPoint", "failCommand", mode={"times": 1},
                          data={"failCommands": ["commitTransaction"], "closeConnection": True})

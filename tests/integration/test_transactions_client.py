@@ -221,7 +221,9 @@ def test_with_transaction_commits_again_after_an_unknown_commit_result(
 def test_unknown_commit_result_label_when_the_commit_cannot_be_confirmed(
     rs: SimulatedReplicaSet, clients: list[Any]
 ) -> None:
-    client, _ = open_client(clients, rs)
+    # An injected shutdown error (91) carries no topologyVersion, as mongod's: the client marks
+    # the primary Unknown and the commit's retry waits for the next heartbeat
+    client, _ = open_client(clients, rs, heartbeatFrequencyMS=500)
     with client.start_session() as session:
         session.start_transaction()
         client.db.things.insert_one({"_id": 1}, session=session)

@@ -10,6 +10,7 @@ from typing import Any
 from sim_wire_client import PRIMARY, SECONDARY, Client, make_cluster
 
 from mongo_sansio.bson import Binary, Int64
+from mongo_sansio.testing.server import ReplicaSet
 
 
 def _fail(client: Client, mode: Any, **data: Any) -> dict[str, Any]:
@@ -29,8 +30,26 @@ def test_hello_in_fail_commands_fails_every_spelling_of_it() -> None:
     for spelling in ("hello", "isMaster", "ismaster"):
         reply = Client(cluster).command({spelling: 1})
         assert (reply["ok"], reply["code"], reply["codeName"]) == (0.0, 91, "ShutdownInProgress")
-        assert "topologyVersion" in reply  # a state-change error carries the member's version
+        assert "topologyVersion" not in reply  # mongod versions shutdown errors only when quiescing
     assert Client(cluster).command({"hello": 1})["ok"] == 1.0  # times ran out
+
+
+def test_injected_state_change_errors_carry_topology_version_as_mongods_own() -> None:
+    cluster = make_cluster()
+    setup = Client(cluster)
+    current = setup.command({"hello": 1})["topologyVersion"]
+    for code in (10107, 13435, 11602, 189, 13436):
+        _fail(setup, {"times": 1}, failCommands=["find"], errorCode=code)
+        assert Client(cluster).command({"find": "c"})["topologyVersion"] == current, code
+    for code in (91, 11600):
+        _fail(setup, {"times": 1}, failCommands=["find"], errorCode=code)
+        assert "topologyVersion" not in Client(cluster).command({"find": "c"}), code
+    stated = {"processId": current["processId"], "counter": Int64(current["counter"] + 1)}
+    _fail(setup, {"times": 1}, failCommands=["find"], errorCode=91, errorExtraInfo={"topologyVersion": stated})
+    assert Client(cluster).command({"find": "c"})["topologyVersion"] == stated
+    standalone = ReplicaSet([PRIMARY], standalone=True, now=100.0)
+    _fail(Client(standalone), {"times": 1}, failCommands=["find"], errorCode=10107)
+    assert "topologyVersion" not in Client(standalone).command({"find": "c"})
 
 
 def test_find_and_modify_alias_is_matched() -> None:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mongo_sansio.bson import Binary, Int64
-from mongo_sansio.sdam.errors import NOT_WRITABLE_PRIMARY_CODES, RECOVERING_CODES
+from mongo_sansio.sdam.errors import NOT_WRITABLE_PRIMARY_CODES, RECOVERING_CODES, SHUTDOWN_CODES
 from mongo_sansio.testing.engine import CommandError
 from mongo_sansio.testing.server.changestreams import (
     CHANGE_STREAM_COMMANDS,
@@ -70,11 +70,13 @@ COMMANDS: dict[str, CommandSpec] = {
 }
 
 RETRYABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
-# The "not primary" and "node is recovering" families (the codes SDAM classifies): mongod puts
-# its current topologyVersion on these replies, so a driver can tell a stale error (same or
+# mongod's NotPrimaryError category: a replica set member puts its current topologyVersion on
+# these replies (injected by failCommand or not), so a driver can tell a stale error (same or
 # older version: ignore it, the server has not changed) from news (mark the server Unknown and
-# check it at once).
-STATE_CHANGE_CODES = RECOVERING_CODES | NOT_WRITABLE_PRIMARY_CODES
+# check it at once).  Its ShutdownError category (91, 11600) carries one only in the quiesce
+# period of a real shutdown, which is when the version moves; the simulator's members stop
+# without one, so a shutdown error (a failpoint's) carries none unless errorExtraInfo adds it.
+STATE_CHANGE_CODES = (RECOVERING_CODES | NOT_WRITABLE_PRIMARY_CODES) - SHUTDOWN_CODES
 
 CODE_NAMES = {
     1: "InternalError", 2: "BadValue", 6: "HostUnreachable", 7: "HostNotFound", 8: "UnknownError",
@@ -157,7 +159,8 @@ def finish(ctx: Context, outcome: Outcome) -> Outcome:
     """Stamp a reply with the cluster time; let cursors waiting on the oplog look again."""
     ctx.cluster.wake_waiters(ctx.now)
     if isinstance(outcome, dict):
-        if outcome.get("code") in STATE_CHANGE_CODES and "topologyVersion" not in outcome:
+        if (outcome.get("code") in STATE_CHANGE_CODES and "topologyVersion" not in outcome
+                and not ctx.cluster.standalone):
             outcome["topologyVersion"] = topology_version(ctx.member)
         if not ctx.cluster.standalone:  # a standalone mongod has no cluster time to gossip
             outcome.update(cluster_fields(ctx))

@@ -20,7 +20,9 @@ aliases: ``hello`` also fails ``isMaster``/``ismaster``), ``failAllCommands``, `
 ``threadName`` (mongod's ``conn<id>``), ``namespace`` (``db.coll``), ``closeConnection``,
 ``blockConnection`` + ``blockTimeMS``, ``errorCode``, ``errorExtraInfo`` (fields added to the
 error reply), ``errorLabels`` (replacing the labels the server would add) and
-``writeConcernError``.  ``configureFailPoint`` itself is never failed.
+``writeConcernError``.  The error is answered as mongod answers its own: a NotPrimaryError gets
+the member's topologyVersion, a shutdown error (91, 11600) none but what ``errorExtraInfo``
+gives (mongod adds one only while it is really shutting down).  ``configureFailPoint`` itself is never failed.
 
 Modes as mongod: ``"alwaysOn"``, ``"off"``, ``{"times": n}`` (fires n times, then off),
 ``{"skip": n}`` (lets n matching commands through, then always fires).  mongod also has

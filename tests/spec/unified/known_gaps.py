@@ -95,21 +95,6 @@ def _waiting_logged_at_info(file: Mapping[str, Any], test: Mapping[str, Any]) ->
     )
 
 
-SHUTDOWN_CODES = frozenset({91, 11600})
-
-
-def _injected_shutdown_error_acted_on(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """A failCommand ShutdownInProgress/InterruptedAtShutdown on an application command (or
-    a pool's handshake) the client must act on (clear the pool, mark the server Unknown)."""
-    pool_handshakes = "minPoolSize" in set(_names(test))
-    injected = any(
-        data.get("errorCode") in SHUTDOWN_CODES
-        and (pool_handshakes or not set(data.get("failCommands", ())) <= {"hello", "isMaster"})
-        for data in _failpoint_data(test)
-    )
-    return injected and any(name == "poolClearedEvent" for name in _names(test))
-
-
 RETRYABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
 
 
@@ -310,9 +295,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     "simulator gap: no JavaScript ($where, used with sleep() to hold a connection busy)": _mentions(
         frozenset({"$where"})
     ),
-    "simulator gap: a failCommand-injected shutdown error (91/11600) carries the member's current "
-    "topologyVersion, so SDAM must ignore it as stale (mongod adds topologyVersion to shutdown "
-    "errors only while really shutting down)": _injected_shutdown_error_acted_on,
     "simulator gap: the $collStats aggregation stage (storageStats)": _pipeline_run_with(
         frozenset({"$collStats"})
     ),
