@@ -29,7 +29,7 @@ from typing import Any
 
 import attrs
 
-from mongo_sansio.bson import Int64, Timestamp, encode
+from mongo_sansio.bson import Int64, RawDocument, Timestamp, encode
 from mongo_sansio.testing.engine import CommandError, run_pipeline
 from mongo_sansio.testing.engine.aggregate import compile_pipeline
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome
@@ -177,7 +177,7 @@ class _Poll:
     def __init__(self, stream: ChangeStream) -> None:
         self.stream = stream
 
-    def __call__(self, wall: float) -> list[dict[str, Any]]:
+    def __call__(self, wall: float) -> list[RawDocument]:
         # (a getMore scans about a batch, like the first batch: the stream's batchSize)
         return self.stream.scan(limit=self.stream.batch_size)
 
@@ -240,10 +240,10 @@ class ChangeStream:
 
     # --- scanning --------------------------------------------------------------------------
 
-    def scan(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """The events (after the pipeline) of oplog entries not scanned yet, in order; stops
-        after an invalidate.  With ``limit`` (the stream's batchSize) the scan stops once it has
-        that many, as mongod's does: the rest is scanned by the next getMores."""
+    def scan(self, limit: int | None = None) -> list[RawDocument]:
+        """The events (after the pipeline) of oplog entries not scanned yet, in order, encoded;
+        stops after an invalidate.  With ``limit`` (the stream's batchSize) the scan stops once
+        it has that many, as mongod's does: the rest is scanned by the next getMores."""
         if self.invalidated:
             return []
         oplog = self.cluster.oplog
@@ -253,14 +253,14 @@ class ChangeStream:
             raise CommandError(286, "ChangeStreamHistoryLost", "the change stream fell off the oplog")
         entries = oplog.entries[oplog.index_from(self.scan_from):]
         step = len(entries) if limit is None else max(limit, 1)
-        out: list[dict[str, Any]] = []
+        out: list[RawDocument] = []
         for offset in range(0, len(entries), step or 1):
             out.extend(self._scan_entries(entries[offset:offset + step]))
             if self.invalidated or (limit is not None and len(out) >= limit):
                 break
         return out
 
-    def _scan_entries(self, entries: list[OplogEntry]) -> list[dict[str, Any]]:
+    def _scan_entries(self, entries: list[OplogEntry]) -> list[RawDocument]:
         """The events of ``entries`` after the pipeline; moves the scan position past them."""
         keys: dict[str, TokenKey] = {}
         events: list[dict[str, Any]] = []
@@ -280,7 +280,7 @@ class ChangeStream:
             if self.invalidated:
                 break
         results = self._run_pipeline(events) if self.pipeline else events
-        out: list[dict[str, Any]] = []
+        out: list[RawDocument] = []
         for document in results:
             token = document.get("_id")
             data = token.get("_data") if isinstance(token, Mapping) else None
@@ -313,18 +313,21 @@ class ChangeStream:
         fragments are still to come)."""
         return self.start.fragment > 0 and attrs.evolve(self.start, fragment=0) == key
 
-    def _sized(self, event: dict[str, Any], key: TokenKey) -> list[dict[str, Any]]:
-        """The event, or its fragments under $changeStreamSplitLargeEvent when over 16 MiB."""
-        if len(encode(event)) <= MAX_BSON_OBJECT_SIZE:
-            return [event]
+    def _sized(self, event: dict[str, Any], key: TokenKey) -> list[RawDocument]:
+        """The event, or its fragments under $changeStreamSplitLargeEvent when over 16 MiB,
+        encoded: the size check's encoding is the one the reply copies (encoding an event
+        again for the batch's 16 MiB cut and again in the reply cost twice as much)."""
+        data = encode(event)
+        if len(data) <= MAX_BSON_OBJECT_SIZE:
+            return [RawDocument(data)]
         if not self.split:
             raise CommandError(10334, "BSONObjectTooLarge",
-                               f"Executor error during getMore :: caused by :: BSONObj size: {len(encode(event))} is invalid. "
+                               f"Executor error during getMore :: caused by :: BSONObj size: {len(data)} is invalid. "
                                f"Size must be between 0 and {MAX_BSON_OBJECT_SIZE}(16MB)")
         fragments = split_event(event, key)
-        return [f for f in fragments if decode_token(f["_id"]) > self.start]
+        return [RawDocument(encode(f)) for f in fragments if decode_token(f["_id"]) > self.start]
 
-    def batch_fields(self, cursor: Cursor, batch: list[dict[str, Any]]) -> dict[str, Any]:
+    def batch_fields(self, cursor: Cursor, batch: list[Mapping[str, Any]]) -> dict[str, Any]:
         """``postBatchResumeToken`` for a batch just taken: the last event's token while more
         events wait, else the latest scanned position (the event's own token when the scan
         ended on it).  Closes the cursor after an invalidate."""

@@ -12,12 +12,12 @@ that opened them; a getMore on another member answers CursorNotFound (43).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
 
-from mongo_sansio.bson import Int64, encode
+from mongo_sansio.bson import Int64, RawDocument, encode
 from mongo_sansio.testing.engine import CommandError
 
 __all__ = ["Cursor", "CursorRegistry", "MAX_BATCH_BYTES", "cursor_reply"]
@@ -25,20 +25,23 @@ __all__ = ["Cursor", "CursorRegistry", "MAX_BATCH_BYTES", "cursor_reply"]
 MAX_BATCH_BYTES = 16 * 1024 * 1024
 DEFAULT_FIRST_BATCH = 101
 
+# A cursor's documents: dicts, or RawDocuments already encoded (a change stream encodes each
+# event once, to check its size, and the reply copies those bytes instead of encoding again).
+Document = Mapping[str, Any]
 # A tailable cursor's source: called at each getMore to fetch what arrived since; the argument
 # is the wall-clock seconds of the call.  Extra reply fields come back in ``Cursor.extra``.
-Source = Callable[[float], list[dict[str, Any]]]
+Source = Callable[[float], Iterable[Document]]
 # Called with each batch just taken (before the cursor decides whether it is exhausted); gives
 # extra cursor fields for that reply (a change stream's postBatchResumeToken) and may end a
 # tailable cursor by clearing ``tailable`` (a change stream after an invalidate).
-OnBatch = Callable[["Cursor", list[dict[str, Any]]], dict[str, Any]]
+OnBatch = Callable[["Cursor", list[Document]], dict[str, Any]]
 
 
 @attrs.define
 class Cursor:
     id: int
     ns: str
-    pending: list[dict[str, Any]]
+    pending: list[Document]
     limit: int = 0  # 0: no limit; counts every document handed out
     returned: int = 0
     tailable: bool = False
@@ -48,13 +51,13 @@ class Cursor:
     extra: dict[str, Any] = attrs.Factory(dict)  # fixed extra cursor fields of every reply
     on_batch: OnBatch | None = None
 
-    def fields(self, batch: list[dict[str, Any]]) -> dict[str, Any]:
+    def fields(self, batch: list[Document]) -> dict[str, Any]:
         """The extra cursor fields of the reply carrying ``batch``."""
         if self.on_batch is None:
             return self.extra
         return {**self.extra, **self.on_batch(self, batch)}
 
-    def take(self, batch_size: int | None) -> list[dict[str, Any]]:
+    def take(self, batch_size: int | None) -> list[Document]:
         """The next batch (``None``: no count limit), cut at 16 MiB."""
         wanted = len(self.pending) if batch_size is None or batch_size <= 0 else batch_size
         if self.limit:
@@ -63,7 +66,8 @@ class Cursor:
         count = 0
         size = 0
         while count < len(pending) and count < wanted:
-            document_size = len(encode(pending[count]))
+            document = pending[count]
+            document_size = len(document.raw) if type(document) is RawDocument else len(encode(document))
             if count and size + document_size > MAX_BATCH_BYTES:
                 break
             count += 1
@@ -82,7 +86,7 @@ class Cursor:
         return not self.pending and not self.tailable
 
 
-def cursor_reply(cursor_id: int, ns: str, key: str, batch: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+def cursor_reply(cursor_id: int, ns: str, key: str, batch: list[Document], **extra: Any) -> dict[str, Any]:
     return {"cursor": {key: batch, "id": Int64(cursor_id), "ns": ns, **extra}, "ok": 1.0}
 
 
@@ -96,7 +100,7 @@ class CursorRegistry:
     def open(
         self,
         ns: str,
-        documents: list[dict[str, Any]],
+        documents: Iterable[Document],
         *,
         batch_size: int | None,
         limit: int = 0,
