@@ -70,7 +70,8 @@ class TokenKey:
 
 def encode_token(key: TokenKey, document_key: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The token document ``{_data: hex}`` for ``key`` (and the event's document key)."""
-    data = f"{key.time:08X}{key.inc:08X}{key.index:04X}{key.type:02X}{key.fragment:04X}"
+    # (%-formatting: half the cost of the same format as an f-string, paid once an event)
+    data = "%08X%08X%04X%02X%04X" % (key.time, key.inc, key.index, key.type, key.fragment)  # noqa: UP031
     if document_key is not None:
         data += encode(document_key).hex().upper()
     return {"_data": data}
