@@ -24,6 +24,7 @@ Resume tokens: :mod:`.resume_tokens`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,7 +36,7 @@ from mongo_sansio.testing.engine.aggregate import compile_pipeline
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome
 from mongo_sansio.testing.server.cursors import Cursor
 from mongo_sansio.testing.server.handshake import MAX_BSON_OBJECT_SIZE
-from mongo_sansio.testing.server.oplog import OplogEntry
+from mongo_sansio.testing.server.oplog import OplogEntry, wall_datetime
 from mongo_sansio.testing.server.resume_tokens import (
     INVALIDATE,
     TokenKey,
@@ -219,6 +220,8 @@ class ChangeStream:
         self.last_token: dict[str, Any] = _high_water_token(self.start)
         self.invalidated = False
         self.batch_size: int | None = None  # the aggregate's batchSize: how far a scan goes
+        self._wall = math.nan  # the wall seconds of the last event made (NaN: none), and its wallTime
+        self._wall_time = wall_datetime(0.0)
 
     def _start_point(self, spec: Mapping[str, Any]) -> tuple[TokenKey, Timestamp]:
         given = [name for name in ("resumeAfter", "startAfter", "startAtOperationTime") if name in spec]
@@ -262,26 +265,37 @@ class ChangeStream:
 
     def _scan_entries(self, entries: list[OplogEntry]) -> list[RawDocument]:
         """The events of ``entries`` after the pipeline; moves the scan position past them."""
-        keys: dict[str, TokenKey] = {}
-        events: list[dict[str, Any]] = []
-        start_ts = _ts_key(self.start.ts)
-        for entry in entries:
-            # Every event of a later entry is after the start; only the start's own entry
-            # needs the full comparison (its events before the start are passed over).
-            later = _ts_key(entry.ts) > start_ts
-            for key, event in self._events(entry):
-                if later or key > self.start or self._resumes_inside(key):
-                    keys[event["_id"]["_data"]] = key
-                    events.append(event)
-                    # (startAfter an invalidate passes it by and goes on)
-                    self.invalidated = self.invalidated or key.type == INVALIDATE
-            self.high_water = TokenKey.after(entry.ts)
-            self.scan_from = Timestamp(entry.ts.time, entry.ts.inc + 1)
-            if self.invalidated:
-                break
-        results = self._run_pipeline(events) if self.pipeline else events
+        found: list[tuple[TokenKey, dict[str, Any]]] = []
+        start = self.start
+        start_ts = (start.time, start.inc)
+        last: OplogEntry | None = None
+        try:
+            for entry in entries:
+                # Every event of a later entry is after the start; only the start's own entry
+                # needs the full comparison (its events before the start are passed over).
+                ts = entry.ts
+                later = (ts.time, ts.inc) > start_ts
+                for key, event in self._events(entry):
+                    if later or key > start or self._resumes_inside(key):
+                        found.append((key, event))
+                        # (startAfter an invalidate passes it by and goes on)
+                        if key.type == INVALIDATE:
+                            self.invalidated = True
+                last = entry
+                if self.invalidated:
+                    break
+        finally:
+            # (the scan position moves once, past the last entry read, rather than at each)
+            if last is not None:
+                self.high_water = TokenKey.after(last.ts)
+                self.scan_from = Timestamp(last.ts.time, last.ts.inc + 1)
         out: list[RawDocument] = []
-        for document in results:
+        if not self.pipeline:
+            for key, event in found:
+                out.extend(self._sized(event, key))
+            return out
+        keys = {event["_id"]["_data"]: key for key, event in found}
+        for document in self._run_pipeline([event for _, event in found]):
             token = document.get("_id")
             data = token.get("_data") if isinstance(token, Mapping) else None
             if not isinstance(data, str) or data not in keys or not _unchanged_token(token, data):
@@ -377,8 +391,13 @@ class ChangeStream:
         return self.coll is None or coll == self.coll
 
     def _base(self, entry: OplogEntry, key: TokenKey, kind: str, document_key: Any = None) -> dict[str, Any]:
+        wall = entry.wall
+        if wall != self._wall:
+            # The entries of one write share its wall time (an insert of 1000 documents logs
+            # 1000 entries): its datetime is made once, not once an event.
+            self._wall, self._wall_time = wall, wall_datetime(wall)
         event: dict[str, Any] = {"_id": encode_token(key, document_key), "operationType": kind,
-                                 "clusterTime": entry.ts, "wallTime": entry.wall_datetime}
+                                 "clusterTime": entry.ts, "wallTime": self._wall_time}
         return event
 
     def _document_event(self, entry: OplogEntry, db: str, coll: str, index: int) -> tuple[TokenKey, dict[str, Any]]:
