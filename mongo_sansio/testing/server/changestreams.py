@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -171,6 +171,17 @@ def _compatible(old: Any, new: Any) -> bool:
 # --- the stream ------------------------------------------------------------------------------
 
 
+# Oplog operations that give one document event each (insert, update or replace, delete).
+_DOCUMENT_OPS = frozenset({"i", "u", "d"})
+_SCOPES_KEPT = 1000  # namespaces a stream remembers the scope of
+
+
+class _Scope(NamedTuple):
+    db: str
+    coll: str
+    ns: dict[str, str]  # the events' ``ns`` field
+
+
 class _Poll:
     """The cursor's source: a callable that remembers its stream (so getMore can tell a
     change-stream cursor from others)."""
@@ -220,6 +231,7 @@ class ChangeStream:
         self.last_token: dict[str, Any] = _high_water_token(self.start)
         self.invalidated = False
         self.batch_size: int | None = None  # the aggregate's batchSize: how far a scan goes
+        self._scopes: dict[str, _Scope | None] = {}  # namespace -> what _scope says of it
         self._wall = math.nan  # the wall seconds of the last event made (NaN: none), and its wallTime
         self._wall_time = wall_datetime(0.0)
 
@@ -275,12 +287,20 @@ class ChangeStream:
                 # needs the full comparison (its events before the start are passed over).
                 ts = entry.ts
                 later = (ts.time, ts.inc) > start_ts
-                for key, event in self._events(entry):
-                    if later or key > start or self._resumes_inside(key):
-                        found.append((key, event))
-                        # (startAfter an invalidate passes it by and goes on)
-                        if key.type == INVALIDATE:
-                            self.invalidated = True
+                if entry.op in _DOCUMENT_OPS:
+                    # (the common entry, one document event, without _events' lists)
+                    scope = self._scope(entry.ns)
+                    if scope is not None:
+                        key, event = self._document_event(entry, scope, 0)
+                        if later or key > start or self._resumes_inside(key):
+                            found.append((key, event))
+                else:
+                    for key, event in self._events(entry):
+                        if later or key > start or self._resumes_inside(key):
+                            found.append((key, event))
+                            # (startAfter an invalidate passes it by and goes on)
+                            if key.type == INVALIDATE:
+                                self.invalidated = True
                 last = entry
                 if self.invalidated:
                     break
@@ -374,14 +394,30 @@ class ChangeStream:
         return self._operation_events(entry, 0)
 
     def _operation_events(self, entry: OplogEntry, index: int) -> list[tuple[TokenKey, dict[str, Any]]]:
-        if entry.op in ("i", "u", "d"):
-            db, _, coll = entry.ns.partition(".")
-            if not self._in_scope(db, coll):
+        if entry.op in _DOCUMENT_OPS:
+            scope = self._scope(entry.ns)
+            if scope is None:
                 return []
-            return [self._document_event(entry, db, coll, index)]
+            return [self._document_event(entry, scope, index)]
         if entry.op != "c":
             return []
         return self._command_events(entry, index)
+
+    def _scope(self, ns: str) -> _Scope | None:
+        """The database, collection and ``ns`` field of a document event on ``ns``, or None
+        when this stream does not see ``ns``; kept per namespace, and the ``ns`` document is
+        shared by its events (nothing changes an event's fields in place: a pipeline that
+        could runs on copies)."""
+        try:
+            return self._scopes[ns]
+        except KeyError:
+            pass
+        db, _, coll = ns.partition(".")
+        scope = _Scope(db, coll, {"db": db, "coll": coll}) if self._in_scope(db, coll) else None
+        if len(self._scopes) >= _SCOPES_KEPT:
+            self._scopes.clear()
+        self._scopes[ns] = scope
+        return scope
 
     def _in_scope(self, db: str, coll: str | None) -> bool:
         if self.db is None:
@@ -400,17 +436,20 @@ class ChangeStream:
                                  "clusterTime": entry.ts, "wallTime": self._wall_time}
         return event
 
-    def _document_event(self, entry: OplogEntry, db: str, coll: str, index: int) -> tuple[TokenKey, dict[str, Any]]:
-        key = TokenKey(entry.ts.time, entry.ts.inc, index)
-        document_key = dict(entry.document_key or {})
+    def _document_event(self, entry: OplogEntry, scope: _Scope, index: int) -> tuple[TokenKey, dict[str, Any]]:
+        ts = entry.ts
+        key = TokenKey(ts.time, ts.inc, index)
+        # (the entry's own document key: the oplog's documents are copies made at the write,
+        # never changed, and an event's are only read -- as fullDocument already was)
+        document_key = entry.document_key or {}
         event = self._base(entry, key, entry.kind, document_key)
         if entry.kind in ("insert", "replace") and entry.after is not None:
             event["fullDocument"] = entry.after
         elif entry.kind == "update":
-            post = self._post_image(entry, db, coll, document_key)
+            post = self._post_image(entry, scope.db, scope.coll, document_key)
             if post is not _ABSENT:
                 event["fullDocument"] = post
-        event["ns"] = {"db": db, "coll": coll}
+        event["ns"] = scope.ns
         event["documentKey"] = document_key
         if entry.kind == "update" and entry.before is not None and entry.after is not None:
             event["updateDescription"] = update_description(
