@@ -19,7 +19,7 @@ invalidate; with ``showExpandedEvents`` also create, createIndexes, dropIndexes 
 drops of a dropDatabase), a database stream by dropDatabase; the cursor closes (id 0) after
 the invalidate.  Pre- and post-images come from the oplog entries written while the
 collection had ``changeStreamPreAndPostImages`` enabled (``create`` option or ``collMod``).
-Resume tokens: :mod:`.resume_tokens`.
+Resume tokens: :mod:`.resume_tokens`; ``updateDescription``: :mod:`.update_descriptions`.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from mongo_sansio.testing.server.resume_tokens import (
     decode_token,
     encode_token,
 )
+from mongo_sansio.testing.server.update_descriptions import bson_equal, update_description
 
 __all__ = ["ChangeStream", "CHANGE_STREAM_COMMANDS", "RESUMABLE_CODES", "is_change_stream_cursor",
            "is_change_stream", "open_change_stream", "update_description"]
@@ -74,98 +75,6 @@ def is_change_stream(pipeline: Sequence[Any]) -> bool:
 
 def is_change_stream_cursor(cursor: Cursor | None) -> bool:
     return cursor is not None and isinstance(cursor.source, _Poll)
-
-
-# --- updateDescription ---------------------------------------------------------------------
-
-
-def _same(a: Any, b: Any) -> bool:
-    """BSON equality: types and field order matter (1 and 1.0 differ), unlike Python's ==."""
-    return encode({"v": a}) == encode({"v": b})
-
-
-def update_description(
-    before: Mapping[str, Any], after: Mapping[str, Any], *, disambiguate: bool = False
-) -> dict[str, Any]:
-    """The ``updateDescription`` of an update from the pre- and post-image.
-
-    Sub-documents are compared field by field (dotted paths, as a ``$set`` of ``a.b`` reports);
-    an array that only grew or shrank reports its changed elements and ``truncatedArrays``;
-    any other array change replaces the whole array.  With ``disambiguate`` (a stream opened
-    with ``showExpandedEvents``, mongod 6.1+) ``disambiguatedPaths`` maps each reported path
-    that a reader could not split unaided -- one with a field name that is numeric or contains
-    a dot -- to its components: field names as strings, array indexes as ints.
-    """
-    diff = _Diff()
-    diff.document(before, after, ())
-    description: dict[str, Any] = {
-        "updatedFields": diff.updated, "removedFields": diff.removed, "truncatedArrays": diff.truncated,
-    }
-    if disambiguate:
-        description["disambiguatedPaths"] = diff.ambiguous
-    return description
-
-
-Component = str | int
-
-
-def _dotted(components: tuple[Component, ...]) -> str:
-    return ".".join(str(c) for c in components)
-
-
-class _Diff:
-    """The differences of two documents, collected as dotted paths."""
-
-    def __init__(self) -> None:
-        self.updated: dict[str, Any] = {}
-        self.removed: list[str] = []
-        self.truncated: list[dict[str, Any]] = []
-        self.ambiguous: dict[str, list[Component]] = {}
-
-    def _path(self, components: tuple[Component, ...]) -> str:
-        path = _dotted(components)
-        if any(isinstance(c, str) and (c.isdigit() or "." in c) for c in components):
-            self.ambiguous[path] = list(components)
-        return path
-
-    def document(self, before: Mapping[str, Any], after: Mapping[str, Any],
-                 prefix: tuple[Component, ...]) -> None:
-        for name in before:
-            if name not in after:
-                self.removed.append(self._path((*prefix, name)))
-        for name, value in after.items():
-            components = (*prefix, name)
-            if name not in before:
-                self.updated[self._path(components)] = value
-                continue
-            old = before[name]
-            if _same(old, value):
-                continue
-            if _compatible(old, value):
-                self.document(old, value, components)
-            elif isinstance(old, list) and isinstance(value, list):
-                self.array(old, value, components)
-            else:
-                self.updated[self._path(components)] = value
-
-    def array(self, old: list[Any], new: list[Any], components: tuple[Component, ...]) -> None:
-        if len(new) < len(old):
-            self.truncated.append({"field": self._path(components), "newSize": len(new)})
-        for index, value in enumerate(new):
-            if index < len(old) and _same(old[index], value):
-                continue
-            if index < len(old) and _compatible(old[index], value):
-                # mongod's oplog diffs reach into an element document ($set of "a.0.b").
-                self.document(old[index], value, (*components, index))
-            else:
-                self.updated[self._path((*components, index))] = value
-
-
-def _compatible(old: Any, new: Any) -> bool:
-    """Whether ``new`` is ``old`` changed field by field (its surviving fields keep their order)."""
-    return isinstance(old, Mapping) and isinstance(new, Mapping) and list(old)[: len(new)] == [
-        k for k in new if k in old
-    ]
 
 
 # --- the stream ------------------------------------------------------------------------------
@@ -609,7 +518,7 @@ def _unchanged_token(token: Any, data: str) -> bool:
     equality; a plain one-field dict with that string is, without encoding it)."""
     if type(token) is dict and len(token) == 1 and type(token.get("_data")) is str:
         return True  # (the caller checked that the string is data)
-    return _same(token, {"_data": data})
+    return bson_equal(token, {"_data": data})
 
 
 def _ts_key(ts: Timestamp) -> tuple[int, int]:
