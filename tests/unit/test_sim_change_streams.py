@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from sim_wire_client import PRIMARY, Client, make_cluster
 
-from mongo_sansio.bson import Int64, Timestamp
+from mongo_sansio.bson import Int64, Timestamp, encode
 from mongo_sansio.testing.server.changestreams import update_description
 from mongo_sansio.testing.server.resume_tokens import (
     INVALIDATE,
@@ -15,6 +18,7 @@ from mongo_sansio.testing.server.resume_tokens import (
     decode_token,
     encode_token,
 )
+from mongo_sansio.testing.server.update_descriptions import bson_equal
 
 
 def watch(client: Client, target: Any = "c", db: str = "test", pipeline: list[Any] | None = None,
@@ -333,3 +337,52 @@ def test_bad_options_are_refused(options: dict[str, Any]) -> None:
     client = Client(make_cluster(), PRIMARY)
     reply = client.command({"aggregate": "c", "pipeline": [{"$changeStream": options}], "cursor": {}})
     assert reply["ok"] == 0.0
+
+
+_SCALARS = st.one_of(
+    st.integers(min_value=-(2**64), max_value=2**64), st.floats(allow_nan=True), st.sampled_from([0.0, -0.0, 1.0, 1]),
+    st.text(), st.sampled_from(["\ud800", "a\udfff", "x\x00y", "é"]), st.booleans(), st.none(),
+    st.builds(Int64, st.integers(min_value=-(2**63), max_value=2**63 - 1)),
+)
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3),
+                       max_leaves=6)
+
+
+def _by_encoding(a: Any, b: Any) -> bool | type[BaseException]:
+    try:
+        return encode({"v": a}) == encode({"v": b})
+    except Exception as error:  # noqa: BLE001 -- the error's type is what is compared
+        return type(error)
+
+
+_NAN = float("nan")
+_OTHER_NAN = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000001))[0]
+
+
+@settings(max_examples=400, deadline=None)
+@given(_VALUES, _VALUES)
+@example(0.0, -0.0)
+@example(_NAN, float("nan"))  # two NaN objects: equal encodings, unequal in Python
+@example(_NAN, _OTHER_NAN)  # NaNs of other payloads: unequal encodings
+@example(1, 1.0)
+@example(1, True)
+@example(1, Int64(1))
+@example(2**40, Int64(2**40))  # both int64 on the wire
+@example(2**31, 2**31)
+@example(2**63, 2**63)  # past int64: the encoder refuses both
+@example(2**63, 1)
+@example("\ud800", "\ud800")  # a lone surrogate: the encoder refuses it
+@example("\ud800", "a")
+@example("x\x00y", "x\x00y")
+@example([1, 2], [1, 2.0])
+@example({"a": 1, "b": 2}, {"b": 2, "a": 1})
+def test_bson_equal_answers_as_the_encodings_compare(a: Any, b: Any) -> None:
+    """updateDescription's field comparison (fast for plain strings, ints and floats) answers
+    as comparing the encodings does, and raises what the encoder raises."""
+    for x, y in ((a, b), (a, a), (b, b)):
+        expected = _by_encoding(x, y)
+        try:
+            got: bool | type[BaseException] = bson_equal(x, y)
+        except Exception as error:  # noqa: BLE001
+            got = type(error)
+        assert got == expected, (x, y)
