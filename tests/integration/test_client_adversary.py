@@ -182,8 +182,12 @@ class TestTricklingServer:
         self, dribbler_factory: Any
     ) -> None:
         # the monitor's connection is answered; every later one dribbles its handshake
+        # (maxAdaptiveRetries=0: a timeout while connecting is labelled a possible overload,
+        # which the client retries otherwise -- the next test)
         server = dribbler_factory(honest_connections=1)
-        client = MongoClient(server.uri, connectTimeoutMS=1000, serverSelectionTimeoutMS=8000)
+        client = MongoClient(
+            server.uri, connectTimeoutMS=1000, serverSelectionTimeoutMS=8000, maxAdaptiveRetries=0
+        )
         try:
             client.topology_description  # noqa: B018 - the monitor connects first
             deadline = time.monotonic() + 5
@@ -193,6 +197,27 @@ class TestTricklingServer:
             error, elapsed = timed(lambda: client.admin.command("ping"))
             assert elapsed < 1.0 + MARGIN, elapsed
             assert error.timeout is True, repr(error)
+        finally:
+            client.close()
+
+    def test_a_handshake_timeout_is_retried_as_an_overload(self, dribbler_factory: Any) -> None:
+        # client backpressure: the pool labels the timeout SystemOverloadedError and
+        # RetryableError, and the command is tried twice more (MAX_RETRIES 2), each attempt's
+        # handshake bounded by connectTimeoutMS, with a backoff of at most 0.2 s between
+        server = dribbler_factory(honest_connections=1)
+        client = MongoClient(server.uri, connectTimeoutMS=1000, serverSelectionTimeoutMS=8000)
+        try:
+            client.topology_description  # noqa: B018 - the monitor connects first
+            deadline = time.monotonic() + 5
+            while server.accepted < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.1)
+            before = server.accepted
+            error, elapsed = timed(lambda: client.admin.command("ping"))
+            assert 3.0 <= elapsed < 3.0 + 0.5 + MARGIN, elapsed
+            assert error.timeout is True, repr(error)
+            assert error.has_error_label("SystemOverloadedError"), repr(error)
+            assert server.accepted - before == 3
         finally:
             client.close()
 

@@ -18,7 +18,9 @@ from urllib.parse import unquote
 import pytest
 from _specs import suite_cases
 
+from mongo_sansio.backpressure import label_establishment_error
 from mongo_sansio.bson import extjson
+from mongo_sansio.errors import NetworkError, NetworkTimeout
 from mongo_sansio.sdam import (
     ApplicationError,
     ErrorKind,
@@ -98,17 +100,15 @@ class _Runner:
 
     def application_error(self, spec: dict[str, Any]) -> None:
         self.now += 1.0
+        connecting = spec["when"] == "beforeHandshakeCompletes"
         error = ApplicationError(
             address=parse_address(spec["address"]),
             kind=ErrorKind(spec["type"]),
-            phase=(
-                ErrorPhase.CONNECTING
-                if spec["when"] == "beforeHandshakeCompletes"
-                else ErrorPhase.ESTABLISHED
-            ),
+            phase=ErrorPhase.CONNECTING if connecting else ErrorPhase.ESTABLISHED,
             generation=spec.get("generation"),
             max_wire_version=spec.get("maxWireVersion"),
             reply=spec.get("response"),
+            error_labels=_pool_labels(spec["type"]) if connecting else (),
         )
         self.outputs.extend(self.topology.application_error(error, now=self.now))
 
@@ -117,6 +117,17 @@ class _Runner:
             self.respond(address, reply)
         for error in phase.get("applicationErrors", []):
             self.application_error(error)
+
+
+def _pool_labels(kind: str) -> tuple[str, ...]:
+    """The labels the client's pool gives an error of ``kind`` met during a new connection's
+    handshake (CMAP, backpressure: network errors and timeouts become possible overloads),
+    by the client's own rule."""
+    if kind == "command":
+        return ()
+    error = NetworkTimeout("mock") if kind == "timeout" else NetworkError("mock")
+    label_establishment_error(error, authenticating=False)
+    return tuple(error.error_labels)
 
 
 def _run(case: dict[str, Any] | None, *, monitoring: bool = False) -> None:
