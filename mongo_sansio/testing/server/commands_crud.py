@@ -17,6 +17,7 @@ from typing import Any
 from mongo_sansio.testing.engine import Collection, CommandError, run_pipeline
 from mongo_sansio.testing.engine.aggregate import lite_parse_pipeline
 from mongo_sansio.testing.engine.variables import bind_expression, bind_filter, let_values
+from mongo_sansio.testing.server.api_version import check_same
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome, Waiting
 from mongo_sansio.testing.server.cursors import Cursor
 from mongo_sansio.testing.server.tailable import check_tailable, tailable_source
@@ -284,6 +285,8 @@ def get_more(ctx: Context) -> Outcome:
     if not isinstance(name, str):
         raise _type_error("Field 'collection' must be of type string")
     cursor = ctx.member.cursors.lookup(int(cursor_id), f"{ctx.db}.{name}")
+    if cursor.api is not None and ctx.api is not None:
+        check_same("getMore", ctx.api, cursor.api, "the cursor-creating command")
     failure = ctx.member.failpoints.get_more_error()
     if failure is not None:
         from mongo_sansio.testing.server.dispatch import code_name  # dispatch imports this module

@@ -21,6 +21,7 @@ from mongo_sansio.testing.server.auth import SaslConversation
 from mongo_sansio.testing.server.replset import Member, ReplicaSet
 
 if TYPE_CHECKING:
+    from mongo_sansio.testing.server.api_version import ApiParameters
     from mongo_sansio.testing.server.transactions import SnapshotView, Transaction
 
 __all__ = ["Close", "CommandSpec", "ConnectionState", "Context", "Outcome", "Request", "Waiting", "NO_REPLY"]
@@ -98,6 +99,8 @@ class Context:
     txn: Transaction | None = None
     # A read at an earlier cluster time (readConcern snapshot with atClusterTime), or None.
     snapshot: SnapshotView | None = None
+    # The Stable API parameters the command declared (set by the dispatcher once checked).
+    api: ApiParameters | None = None
 
     @property
     def body(self) -> Mapping[str, Any]:

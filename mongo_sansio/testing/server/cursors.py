@@ -50,6 +50,9 @@ class Cursor:
     lsid: bytes | None = None
     extra: dict[str, Any] = attrs.Factory(dict)  # fixed extra cursor fields of every reply
     on_batch: OnBatch | None = None
+    # The Stable API parameters of the command that opened the cursor (an ApiParameters, set
+    # by the dispatcher): its getMores must declare the same.
+    api: Any = None
 
     def fields(self, batch: list[Document]) -> dict[str, Any]:
         """The extra cursor fields of the reply carrying ``batch``."""

@@ -23,6 +23,11 @@ from typing import Any
 from mongo_sansio.bson import Binary, Int64
 from mongo_sansio.sdam.errors import NOT_WRITABLE_PRIMARY_CODES, RECOVERING_CODES, SHUTDOWN_CODES
 from mongo_sansio.testing.engine import CommandError
+from mongo_sansio.testing.server.api_version import (
+    API_TEST_COMMANDS,
+    check_pipeline,
+    parse_api_parameters,
+)
 from mongo_sansio.testing.server.changestreams import (
     CHANGE_STREAM_COMMANDS,
     RESUMABLE_CODES,
@@ -66,7 +71,7 @@ HELLO_NAMES = ("hello", "isMaster", "ismaster")
 COMMANDS: dict[str, CommandSpec] = {
     spec.name: spec
     for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *ADMIN_COMMANDS, *CHANGE_STREAM_COMMANDS, *TRANSACTION_COMMANDS,
-                 *EXPLAIN_COMMANDS, *SEARCH_COMMANDS)
+                 *EXPLAIN_COMMANDS, *SEARCH_COMMANDS, *API_TEST_COMMANDS)
 }
 
 RETRYABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
@@ -93,6 +98,7 @@ CODE_NAMES = {
     262: "ExceededTimeLimit", 280: "ChangeStreamFatalError", 286: "ChangeStreamHistoryLost",
     9001: "SocketException", 10107: "NotWritablePrimary", 11000: "DuplicateKey",
     11600: "InterruptedAtShutdown", 11601: "Interrupted", 11602: "InterruptedDueToReplStateChange",
+    322: "APIVersionError", 323: "APIStrictError", 324: "APIDeprecationError", 325: "APIMismatchError",
     13435: "NotPrimaryNoSecondaryOk", 13436: "NotPrimaryOrSecondary", 50915: "BackupCursorOpenConflictWithCheckpoint",
 }
 
@@ -182,6 +188,10 @@ def _execute(ctx: Context) -> Outcome:
     spec = COMMANDS.get(request.name)
     if spec is None:
         raise CommandError(59, "CommandNotFound", f"no such command: '{request.name}'")
+    # mongod checks the Stable API declaration first thing after finding the command
+    ctx.api = parse_api_parameters(request.name, ctx.body)
+    if request.name == "aggregate":
+        check_pipeline(ctx.api, ctx.body.get("pipeline"))
     if spec.requires_auth and ctx.cluster.authenticator is not None and ctx.state.user is None:
         raise CommandError(13, "Unauthorized", f"Command {request.name} requires authentication")
     if ctx.cluster.standalone and "txnNumber" in ctx.body:
@@ -281,6 +291,7 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
             return outcome
         if ctx.snapshot is not None:
             stamp_snapshot(outcome, ctx.snapshot)
+        _remember_api(ctx, outcome)
         if ctx.txn is not None and outcome.get("writeErrors") and request.name not in (COMMIT, ABORT):
             ctx.cluster.transactions.abort(ctx.txn, "a write in the transaction failed")
         if retryable and txn_number is not None and outcome.get("ok") == 1.0:
@@ -307,6 +318,17 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
     if isinstance(outcome, Waiting) and spec.access == _WRITE:
         return wrap(outcome)
     return after(outcome)
+
+
+def _remember_api(ctx: Context, reply: dict[str, Any]) -> None:
+    """A cursor the command opened keeps the command's API parameters, for its getMores."""
+    cursor_doc = reply.get("cursor")
+    cursor_id = cursor_doc.get("id") if isinstance(cursor_doc, Mapping) else None
+    if not cursor_id or not isinstance(cursor_id, int):
+        return
+    cursor = ctx.member.cursors.cursors.get(int(cursor_id))
+    if cursor is not None and cursor.api is None:
+        cursor.api = ctx.api
 
 
 def _run_statement(ctx: Context, spec: CommandSpec) -> Outcome:

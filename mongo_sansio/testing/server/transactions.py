@@ -154,6 +154,7 @@ class Transaction:
     locks: set[tuple[str, Any]] = attrs.Factory(set)
     commit_reply: dict[str, Any] | None = None
     abort_reason: str = ""
+    api: Any = None  # the Stable API parameters of its first command (an ApiParameters)
 
     @property
     def open(self) -> bool:
@@ -183,7 +184,7 @@ class Transactions:
         if old is not None and old.open:
             self.abort(old, "a newer transaction started on the session")
         snapshot = at if at is not None else self.cluster.oplog.last_timestamp
-        txn = Transaction(key, _oplog_lsid(ctx), number, ctx.now, SnapshotView(self.cluster, snapshot))
+        txn = Transaction(key, _oplog_lsid(ctx), number, ctx.now, SnapshotView(self.cluster, snapshot), api=ctx.api)
         txn.view.prepare = lambda collection: self._hook(txn, collection)
         self.by_session[key] = txn
         self.cluster.sessions.advance(ctx.request.lsid, number)
@@ -326,6 +327,18 @@ def _no_such_transaction(number: int, txn: Transaction | None) -> CommandError:
 # --- the dispatcher's entry point -------------------------------------------------------------
 
 
+def _same_api(ctx: Context, current: Transaction) -> None:
+    """mongod compares a command's Stable API parameters with those of the transaction open on
+    its session (kept with the transaction's resources) when it checks the session out, before
+    it looks at the transaction number: any command with a txnNumber, in the transaction or
+    not."""
+    if ctx.api is not None and current.api is not None:
+        # imported here: api_version imports context, which imports replset, which imports us
+        from mongo_sansio.testing.server.api_version import check_same
+
+        check_same(ctx.request.name, ctx.api, current.api, "the transaction's first command")
+
+
 def enter(ctx: Context) -> Transaction | None:
     """The transaction ``ctx``'s command runs in, started when it carries startTransaction, or
     None for a command outside transactions.  Raises mongod's errors for a command that may
@@ -340,6 +353,8 @@ def enter(ctx: Context) -> Transaction | None:
         number = ctx.request.txn_number
         key = session_key(ctx.request.lsid)
         current = ctx.cluster.transactions.by_session.get(key) if key is not None else None
+        if number is not None and current is not None and current.open:
+            _same_api(ctx, current)
         if number is not None and current is not None and current.open and number > current.number:
             ctx.cluster.transactions.abort(current, "a newer retryable write started on the session")
         return None
@@ -356,6 +371,8 @@ def enter(ctx: Context) -> Transaction | None:
     transactions = ctx.cluster.transactions
     transactions.expire(ctx.now)
     current = transactions.by_session.get(key)
+    if current is not None and current.open:
+        _same_api(ctx, current)
     latest = ctx.cluster.sessions.latest(ctx.request.lsid)
     if name not in (COMMIT, ABORT) and "writeConcern" in body:
         raise _error(72, "InvalidOptions", f"Cannot set write concern after starting a transaction: '{name}'")

@@ -168,27 +168,6 @@ def _write_failed_before_commit(file: Mapping[str, Any], test: Mapping[str, Any]
     return uses and any("expectError" in operation for operation in _operations(test))
 
 
-API_VERSION_ERRORS = frozenset({"APIStrictError", "APIDeprecationError", "APIVersionError"})
-
-
-def _api_version_checked(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """The server must refuse a command for its API version declaration."""
-    for operation in _operations(test):
-        expected = operation.get("expectError")
-        if not isinstance(expected, Mapping):
-            continue
-        if expected.get("errorCodeName") in API_VERSION_ERRORS:
-            return True
-        command = operation.get("arguments", {}).get("command")
-        if isinstance(command, Mapping) and {
-            "apiVersion",
-            "apiStrict",
-            "apiDeprecationErrors",
-        } & set(command):
-            return True
-    return False
-
-
 def _count_on_view(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     names = {operation.get("name") for operation in _operations(test)}
     return "estimatedDocumentCount" in names and any(
@@ -301,8 +280,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     "simulator gap: collation (locale-aware comparison, strength)": _collation_decides,
     "simulator gap: aggregation expressions $setField and $getField (dotted and dollar-prefixed "
     "field names in pipeline updates)": _mentions(frozenset({"$setField", "$getField"})),
-    "simulator gap: API version declarations are not checked (unknown apiVersion accepted, "
-    "commands outside API version 1 not refused under apiStrict, no APIDeprecationError)": _api_version_checked,
     "simulator gap: count on a view (estimatedDocumentCount of a view)": _count_on_view,
     "simulator gap: clustered collections (clusteredIndex is not kept in listCollections "
     "and listIndexes)": lambda file, test: (
