@@ -137,6 +137,43 @@ def test_scoped_variables() -> None:
     assert code_of({"$filter": {"input": []}}) == 16880
 
 
+DOTTED: dict[str, Any] = {"_id": 1, "a.b": 1, "$x": 2, "sub": {"$y": 3, "k": 4}}
+
+
+def test_get_field_reads_names_a_path_cannot() -> None:
+    assert ev({"$getField": "a.b"}, DOTTED) == 1
+    assert ev({"$getField": {"$literal": "$x"}}, DOTTED) == 2
+    assert ev({"$getField": {"field": {"$literal": "$y"}, "input": "$sub"}}, DOTTED) == 3
+    assert ev({"$getField": {"field": "k", "input": "$nope"}}, DOTTED) is None
+    assert ev({"$getField": "absent"}, DOTTED) is MISSING
+    assert code_of({"$getField": "$x"}, DOTTED) == 5654600  # a field path: $literal is needed
+    assert code_of({"$getField": 5}, DOTTED) == 5654602
+    assert code_of({"$getField": {"field": "$$ROOT"}}, DOTTED) == 5654600
+    assert code_of({"$getField": {"field": {"$concat": ["a", "b"]}}}, DOTTED) == 5654601
+    assert code_of({"$getField": {"field": "k", "bogus": 1}}, DOTTED) == 3041701
+    assert code_of({"$getField": {"field": "k", "input": 5}}, DOTTED) == 3041705
+
+
+def test_set_field_and_unset_field() -> None:
+    set_dollar = {"$setField": {"field": {"$literal": "$a"}, "value": 1, "input": "$$ROOT"}}
+    assert ev(set_dollar, {"_id": 1, "foo": {}}) == {"_id": 1, "foo": {}, "$a": 1}
+    # an existing field keeps its place
+    assert ev({"$setField": {"field": "a.b", "value": 9, "input": "$$ROOT"}}, DOTTED) == {**DOTTED, "a.b": 9}
+    assert list(ev({"$setField": {"field": "a.b", "value": 9, "input": "$$ROOT"}}, DOTTED)) == list(DOTTED)
+    removed = ev({"$setField": {"field": {"$literal": "$x"}, "value": "$$REMOVE", "input": "$$ROOT"}}, DOTTED)
+    assert "$x" not in removed and removed["a.b"] == 1
+    assert ev({"$unsetField": {"field": "a.b", "input": "$$ROOT"}}, DOTTED) == {"_id": 1, "$x": 2, "sub": DOTTED["sub"]}
+    assert ev({"$setField": {"field": "k", "value": 1, "input": "$nope"}}, DOTTED) is None
+    assert code_of({"$setField": {"field": "k", "value": 1, "input": 5}}) == 4161105
+    assert code_of({"$setField": {"field": "k", "input": "$$ROOT"}}) == 4161103
+    assert code_of({"$setField": {"field": "k", "value": 1}}) == 4161109
+    assert code_of({"$setField": {"field": True, "value": 1, "input": {}}}) == 4161107
+    assert code_of({"$setField": {"field": {"a": 1}, "value": 1, "input": {}}}) == 4161106
+    assert code_of({"$setField": {"field": "$k", "value": 1, "input": {}}}) == 4161108
+    assert code_of({"$setField": "k"}) == 4161100
+    assert code_of({"$unsetField": {"field": "k", "input": {}, "value": 1}}) == 4161101
+
+
 def test_slice_abs_to_string() -> None:
     assert ev({"$slice": ["$arr", 2]}) == [1, 2]
     assert ev({"$slice": ["$arr", -1]}) == [3]

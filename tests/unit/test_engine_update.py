@@ -366,3 +366,10 @@ def test_failed_update_leaves_a_copy_untouched_contract() -> None:
     doc = {"_id": 1, "a": 1, "s": "x"}
     with pytest.raises(CommandError):
         Update({"$set": {"a": 2}, "$inc": {"s": 1}}).apply(doc)
+
+
+def test_pipeline_update_writes_dotted_and_dollar_prefixed_names() -> None:
+    top = [{"$replaceWith": {"$setField": {"field": {"$literal": "$a"}, "value": 1, "input": "$$ROOT"}}}]
+    assert apply({"_id": 1, "foo": {}}, top) == ({"_id": 1, "foo": {}, "$a": 1}, True)
+    inner = [{"$set": {"foo": {"$setField": {"field": {"$literal": "a.b"}, "value": 1, "input": "$foo"}}}}]
+    assert apply({"_id": 1, "foo": {}}, inner) == ({"_id": 1, "foo": {"a.b": 1}}, True)

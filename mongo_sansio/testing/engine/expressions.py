@@ -17,6 +17,11 @@ from typing import Any
 
 from mongo_sansio.bson import Decimal128, Int64, ObjectId, Undefined
 from mongo_sansio.testing.engine.errors import CommandError, bad_value, location, type_mismatch
+from mongo_sansio.testing.engine.field_operators import (
+    compile_get_field,
+    compile_set_field,
+    compile_unset_field,
+)
 from mongo_sansio.testing.engine.numbers import (
     arithmetic,
     binary_arithmetic,
@@ -590,6 +595,9 @@ def _to_string(args: list[Compiled], root: Any, variables: Mapping[str, Any]) ->
 
 
 _SCOPED: dict[str, Callable[[Any], Compiled]] = {
+    "$getField": lambda argument: compile_get_field(argument, compile_expression),
+    "$setField": lambda argument: compile_set_field(argument, compile_expression),
+    "$unsetField": lambda argument: compile_unset_field(argument, compile_expression),
     "$let": _compile_let,
     "$map": _compile_map_or_filter("$map"),
     "$filter": _compile_map_or_filter("$filter"),

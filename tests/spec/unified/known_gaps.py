@@ -278,8 +278,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
         frozenset({"$collStats"})
     ),
     "simulator gap: collation (locale-aware comparison, strength)": _collation_decides,
-    "simulator gap: aggregation expressions $setField and $getField (dotted and dollar-prefixed "
-    "field names in pipeline updates)": _mentions(frozenset({"$setField", "$getField"})),
     "simulator gap: count on a view (estimatedDocumentCount of a view)": _count_on_view,
     "simulator gap: clustered collections (clusteredIndex is not kept in listCollections "
     "and listIndexes)": lambda file, test: (
