@@ -18,6 +18,7 @@ from mongo_sansio.testing.engine import Collection, CommandError, run_pipeline
 from mongo_sansio.testing.engine.aggregate import lite_parse_pipeline
 from mongo_sansio.testing.engine.variables import bind_expression, bind_filter, let_values
 from mongo_sansio.testing.server.api_version import check_same
+from mongo_sansio.testing.server.coll_stats import coll_stats_document, is_coll_stats
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome, Waiting
 from mongo_sansio.testing.server.cursors import Cursor
 from mongo_sansio.testing.server.tailable import check_tailable, tailable_source
@@ -361,8 +362,12 @@ def aggregate(ctx: Context) -> Outcome:
         return list(found) if found is not None else []
 
     if isinstance(target, str):
-        source: list[dict[str, Any]] = lookup(target)
         ns = f"{ctx.db}.{target}"
+        if any(is_coll_stats(stage) for stage in pipeline):
+            source: list[dict[str, Any]] = [coll_stats_document(ctx, ctx.db, target, pipeline)]
+            pipeline = pipeline[1:]
+        else:
+            source = lookup(target)
     elif target == 1 and not isinstance(target, bool):
         source = []
         ns = f"{ctx.db}.$cmd.aggregate"

@@ -226,27 +226,6 @@ def _timeout_ms_with(*features: str) -> Predicate:
     return predicate
 
 
-#: expectError keys that only a server running the command (not a failpoint, not the
-#: client) can satisfy
-SERVER_ANSWER_KEYS = frozenset({"errorCode", "errorCodeName", "errorContains", "errorResponse"})
-
-
-def _pipeline_run_with(stages: frozenset[str]) -> Predicate:
-    """An operation using one of ``stages`` whose result (or server error) the test checks: a
-    failpoint's error, a timeout or a client-side refusal does not need the stage."""
-
-    def predicate(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-        for operation in _operations(test):
-            if not stages & set(_names(operation.get("arguments", {}))):
-                continue
-            expected = operation.get("expectError")
-            if not isinstance(expected, Mapping) or SERVER_ANSWER_KEYS & set(expected):
-                return True
-        return False
-
-    return predicate
-
-
 def _collation_decides(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     """Collation used where it changes the answer: the data or the test hold strings equal
     but for case (a strength 1 or 2 comparison matches them, the simulator's does not)."""
@@ -273,9 +252,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     ),
     "simulator gap: no JavaScript ($where, used with sleep() to hold a connection busy)": _mentions(
         frozenset({"$where"})
-    ),
-    "simulator gap: the $collStats aggregation stage (storageStats)": _pipeline_run_with(
-        frozenset({"$collStats"})
     ),
     "simulator gap: collation (locale-aware comparison, strength)": _collation_decides,
     "simulator gap: count on a view (estimatedDocumentCount of a view)": _count_on_view,
