@@ -16,6 +16,11 @@ from typing import Any
 
 from mongo_sansio.bson import Int64, encode
 from mongo_sansio.testing.engine import CommandError
+from mongo_sansio.testing.server.collection_kinds import (
+    clustered_options,
+    listed_collection,
+    listed_indexes,
+)
 from mongo_sansio.testing.server.commands_crud import collection_name
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome
 from mongo_sansio.testing.server.handshake import member_position, op_time
@@ -62,9 +67,12 @@ def create(ctx: Context) -> Outcome:
 
     set_images(ctx, name, ctx.body.get("changeStreamPreAndPostImages"))
     capped = capped_options(ctx.body)
+    clustered = clustered_options(ctx.body)
     ctx.cluster.collection(ctx.db, name, create=True)
     if capped is not None:
         ctx.cluster.capped[f"{ctx.db}.{name}"] = capped
+    if clustered is not None:
+        ctx.cluster.clustered[f"{ctx.db}.{name}"] = clustered
     return {"ok": 1.0}
 
 
@@ -77,6 +85,7 @@ def drop(ctx: Context) -> Outcome:
     found = collections.pop(name)
     ctx.cluster.image_namespaces.discard(f"{ctx.db}.{name}")
     ctx.cluster.capped.pop(f"{ctx.db}.{name}", None)
+    ctx.cluster.clustered.pop(f"{ctx.db}.{name}", None)
     ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name})
     if not collections:
         ctx.cluster.databases.pop(ctx.db, None)
@@ -89,6 +98,7 @@ def drop_database(ctx: Context) -> Outcome:
         for name in list(collections):
             ctx.cluster.image_namespaces.discard(f"{ctx.db}.{name}")
             ctx.cluster.capped.pop(f"{ctx.db}.{name}", None)
+            ctx.cluster.clustered.pop(f"{ctx.db}.{name}", None)
             ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name})
         ctx.cluster.log("c", "dropDatabase", f"{ctx.db}.$cmd", command={"dropDatabase": 1})
     return {"dropped": ctx.db, "ok": 1.0}
@@ -127,6 +137,8 @@ def rename_collection(ctx: Context) -> Outcome:
         cluster.image_namespaces.add(f"{target_db}.{target}")
     if f"{source_db}.{source}" in cluster.capped:
         cluster.capped[f"{target_db}.{target}"] = cluster.capped.pop(f"{source_db}.{source}")
+    if f"{source_db}.{source}" in cluster.clustered:
+        cluster.clustered[f"{target_db}.{target}"] = cluster.clustered.pop(f"{source_db}.{source}")
     cluster.log("c", "renameCollection", f"{source_db}.$cmd",
                 command={"renameCollection": f"{source_db}.{source}", "to": f"{target_db}.{target}"})
     return {"ok": 1.0}
@@ -157,7 +169,8 @@ def list_indexes(ctx: Context) -> Outcome:
     collection = ctx.cluster.collection(ctx.db, name)
     if collection is None:
         raise _ns_not_found(f"ns does not exist: {ctx.db}.{name}")
-    return ctx.member.cursors.open(f"{ctx.db}.{name}", collection.list_indexes(), batch_size=_cursor_batch(ctx))
+    specs = listed_indexes(collection.list_indexes(), ctx.cluster.clustered.get(f"{ctx.db}.{name}"))
+    return ctx.member.cursors.open(f"{ctx.db}.{name}", specs, batch_size=_cursor_batch(ctx))
 
 
 def drop_indexes(ctx: Context) -> Outcome:
@@ -206,9 +219,8 @@ def list_collections(ctx: Context) -> Outcome:
     collections = ctx.cluster.databases.get(ctx.db, {})
     rows = []
     for name in sorted(collections):
-        options = dict(ctx.cluster.capped.get(f"{ctx.db}.{name}", {}))
-        row = {"name": name, "type": "collection", "options": options, "info": {"readOnly": False},
-               "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
+        ns = f"{ctx.db}.{name}"
+        row = listed_collection(name, ctx.cluster.capped.get(ns), ctx.cluster.clustered.get(ns))
         if _matches(row, ctx.body.get("filter")):
             rows.append({"name": name, "type": "collection"} if ctx.body.get("nameOnly") else row)
     return ctx.member.cursors.open(f"{ctx.db}.$cmd.listCollections", rows, batch_size=_cursor_batch(ctx))

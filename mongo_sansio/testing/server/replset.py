@@ -109,6 +109,8 @@ class ReplicaSet:
         self.image_namespaces: set[str] = set()
         # "db.coll" of capped collections -> the options they were created with.
         self.capped: dict[str, dict[str, Any]] = {}
+        # "db.coll" of clustered collections -> their clusteredIndex option.
+        self.clustered: dict[str, dict[str, Any]] = {}
         self._draws = 0
         self._oid_counter = int.from_bytes(self.random_bytes(3), "big")
         self._oid_random = self.random_bytes(5)

@@ -149,13 +149,6 @@ def _entity_specs(
             yield entry[kind]
 
 
-def _operation_named(*names: str) -> Predicate:
-    def predicate(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-        return any(operation.get("name") in names for operation in _operations(test))
-
-    return predicate
-
-
 def _write_failed_before_commit(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     """onPrimaryTransactionalWrite with failBeforeCommitExceptionCode, and a write that must
     fail for it (a retried one that succeeds anyway does not tell)."""
@@ -255,11 +248,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     ),
     "simulator gap: collation (locale-aware comparison, strength)": _collation_decides,
     "simulator gap: count on a view (estimatedDocumentCount of a view)": _count_on_view,
-    "simulator gap: clustered collections (clusteredIndex is not kept in listCollections "
-    "and listIndexes)": lambda file, test: (
-        _mentions(frozenset({"clusteredIndex"}))(file, test)
-        and _operation_named("listCollections", "listIndexes")(file, test)
-    ),
     "simulator gap: time series collections (_id is unique in the simulator's, not in mongod's)": _duplicate_ids_in_timeseries,
     "simulator gap: onPrimaryTransactionalWrite's failBeforeCommitExceptionCode (the write "
     "is not failed)": _write_failed_before_commit,
