@@ -394,3 +394,18 @@ def test_show_record_id_appends_an_int64_that_survives_updates() -> None:
     assert all(type(d["$recordId"]) is Int64 for d in found)
     assert list(found[1]) == ["_id", "x", "$recordId"]
     assert c.clone().find({"_id": 7}, show_record_id=True) == [{"_id": 7, "$recordId": 4}]
+
+
+def test_duplicate_ids_allowed_without_the_id_index() -> None:
+    coll = Collection("db", "ts", id_factory=object_ids())
+    coll.allow_duplicate_ids()
+    assert coll.list_indexes() == []
+    coll.insert_many([{"_id": 1, "t": 1}, {"_id": 1, "t": 2}, {"_id": 2, "t": 3}])
+    assert [d["t"] for d in coll.find({"_id": 1})] == [1, 2]
+    assert [r["$recordId"] for r in coll.find(show_record_id=True)] == [1, 2, 3]
+    coll.update({"t": 2}, {"$set": {"x": 1}})
+    assert coll.find({"_id": 1}) == [{"_id": 1, "t": 1}, {"_id": 1, "t": 2, "x": 1}]
+    copy = coll.clone()
+    copy.insert_one({"_id": 2, "t": 4})
+    assert coll.delete({"_id": 1}) == 2 and len(copy) == 4
+    assert [d["t"] for d in coll.find()] == [3]

@@ -46,3 +46,25 @@ def test_clustered_index_refusals() -> None:
     assert (other_key["code"], other_key["codeName"]) == (197, "InvalidIndexSpecificationOption")
     assert client.command({"create": "c", "clusteredIndex": {**CLUSTERED, "v": 1}})["code"] == 5979704
     assert client.command({"listCollections": 1})["cursor"]["firstBatch"] == []
+
+
+def test_time_series_collection() -> None:
+    client = Client(make_cluster())
+    spec = {"timeField": "time", "metaField": "meta", "granularity": "minutes"}
+    assert client.command({"create": "ts", "timeseries": spec, "expireAfterSeconds": 60})["ok"] == 1.0
+    row = _listed(client, "ts")
+    assert (row["type"], "idIndex" in row) == ("timeseries", False)
+    assert row["options"] == {"expireAfterSeconds": 60, "timeseries": {**spec, "bucketMaxSpanSeconds": 86400}}
+    indexes = client.command({"listIndexes": "ts"})["cursor"]["firstBatch"]
+    assert [i["name"] for i in indexes] == ["meta_1_time_1"]  # mongod 7.0's default index, no _id_
+    inserted = client.command({"insert": "ts", "documents": [{"_id": 1, "time": 2}, {"_id": 1, "time": 1}]})
+    assert inserted["n"] == 2 and "writeErrors" not in inserted  # _id need not be unique
+    found = client.command({"find": "ts", "filter": {"_id": 1}, "sort": {"time": 1}})["cursor"]["firstBatch"]
+    assert found == [{"_id": 1, "time": 1}, {"_id": 1, "time": 2}]
+    client.command({"create": "plain_ts", "timeseries": {"timeField": "t"}})
+    assert _listed(client, "plain_ts")["options"]["timeseries"] == {
+        "timeField": "t", "granularity": "seconds", "bucketMaxSpanSeconds": 3600,
+    }
+    assert client.command({"listIndexes": "plain_ts"})["cursor"]["firstBatch"] == []
+    assert client.command({"create": "bad", "timeseries": {"metaField": "m"}})["code"] == 40414
+    assert client.command({"create": "bad", "timeseries": {"timeField": "t", "granularity": "days"}})["code"] == 2

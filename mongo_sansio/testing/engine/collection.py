@@ -144,6 +144,12 @@ class Collection:
         # that never goes back, kept through updates
         self._record_ids: dict[Any, int] = {}
         self._last_record_id = 0
+        self._unique_ids = True
+
+    def allow_duplicate_ids(self) -> None:
+        """A time series collection's way: no _id index, documents keyed by RecordId."""
+        self._indexes.pop("_id_", None)
+        self._unique_ids = False
 
     @property
     def namespace(self) -> str:
@@ -163,6 +169,7 @@ class Collection:
         other._documents = {k: copy_value(d) for k, d in self._documents.items()}
         other._record_ids = dict(self._record_ids)
         other._last_record_id = self._last_record_id
+        other._unique_ids = self._unique_ids
         other._indexes = {}
         for index_name_, index in self._indexes.items():
             copied = _Index(copy_value(index.spec))
@@ -209,7 +216,10 @@ class Collection:
     def _store(self, old_key: Any, new: dict[str, Any], kind: str) -> None:
         """Put ``new`` in place of the document under ``old_key`` (None: a new document),
         after checking every unique index; nothing changes if one refuses it."""
-        new_key = hashable_key(new["_id"])
+        if self._unique_ids:
+            new_key = hashable_key(new["_id"])
+        else:  # (the key a new document's RecordId will be)
+            new_key = old_key if old_key is not None else ("$recordId", self._last_record_id + 1)
         self._check_guard([old_key if old_key is not None else new_key])
         old = self._documents.get(old_key) if old_key is not None else None
         planned: list[tuple[_Index, list[Any], list[Any]]] = []
@@ -300,7 +310,7 @@ class Collection:
         self, filter: Mapping[str, Any] | None, sort: Any = None  # noqa: A002
     ) -> list[tuple[Any, dict[str, Any]]]:
         predicate = compile_filter(filter)
-        wanted = _id_equality(filter)
+        wanted = _id_equality(filter) if self._unique_ids else MISSING
         if wanted is not MISSING:
             # the common "by _id" filter: a dictionary lookup instead of a scan
             key = hashable_key(wanted)

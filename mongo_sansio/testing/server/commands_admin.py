@@ -20,6 +20,8 @@ from mongo_sansio.testing.server.collection_kinds import (
     clustered_options,
     listed_collection,
     listed_indexes,
+    timeseries_index,
+    timeseries_options,
 )
 from mongo_sansio.testing.server.commands_crud import collection_name
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome
@@ -68,7 +70,14 @@ def create(ctx: Context) -> Outcome:
     set_images(ctx, name, ctx.body.get("changeStreamPreAndPostImages"))
     capped = capped_options(ctx.body)
     clustered = clustered_options(ctx.body)
-    ctx.cluster.collection(ctx.db, name, create=True)
+    timeseries = timeseries_options(ctx.body)
+    created = ctx.cluster.collection(ctx.db, name, create=True)
+    if timeseries is not None and created is not None:
+        ctx.cluster.timeseries[f"{ctx.db}.{name}"] = timeseries
+        created.allow_duplicate_ids()
+        default_index = timeseries_index(timeseries)
+        if default_index is not None:
+            created.create_indexes([default_index])
     if capped is not None:
         ctx.cluster.capped[f"{ctx.db}.{name}"] = capped
     if clustered is not None:
@@ -86,6 +95,7 @@ def drop(ctx: Context) -> Outcome:
     ctx.cluster.image_namespaces.discard(f"{ctx.db}.{name}")
     ctx.cluster.capped.pop(f"{ctx.db}.{name}", None)
     ctx.cluster.clustered.pop(f"{ctx.db}.{name}", None)
+    ctx.cluster.timeseries.pop(f"{ctx.db}.{name}", None)
     ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name})
     if not collections:
         ctx.cluster.databases.pop(ctx.db, None)
@@ -99,6 +109,7 @@ def drop_database(ctx: Context) -> Outcome:
             ctx.cluster.image_namespaces.discard(f"{ctx.db}.{name}")
             ctx.cluster.capped.pop(f"{ctx.db}.{name}", None)
             ctx.cluster.clustered.pop(f"{ctx.db}.{name}", None)
+            ctx.cluster.timeseries.pop(f"{ctx.db}.{name}", None)
             ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name})
         ctx.cluster.log("c", "dropDatabase", f"{ctx.db}.$cmd", command={"dropDatabase": 1})
     return {"dropped": ctx.db, "ok": 1.0}
@@ -137,6 +148,8 @@ def rename_collection(ctx: Context) -> Outcome:
         cluster.image_namespaces.add(f"{target_db}.{target}")
     if f"{source_db}.{source}" in cluster.capped:
         cluster.capped[f"{target_db}.{target}"] = cluster.capped.pop(f"{source_db}.{source}")
+    if f"{source_db}.{source}" in cluster.timeseries:
+        cluster.timeseries[f"{target_db}.{target}"] = cluster.timeseries.pop(f"{source_db}.{source}")
     if f"{source_db}.{source}" in cluster.clustered:
         cluster.clustered[f"{target_db}.{target}"] = cluster.clustered.pop(f"{source_db}.{source}")
     cluster.log("c", "renameCollection", f"{source_db}.$cmd",
@@ -220,7 +233,8 @@ def list_collections(ctx: Context) -> Outcome:
     rows = []
     for name in sorted(collections):
         ns = f"{ctx.db}.{name}"
-        row = listed_collection(name, ctx.cluster.capped.get(ns), ctx.cluster.clustered.get(ns))
+        row = listed_collection(name, ctx.cluster.capped.get(ns), ctx.cluster.clustered.get(ns),
+                                ctx.cluster.timeseries.get(ns))
         if _matches(row, ctx.body.get("filter")):
             rows.append({"name": name, "type": "collection"} if ctx.body.get("nameOnly") else row)
     return ctx.member.cursors.open(f"{ctx.db}.$cmd.listCollections", rows, batch_size=_cursor_batch(ctx))

@@ -111,6 +111,8 @@ class ReplicaSet:
         self.capped: dict[str, dict[str, Any]] = {}
         # "db.coll" of clustered collections -> their clusteredIndex option.
         self.clustered: dict[str, dict[str, Any]] = {}
+        # "db.coll" of time series collections -> the options they are listed with.
+        self.timeseries: dict[str, dict[str, Any]] = {}
         self._draws = 0
         self._oid_counter = int.from_bytes(self.random_bytes(3), "big")
         self._oid_random = self.random_bytes(5)

@@ -168,16 +168,6 @@ def _count_on_view(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     )
 
 
-def _duplicate_ids_in_timeseries(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    if not any("timeseries" in arguments for arguments in _arguments(test)):
-        return False
-    for arguments in _arguments(test):
-        ids = [d.get("_id") for d in arguments.get("documents", ()) if isinstance(d, Mapping)]
-        if len(ids) != len({repr(i) for i in ids}):
-            return True
-    return False
-
-
 def _expected_events_mention(test: Mapping[str, Any], word: str) -> bool:
     return word in set(_names(test.get("expectEvents", [])))
 
@@ -248,7 +238,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     ),
     "simulator gap: collation (locale-aware comparison, strength)": _collation_decides,
     "simulator gap: count on a view (estimatedDocumentCount of a view)": _count_on_view,
-    "simulator gap: time series collections (_id is unique in the simulator's, not in mongod's)": _duplicate_ids_in_timeseries,
     "simulator gap: onPrimaryTransactionalWrite's failBeforeCommitExceptionCode (the write "
     "is not failed)": _write_failed_before_commit,
     "deployment: the 3-member simulator's hello reply (~1175 characters of JSON) is longer than "
