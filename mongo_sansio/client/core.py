@@ -436,7 +436,10 @@ class ClientCore:
         assert description is not None
         server.links[connection_id] = link
         self._described[server.address] = description
-        if not self._closed:
+        # A reply of a generation the pool has cleared since (an error on another connection
+        # came in meanwhile) is older news than that error: it must not make the server known
+        # again (the connection itself is stale; the pool closes it).
+        if not self._closed and server.pool.generation == generation:
             self._apply(
                 self._topology.handshake_succeeded(
                     server.address,

@@ -45,7 +45,7 @@ from mongo_sansio.errors import (
     NetworkTimeout,
     ServerError,
 )
-from mongo_sansio.flow import Now, SelectServer, ServerInfo
+from mongo_sansio.flow import MarkServerUnknown, Now, SelectServer, ServerInfo
 from mongo_sansio.sdam.description import ServerType
 from mongo_sansio.sdam.heartbeat import MonitorSettings
 from mongo_sansio.sdam.heartbeat_actions import (
@@ -572,6 +572,31 @@ class TestCheckOut:
         assert loop.now == pytest.approx(start + 0.3)
         assert pool.wait_queue_length == 0
         core.check_in(first)
+
+    def test_a_handshake_the_pool_cleared_meanwhile_does_not_make_the_server_known(self) -> None:
+        # The pool's connection answers its hello 0.3 s late; at 0.1 s an operation reports a
+        # shutdown error (Unknown, pool cleared).  The late reply is older news than that
+        # error: until the monitor's next check (not before 0.5 s), the server stays Unknown.
+        server = FakeServer(A)
+        server.hello_script.extend([None, Later(0.3, server.hello_document())])
+        loop = Loop(server)
+        core = make_core(loop, "mongodb://a/?directConnection=true&serverMonitoringMode=poll")
+        loop.run(core.select_server(SelectServer()))
+        pool = core.pool(A)
+        assert pool is not None
+        generation = pool.generation
+        waiter = loop.start(core.check_out(A), "check-out")
+        loop.run_for(0.1)
+        assert pool.pending_connection_count == 1
+        error = ServerError("shutting down", code=91)
+        core.mark_server_unknown(MarkServerUnknown(A, error), loop.now)
+        assert pool.generation == generation + 1
+        assert core.description.servers[A].type is ServerType.UNKNOWN
+        loop.run_for(0.3)  # the stale handshake has completed
+        assert core.description.servers[A].type is ServerType.UNKNOWN
+        core.close(loop.now)
+        loop.settle()
+        assert waiter.done
 
     def test_close_cuts_a_pooled_connections_handshake(self) -> None:
         server = FakeServer(A)
