@@ -71,6 +71,8 @@ INITIAL_OFFSET_FILE = "mongo_sansio_initial_offset.json"
 READ_AHEAD_SECONDS = 10.0
 # A reader's getMore batch: the server prepares the next one while the last is turned into rows.
 READ_BATCH = 1000
+# A reader's getMore waits at most this long (ms) for events that are not there yet.
+READ_AWAIT_MS = 10
 # Events handed from a reader's reading thread at a time, and how many such lists may wait.
 HANDOVER_ITEMS = 256
 HANDOVER_DEPTH = 16
@@ -377,7 +379,12 @@ def _range_events(options: SourceOptions, partition: StreamPartition) -> Iterato
     window = TokenRange(start, partition.end)
     server_filter = options.key_partitions > 1 and options.key_partition_filter == "server"
     pipeline = [partition_match(partition.index, partition.partitions)] if server_filter else []
-    watch: dict[str, Any] = {"max_await_time_ms": options.max_await_time_ms, "batch_size": READ_BATCH}
+    # Every event up to the end is written already (the end is a position the driver saw), so
+    # a getMore need not wait for new ones: with the stream's own maxAwaitTimeMS, the getMore
+    # after the last event waited that long for nothing whenever the server's post-batch token
+    # was that event's (mongod's too, when the oplog ends there), not a position at the end.
+    wait = min(options.max_await_time_ms, READ_AWAIT_MS)
+    watch: dict[str, Any] = {"max_await_time_ms": wait, "batch_size": READ_BATCH}
     if options.full_document:
         watch["full_document"] = options.full_document
     if options.full_document_before_change:
