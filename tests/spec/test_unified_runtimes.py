@@ -31,7 +31,7 @@ SUITES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "crud": (("crud/tests/unified",), HEARTBEAT),
     "retryable-writes": (("retryable-writes/tests/unified",), HEARTBEAT),
     "transactions": (("transactions/tests/unified",), HEARTBEAT),
-    "change-streams": (("change-streams/tests/unified",), {}),
+    "change-streams": (("change-streams/tests/unified",), HEARTBEAT),
     "sessions": (("sessions/tests",), HEARTBEAT),
     "command-logging-and-monitoring": (
         (
