@@ -1,4 +1,4 @@
-"""Retryable reads and writes: the one place that decides whether an operation tries again.
+"""Retryable reads and writes: which errors an operation may try again after.
 
 Rules (Retryable Reads and Retryable Writes specs):
 
@@ -20,10 +20,12 @@ Rules (Retryable Reads and Retryable Writes specs):
   deployment (a standalone behind a proxy, an old storage engine) cannot retry writes: the
   error is raised with the spec's message asking for ``retryWrites=false``.
 * With a client-side operation timeout the operation keeps retrying while time is left
-  (CSOT spec), instead of once.
+  (CSOT spec), instead of once.  How many retries an operation gets, and after what backoff,
+  is :class:`~mongo_sansio.backpressure.RetryLedger`'s to count (it also knows overload
+  errors); the loops are :mod:`mongo_sansio.ops.retryable`.
 
-Inputs: errors, the server's wire version, the attempt count, the time left.  Outputs: a
-decision (retry or raise which error).  Pure.
+Inputs: errors, the server's wire version.  Outputs: whether an error is retryable, its
+labels, which error to raise.  Pure.
 """
 
 from __future__ import annotations
@@ -46,7 +48,6 @@ __all__ = [
     "label_write_error",
     "is_retryable_write_error",
     "error_to_raise",
-    "may_retry_again",
     "explain_unsupported",
 ]
 
@@ -100,14 +101,6 @@ def error_to_raise(first: MongoError, last: MongoError) -> MongoError:
     if last.has_error_label(NO_WRITES_PERFORMED):
         return first
     return last
-
-
-def may_retry_again(attempts: int, deadline: float | None, now: float) -> bool:
-    """Whether one more attempt is allowed after ``attempts`` tries: one retry without a
-    client-side operation timeout, as many as fit before ``deadline`` with one."""
-    if deadline is None:
-        return attempts < 2
-    return now < deadline
 
 
 def explain_unsupported(error: MongoError) -> MongoError:

@@ -7,8 +7,6 @@ timeout, and code 20's advice."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from mongo_sansio.errors import (
     MongoError,
@@ -30,7 +28,6 @@ from mongo_sansio.retry import (
     is_retryable_read_error,
     is_retryable_write_error,
     label_write_error,
-    may_retry_again,
 )
 
 # The specs' lists, written out: HostUnreachable, HostNotFound, NetworkTimeout,
@@ -139,18 +136,6 @@ def test_no_writes_performed_keeps_the_first_error() -> None:
     assert error_to_raise(first, second) is first
     third = reply_error(10107, RETRYABLE_WRITE_ERROR)
     assert error_to_raise(first, third) is third
-
-
-def test_one_retry_without_a_client_side_timeout() -> None:
-    assert may_retry_again(1, None, 0.0)
-    assert not may_retry_again(2, None, 0.0)
-
-
-@given(attempts=st.integers(1, 100), now=st.floats(0, 100), deadline=st.floats(0, 100))
-def test_with_a_timeout_retries_go_on_while_time_is_left(
-    attempts: int, now: float, deadline: float
-) -> None:
-    assert may_retry_again(attempts, deadline, now) == (now < deadline)
 
 
 # -- code 20 ----------------------------------------------------------------------------------
