@@ -36,6 +36,7 @@ from typing import Any, TypeAlias, TypeVar
 
 import attrs
 
+from mongo_sansio.backpressure import MAX_RETRIES
 from mongo_sansio.selection.read_preference import PRIMARY, ReadPreference
 
 __all__ = [
@@ -149,7 +150,7 @@ class OperationContext:
     retry_reads: bool = True
     retry_writes: bool = True
     deadline: float | None = None
-    max_adaptive_retries: int = 2
+    max_adaptive_retries: int = MAX_RETRIES
     overload_retargeting: bool = False
 
     @property

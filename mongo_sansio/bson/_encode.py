@@ -67,6 +67,7 @@ from mongo_sansio.bson._encode_parts import (
     _SMALL_I32,
     _big_items,
     _binary,
+    _chunks,
     _datetime_ms,
     _int64,
     _join_parts,
@@ -385,7 +386,7 @@ def _make_encode() -> _Encode:
     small_i32, index_strs, simple, run_uncached = _SMALL_I32, _INDEX_STRS, _SIMPLE, _run_uncached
     epoch, big_container, no_key = _EPOCH_NAIVE, _BIG_CONTAINER, _NO_KEY
     empty_container, join = _EMPTY_CONTAINER, b"".join
-    join_parts, join_chunk = _join_parts, _JOIN_CHUNK
+    join_parts, join_chunk, chunks_of = _join_parts, _JOIN_CHUNK, _chunks
     default_options = DEFAULT_CODEC_OPTIONS
     default_max_frames = DEFAULT_CODEC_OPTIONS.max_nesting_depth - 1
     default_depth = DEFAULT_CODEC_OPTIONS.max_nesting_depth
@@ -642,7 +643,7 @@ def _make_encode() -> _Encode:
                 raise _located(exc, stack, key) from None
             raise _located(exc, stack, key, key2) from None
         if len(parts) > join_chunk:  # a big document: one copy of the bytes, not two
-            chunks = [join(parts[i : i + join_chunk]) for i in range(0, len(parts), join_chunk)]
+            chunks = chunks_of(parts)
             size = sum(map(len, chunks)) + 5
             if size > max_size:
                 _check_size(size, opts)

@@ -176,13 +176,17 @@ def _run_uncached(
 _JOIN_CHUNK = 4096
 
 
+def _chunks(parts: list[Any], start: int = 0) -> list[bytes]:
+    """``parts[start:]`` joined :data:`_JOIN_CHUNK` parts at a time."""
+    join = b"".join
+    return [join(parts[i : i + _JOIN_CHUNK]) for i in range(start, len(parts), _JOIN_CHUNK)]
+
+
 def _join_parts(parts: list[Any], start: int = 0) -> bytes:
     """``b"".join(parts[start:])`` in chunks of :data:`_JOIN_CHUNK` parts."""
-    join = b"".join
-    end = len(parts)
-    if end - start <= _JOIN_CHUNK:
-        return join(parts[start:] if start else parts)
-    return join([join(parts[i : i + _JOIN_CHUNK]) for i in range(start, end, _JOIN_CHUNK)])
+    if len(parts) - start <= _JOIN_CHUNK:
+        return b"".join(parts[start:] if start else parts)
+    return b"".join(_chunks(parts, start))
 
 
 def _located(exc: Exception, stack: list[Any], *keys: Any) -> InvalidDocument:

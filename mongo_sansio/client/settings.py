@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio.backpressure import MAX_RETRIES
 from mongo_sansio.cmap.options import PoolOptions
 from mongo_sansio.connection import HandshakeOptions, ServerApi, sasl_supported_mechs_user
 from mongo_sansio.errors import ConfigurationError
@@ -181,7 +182,7 @@ class ClientSettings:
     server_monitoring_mode: ServerMonitoringMode = ServerMonitoringMode.AUTO
     timeout: float | None = None
     """timeoutMS in seconds (client-side operations timeout); None: not set; 0: no limit."""
-    max_adaptive_retries: int = 2
+    max_adaptive_retries: int = MAX_RETRIES
     """maxAdaptiveRetries: retries of an operation once an overload error was seen."""
     overload_retargeting: bool = False
     """enableOverloadRetargeting: a retry after an overload error avoids that server."""

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import attrs
 
+from mongo_sansio.backpressure import MAX_RETRIES
 from mongo_sansio.errors import ConfigurationError
 from mongo_sansio.uri.credential import Credential, build_credential
 from mongo_sansio.uri.options import UriOptions, merge_options
@@ -340,8 +341,8 @@ class ConnectionString:
 
     @property
     def max_adaptive_retries(self) -> int:
-        """How many times an overload error may be retried (client backpressure; 2)."""
-        return int(self.options.get("maxAdaptiveRetries", 2))
+        """How many times an overload error may be retried (client backpressure)."""
+        return int(self.options.get("maxAdaptiveRetries", MAX_RETRIES))
 
     @property
     def enable_overload_retargeting(self) -> bool:
