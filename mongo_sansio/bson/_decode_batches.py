@@ -3,8 +3,9 @@
 Input: the bytes of an array (``data[start:end]``, its length prefix checked by the caller)
 whose elements are documents, the nesting depth of those documents, the trie root the
 documents of this array share (see the comment on the shape trie in :mod:`._decode_parts`),
-and two decoders of one document: by its root's shape decoders (None when none takes it),
-and the general way (which also teaches the root the document's shape).  Output: the list of
+and two decoders of one document: by its root's shape decoders (the document and the shape
+decoder that took it, or None when none takes it), and the general way (which also teaches
+the root the document's shape).  Output: the list of
 decoded documents, or None when the array is not one of plain documents (the caller then
 decodes it the general way, which also reports anything malformed).
 
@@ -14,7 +15,9 @@ array's elements by their keys ("0", "1", ...), which differ from one element to
 past the first few hundred it stops predicting and decodes each document key by key; and an
 array's own shape decoder serves only arrays of the length it was compiled for.  Here each
 element's header is stepped over (array keys are ignored, as the general decoder ignores
-them) and each document goes to the shape decoders of the one root all of them share.
+them) and each document goes to the shape decoders of the one root all of them share: first
+to the one that took the document before it (no bucket lookup, no search), then, when that
+one refuses it, to all of them.
 
 The result is what the general decoder gives for the same bytes: the same documents (shape
 decoders give what the general decoder gives, or refuse), and anything this loop does not
@@ -37,7 +40,7 @@ __all__ = ["read_document_array"]
 
 _I32 = struct.Struct("<i").unpack_from
 
-ByShape = Callable[[dict[int, Any], bytes, int, int, int], Any]
+TakenBy = Callable[[dict[int, Any], bytes, int, int, int], Any]
 General = Callable[[bytes, int, int, int, Any], Any]
 
 
@@ -47,7 +50,7 @@ def read_document_array(
     end: int,
     depth: int,
     root: list[Any],
-    by_shape: ByShape,
+    taken_by: TakenBy,
     general: General,
 ) -> list[Any] | None:
     """The documents of the array at ``data[start:end]``, or None (see the module
@@ -58,6 +61,7 @@ def read_document_array(
     find = data.index
     pos = start + 4
     stop = end - 1  # where the array's trailing NUL must be
+    last: Any = None  # the shape decoder that took the last document: tried first
     while pos < stop:
         if data[pos] != 3:  # not a document: the general way
             _refuse(documents)
@@ -68,10 +72,21 @@ def read_document_array(
         if size < 5 or pos > stop:
             _refuse(documents)
             return None
-        buckets = root[8]  # (read anew: the general decode of a document may fill it)
-        document = by_shape(buckets, data, value, pos, depth) if buckets else None
+        document = None
+        if last is not None:
+            try:
+                document = last(data, value, pos, depth)
+            except (Fallback, RecursionError):
+                last = None
+                document = general(data, value, pos, depth, root)
         if document is None:
-            document = general(data, value, pos, depth, root)
+            buckets = root[8]  # (read anew: the general decode of a document may fill it)
+            found = taken_by(buckets, data, value, pos, depth) if buckets else None
+            if found is None:
+                last = None
+                document = general(data, value, pos, depth, root)
+            else:
+                document, last = found
         append(document)
     if pos != stop or data[stop]:
         _refuse(documents)

@@ -504,6 +504,25 @@ def _by_shape(buckets: dict[int, Any], data: bytes, start: int, end: int, depth:
     return None
 
 
+def _taken_by(buckets: dict[int, Any], data: bytes, start: int, end: int, depth: int) -> Any:
+    """As _by_shape, but (the document, the shape decoder that took it), or None."""
+    if end - start < 7:
+        return None
+    shapes = buckets.get(bucket_of(data, start + 4))
+    if shapes is None:
+        return None
+    try:
+        for shape in shapes:
+            decoder = shape[2]
+            if decoder is not None:
+                value = decoder(data, start, end, depth)
+                if value is not None:
+                    return value, decoder
+    except (Fallback, RecursionError):
+        pass
+    return None
+
+
 def decode_nested(data: bytes, start: int, end: int, depth: int, node: Any) -> Any:
     """An embedded document for a shape decoder (default options): by the shape decoders of
     its element ``node``'s trie root, or the general way when that root has none yet.
@@ -567,4 +586,4 @@ def _document_array(data: bytes, start: int, end: int, depth: int, node: Any) ->
     if shared is None:
         shared = sub[4] = new_root()
         count_nodes(1)
-    return read_document_array(data, start, end, depth + 1, shared, _by_shape, _general_document)
+    return read_document_array(data, start, end, depth + 1, shared, _taken_by, _general_document)

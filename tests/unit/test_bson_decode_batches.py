@@ -121,3 +121,17 @@ def test_batches_agree_with_the_general_decoder(batch: list[Any], repeat: int) -
     data = encode(reply(batch * repeat))
     for _ in range(3):
         assert outcome(data) == outcome(data, GENERAL)
+
+
+def test_the_last_documents_decoder_is_tried_first_and_a_change_of_shape_is_noticed() -> None:
+    # runs of one shape, then another, then the first again, then one that no shape takes:
+    # the decoder remembered from the last document refuses the new shape, and the search
+    # finds (or learns) the right one; nothing is decoded with the wrong decoder
+    one = [{"_id": i, "name": f"n{i}"} for i in range(40)]
+    two = [{"_id": i, "score": i * 0.5, "tags": ["a"]} for i in range(40)]
+    same_first_key = [{"_id": f"s{i}"} for i in range(3)]  # same bucket, another type
+    batch = one + two + one[:5] + same_first_key + [{"_id": 1, "name": "x", "extra": None}] + two[:3]
+    data = encode(reply(batch))
+    for _ in range(4):
+        assert outcome(data) == outcome(data, GENERAL)
+        assert decode(data) == reply(batch)
