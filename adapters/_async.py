@@ -49,7 +49,7 @@ class AsyncRuntime(Protocol):
     async def send_all(
         self, stream: Any, buffers: Sequence[Buffer], timeout: float | None
     ) -> None: ...
-    async def receive(self, stream: Any, timeout: float | None) -> bytes: ...
+    async def receive(self, stream: Any, timeout: float | None, size: int = ...) -> bytes: ...
     def close_stream(self, stream: Any, /) -> None: ...
     async def resolve(self, question: Any) -> Any: ...
 
@@ -103,7 +103,9 @@ class AsyncInterpreter:
     async def _carry_out(self, request: object) -> Any:
         runtime = self.runtime
         if isinstance(request, Receive):
-            return await runtime.receive(request.stream, self._remaining(request.deadline))
+            return await runtime.receive(
+                request.stream, self._remaining(request.deadline), request.size
+            )
         if isinstance(request, SendAll):
             await runtime.send_all(
                 request.stream, request.buffers, self._remaining(request.deadline)

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from mongo_sansio.client import TlsSettings
+from mongo_sansio.client.runtime import RECEIVE_SIZE
 
 if TYPE_CHECKING:
     from transports.blocking import make_ssl_context
@@ -35,7 +36,7 @@ Target = Callable[[], Awaitable[None]]
 
 class AsyncStream(Protocol):
     async def send_all(self, buffers: Sequence[Buffer], timeout: float | None) -> None: ...
-    async def receive(self, timeout: float | None) -> bytes: ...
+    async def receive(self, timeout: float | None, max_bytes: int = ...) -> bytes: ...
     def close(self) -> None: ...
 
 
@@ -84,8 +85,10 @@ class AsyncRuntimeBase:
     ) -> None:
         await stream.send_all(buffers, timeout)
 
-    async def receive(self, stream: AsyncStream, timeout: float | None) -> bytes:
-        return await stream.receive(timeout)
+    async def receive(
+        self, stream: AsyncStream, timeout: float | None, size: int = RECEIVE_SIZE
+    ) -> bytes:
+        return await stream.receive(timeout, size)
 
     def close_stream(self, stream: AsyncStream, /) -> None:
         """Close at once; a task blocked on ``stream`` wakes (end of stream or NetworkError)."""

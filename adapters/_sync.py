@@ -53,7 +53,7 @@ class SyncRuntime(Protocol):
 
     def send_all(self, stream: Any, buffers: Sequence[Buffer], timeout: float | None) -> None: ...
 
-    def receive(self, stream: Any, timeout: float | None) -> bytes: ...
+    def receive(self, stream: Any, timeout: float | None, size: int = ...) -> bytes: ...
 
     def close_stream(self, stream: Any, /) -> None: ...
     def resolve(self, question: Any) -> Any: ...
@@ -114,7 +114,7 @@ class SyncInterpreter:
     def _carry_out(self, request: object) -> Any:
         runtime = self.runtime
         if isinstance(request, Receive):
-            return runtime.receive(request.stream, self._remaining(request.deadline))
+            return runtime.receive(request.stream, self._remaining(request.deadline), request.size)
         if isinstance(request, SendAll):
             runtime.send_all(request.stream, request.buffers, self._remaining(request.deadline))
             return None

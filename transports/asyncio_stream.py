@@ -137,14 +137,14 @@ class AsyncioStream:
         except RuntimeError as exc:  # asyncio's "unable to perform operation on a closed ..."
             raise NetworkError(f"sending to {self.where} failed: {exc}") from exc
 
-    async def receive(self, timeout: float | None) -> bytes:
-        """What arrives next (at most 64 KiB); ``b""`` at the end of the stream."""
+    async def receive(self, timeout: float | None, max_bytes: int = _RECEIVE_SIZE) -> bytes:
+        """What arrives next (at most ``max_bytes``); ``b""`` at the end of the stream."""
         self._check_open()
         try:
             if timeout is None:
-                return await self._reader.read(_RECEIVE_SIZE)
+                return await self._reader.read(max_bytes)
             async with asyncio.timeout(timeout):
-                return await self._reader.read(_RECEIVE_SIZE)
+                return await self._reader.read(max_bytes)
         except OSError as exc:  # TimeoutError included
             raise _network_error(exc, f"reading from {self.where} failed") from exc
 

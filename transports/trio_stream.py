@@ -218,13 +218,13 @@ class TrioStream:
         if limit.cancelled_caught:
             raise NetworkTimeout(f"sending to {self.where} failed: timed out")
 
-    async def receive(self, timeout: float | None) -> bytes:
-        """What arrives next (at most 64 KiB); ``b""`` at the end of the stream."""
+    async def receive(self, timeout: float | None, max_bytes: int = _RECEIVE_SIZE) -> bytes:
+        """What arrives next (at most ``max_bytes``); ``b""`` at the end of the stream."""
         self._check_open()
         data: bytes | bytearray = b""
         with trio.move_on_after(math.inf if timeout is None else timeout) as limit:
             try:
-                data = await self._stream.receive_some(_RECEIVE_SIZE)
+                data = await self._stream.receive_some(max_bytes)
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 raise _stream_error(exc, f"reading from {self.where} failed") from exc
         if limit.cancelled_caught:

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mongo_sansio.client.runtime import RECEIVE_SIZE
+
 if TYPE_CHECKING:
     from transports.blocking import BlockingStream, open_stream
 else:
@@ -85,11 +87,13 @@ class ThreadRuntime:
         finally:
             self._leave(stream)
 
-    def receive(self, stream: BlockingStream, timeout: float | None) -> bytes:
+    def receive(
+        self, stream: BlockingStream, timeout: float | None, size: int = RECEIVE_SIZE
+    ) -> bytes:
         self._enter(stream)
         try:
             stream.set_timeout(timeout)
-            return stream.recv()
+            return stream.recv(size)
         finally:
             self._leave(stream)
 

@@ -40,6 +40,8 @@ import gevent.event
 import gevent.socket
 from gevent import Greenlet, GreenletExit
 
+from mongo_sansio.client.runtime import RECEIVE_SIZE
+
 from .. import _fork
 from .._sync import SyncEvent
 
@@ -111,9 +113,11 @@ class GeventRuntime:
         stream.set_timeout(timeout)
         stream.send_all(buffers)
 
-    def receive(self, stream: BlockingStream, timeout: float | None) -> bytes:
+    def receive(
+        self, stream: BlockingStream, timeout: float | None, size: int = RECEIVE_SIZE
+    ) -> bytes:
         stream.set_timeout(timeout)
-        return stream.recv()
+        return stream.recv(size)
 
     def close_stream(self, stream: BlockingStream) -> None:
         """Close ``stream`` at once (see the module docstring)."""

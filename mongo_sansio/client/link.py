@@ -32,7 +32,7 @@ import attrs
 
 from mongo_sansio.backpressure import label_establishment_error
 from mongo_sansio.bson.codec_options import CodecOptions
-from mongo_sansio.client.runtime import OpenStream, Receive, SendAll
+from mongo_sansio.client.runtime import RECEIVE_SIZE, OpenStream, Receive, SendAll
 from mongo_sansio.connection import (
     CLOSED,
     NEED_DATA,
@@ -254,7 +254,8 @@ def _read_reply(link: Link, deadline: float | None) -> LinkFlow:
     while True:
         reply = machine.next_reply()
         if reply is NEED_DATA:
-            data = yield Receive(link.stream, deadline)
+            wanted = machine.wanted
+            data = yield Receive(link.stream, deadline, wanted if wanted > RECEIVE_SIZE else RECEIVE_SIZE)
             if data:
                 machine.receive_data(data)
             else:

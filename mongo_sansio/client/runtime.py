@@ -113,12 +113,19 @@ class SendAll:
     deadline: float | None
 
 
+#: What a Receive reads at most when no larger reply is known to be under way.
+RECEIVE_SIZE = 65536
+
+
 @attrs.frozen
 class Receive:
-    """Read what arrives next on ``stream`` (``b""`` at its end) before ``deadline``."""
+    """Read what arrives next on ``stream`` (``b""`` at its end), at most ``size`` bytes,
+    before ``deadline``.  ``size`` is larger than :data:`RECEIVE_SIZE` when the rest of a
+    large reply is known to be on its way: read in one piece, it is parsed where it lies."""
 
     stream: object = attrs.field(eq=False)
     deadline: float | None
+    size: int = RECEIVE_SIZE
 
 
 @attrs.frozen

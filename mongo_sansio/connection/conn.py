@@ -354,6 +354,12 @@ class Connection:
 
     # -- outputs --------------------------------------------------------------------------
 
+    @property
+    def wanted(self) -> int:
+        """How many more bytes complete the reply in progress (0: not known); see
+        :attr:`MessageReader.wanted <mongo_sansio.wire.reader.MessageReader.wanted>`."""
+        return self._reader.wanted
+
     def next_reply(self) -> Reply | NeedData | Closed:
         """The next reply, NEED_DATA, or CLOSED after a clean end of the stream."""
         if self._state is _CLOSED:

@@ -244,6 +244,28 @@ class MessageReader:
         chunk = 0 if self._chunk is None else len(self._chunk) - self._chunk_pos
         return len(self._buf) - self._pos + chunk
 
+    @property
+    def wanted(self) -> int:
+        """How many more bytes complete the message whose header has arrived (0 when none
+        has, or when the bytes buffered hold a whole message already).
+
+        A transport that reads this much at once gets a large reply in one piece, which is
+        then parsed where it lies, instead of in 64 KiB reads joined in a buffer and copied
+        out again (a 260 KB cursor batch: about a tenth of its decoding time)."""
+        if self._state is not _OPEN:
+            return 0
+        source: bytes | bytearray
+        if self._chunk is not None:
+            source, pos = self._chunk, self._chunk_pos
+        else:
+            source, pos = self._buf, self._pos
+        available = len(source) - pos
+        if available < 4:
+            return 0
+        length = int.from_bytes(source[pos : pos + 4], "little")
+        # (a header past its check: the length is within max_message_size)
+        return length - available if available < length <= self._max else 0
+
     def _move(self, event: str) -> None:
         try:
             self._state = _TRANSITIONS[self._state, event]

@@ -60,6 +60,33 @@ def test_one_byte_at_a_time() -> None:
     assert reader.buffered == 0
 
 
+def test_wanted_is_what_completes_the_message_under_way() -> None:
+    # a transport reads that much at once, so a large reply arrives in one piece
+    big, small = op_msg_bytes({"a": "x" * 100_000}), op_msg_bytes({"b": 2}, request_id=8)
+    reader = MessageReader()
+    assert reader.wanted == 0  # nothing yet
+    reader.receive_data(big[:3])
+    assert reader.wanted == 0  # the length is not complete
+    reader.receive_data(big[3:65536])  # (joined to a buffer)
+    assert reader.wanted == len(big) - 65536
+    assert reader.next_message() is NEED_DATA
+    reader.receive_data(big[65536:] + small[:10])
+    assert reader.wanted == 0  # a whole message is buffered
+    assert reader.next_message().body == {"a": "x" * 100_000}
+    assert reader.wanted == len(small) - 10  # the next one, read in place from the chunk
+    reader.receive_data(small[10:])
+    assert reader.next_message().body == {"b": 2}
+    assert reader.wanted == 0
+    fresh = MessageReader()
+    fresh.receive_data(big[:1000])  # a first chunk kept as it is
+    assert fresh.wanted == len(big) - 1000
+    fresh.receive_data(struct.pack("<i", 1 << 30))  # (not a header: past the partial message)
+    assert fresh.wanted == len(big) - 1004
+    bad = MessageReader(max_message_size=1000)
+    bad.receive_data(big[:500])  # longer than allowed: an error, nothing to wait for
+    assert bad.wanted == 0
+
+
 def test_many_messages_in_one_chunk() -> None:
     data = b"".join(op_msg_bytes({"i": i}, request_id=i + 1) for i in range(50))
     reader = MessageReader()
