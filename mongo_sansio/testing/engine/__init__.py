@@ -8,7 +8,9 @@ The command handlers of the simulated replica set call into it; nothing here tou
 * :mod:`.projection` -- find and $project projections.
 * :mod:`.update` -- update operators, replacements, pipeline updates, upsert seeds.
 * :mod:`.expressions` / :mod:`.aggregate` -- aggregation expressions and the pipeline runner.
+* :mod:`.collation` -- collation documents and string comparison under them (no ICU).
 * :mod:`.collection` -- an in-memory collection with unique indexes and findAndModify.
+* :mod:`.indexes` -- index specs (with their collations) and index keys.
 * :mod:`.errors` -- :class:`CommandError`, carrying mongod's code, codeName and errmsg.
 """
 

@@ -4,7 +4,9 @@
 as mongod does) and then runs them in order.  ``$lookup`` reads the foreign collection through
 the ``lookup`` callable it is given (collection name -> documents), which keeps this module
 pure and unaware of databases.  ``$changeStream`` is not handled here: the server's handler
-owns change streams and passes the rest of such a pipeline to this runner.
+owns change streams and passes the rest of such a pipeline to this runner.  A pipeline run with
+a :class:`~.collation.Collation` compares strings under it wherever mongod's does: $match,
+$sort, $group keys and the $min, $max and $addToSet accumulators, expressions, $lookup.
 """
 
 from __future__ import annotations
@@ -12,11 +14,16 @@ from __future__ import annotations
 import datetime
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.bson import Decimal128
 from mongo_sansio.testing.engine.errors import CommandError, bad_value, location
-from mongo_sansio.testing.engine.expressions import Compiled, compile_expression
+from mongo_sansio.testing.engine.expressions import (
+    COLLATION_VARIABLE,
+    Compiled,
+    collation_variables,
+    compile_expression,
+)
 from mongo_sansio.testing.engine.numbers import binary_arithmetic
 from mongo_sansio.testing.engine.order import (
     MISSING,
@@ -34,6 +41,9 @@ from mongo_sansio.testing.engine.paths import get_path, lookup_leaves, set_path,
 from mongo_sansio.testing.engine.projection import Projection
 from mongo_sansio.testing.engine.query import compile_filter
 from mongo_sansio.testing.engine.stages_spark import SPARK_STAGES
+
+if TYPE_CHECKING:
+    from mongo_sansio.testing.engine.collation import Collation
 
 __all__ = [
     "run_pipeline", "compile_pipeline", "sort_documents", "parse_sort", "check_update_pipeline",
@@ -53,9 +63,10 @@ def run_pipeline(
     *,
     lookup: Resolver | None = None,
     now: datetime.datetime | None = None,
+    collation: Collation | None = None,
 ) -> Documents:
     """Run ``pipeline`` over (copies of) ``documents`` and return the results."""
-    stages = compile_pipeline(pipeline, lookup=lookup, now=now)
+    stages = compile_pipeline(pipeline, lookup=lookup, now=now, collation=collation)
     results = [copy_value(dict(d)) for d in documents]
     for stage in stages:
         results = stage(results)
@@ -89,11 +100,15 @@ def _stage_name(spec: Any) -> str:
 
 
 def compile_pipeline(
-    pipeline: Sequence[Any], *, lookup: Resolver | None = None, now: datetime.datetime | None = None
+    pipeline: Sequence[Any], *, lookup: Resolver | None = None, now: datetime.datetime | None = None,
+    collation: Collation | None = None,
 ) -> list[Stage]:
     if not isinstance(pipeline, list | tuple):
         raise CommandError(14, "TypeMismatch", "'pipeline' option must be specified as an array")
-    variables: dict[str, Any] = {"NOW": now} if now is not None else {}
+    # the stages read the collation from the variables, as their expressions do
+    variables: dict[str, Any] = collation_variables(collation)
+    if now is not None:
+        variables["NOW"] = now
     stages: list[Stage] = []
     for spec in pipeline:
         name = _stage_name(spec)
@@ -126,7 +141,12 @@ def parse_sort(spec: Any) -> list[tuple[list[str], int]]:
     return keys
 
 
-def _sort_value(document: Mapping[str, Any], parts: list[str], direction: int) -> Any:
+def _collation_of(variables: Mapping[str, Any]) -> Collation | None:
+    found: Collation | None = variables.get(COLLATION_VARIABLE)
+    return found
+
+
+def _sort_value(document: Mapping[str, Any], parts: list[str], direction: int, collation: Collation | None) -> Any:
     leaves = lookup_leaves(document, parts)
     if not leaves:
         return None
@@ -142,16 +162,21 @@ def _sort_value(document: Mapping[str, Any], parts: list[str], direction: int) -
     non_empty = [c for c in candidates if not (isinstance(c, list) and not c)]
     if not non_empty:
         return array_sort_value([], descending=direction < 0)
-    return array_sort_value(non_empty, descending=direction < 0) if len(non_empty) > 1 else non_empty[0]
+    if len(non_empty) == 1:
+        return non_empty[0]
+    return array_sort_value(non_empty, descending=direction < 0, collation=collation)
 
 
-def sort_documents(documents: Iterable[Mapping[str, Any]], spec: Any) -> list[Any]:
+def sort_documents(documents: Iterable[Mapping[str, Any]], spec: Any, collation: Collation | None = None) -> list[Any]:
     """Documents in mongod's sort order for ``spec`` (stable for ties)."""
     keys = parse_sort(spec)
     directions = [d for _, d in keys]
-    rows: list[tuple[list[Any], Any]] = [([_sort_value(doc, parts, d) for parts, d in keys], doc) for doc in documents]
+    rows: list[tuple[list[Any], Any]] = [
+        ([_sort_value(doc, parts, d, collation) for parts, d in keys], doc) for doc in documents
+    ]
+
     def by_values(left: tuple[list[Any], Any], right: tuple[list[Any], Any]) -> int:
-        return compare_by_spec(left[0], right[0], directions)
+        return compare_by_spec(left[0], right[0], directions, collation)
 
     rows.sort(key=functools.cmp_to_key(by_values))
     return [doc for _, doc in rows]
@@ -163,7 +188,7 @@ def sort_documents(documents: Iterable[Mapping[str, Any]], spec: Any) -> list[An
 def _match(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
     if not isinstance(argument, Mapping):
         raise location(15959, "the match filter must be an expression in an object")
-    predicate = compile_filter(argument)
+    predicate = compile_filter(argument, _collation_of(variables))
     return lambda docs: [d for d in docs if predicate(d)]
 
 
@@ -277,7 +302,8 @@ def _replace_with(argument: Any, lookup: Resolver | None, variables: dict[str, A
 
 def _sort(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
     parse_sort(argument)
-    return lambda docs: sort_documents(docs, argument)
+    collation = _collation_of(variables)
+    return lambda docs: sort_documents(docs, argument, collation)
 
 
 def _positive_int(argument: Any, code: int, message: str, allow_zero: bool) -> int:
@@ -339,12 +365,15 @@ def _group(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) ->
             name, operand = "$sum", 1
         accumulators.append((field, name, compile_expression(operand)))
 
+    collation = _collation_of(variables)
+
     def run(docs: Documents) -> Documents:
         groups: dict[Any, tuple[Any, list[list[Any]]]] = {}
         for doc in docs:
             key = key_expression(doc, variables)
             key = None if key is MISSING else key
-            entry = groups.setdefault(hashable_key(key), (key, [[] for _ in accumulators]))
+            # keys equal under the collation make one group, with the first one seen as _id
+            entry = groups.setdefault(hashable_key(key, collation), (key, [[] for _ in accumulators]))
             for i, (_field, _name, operand) in enumerate(accumulators):
                 entry[1][i].append(operand(doc, variables))
         out = []
@@ -352,7 +381,7 @@ def _group(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) ->
             row: dict[str, Any] = {"_id": key}
             for (field, name, _), values in zip(accumulators, collected, strict=True):
                 try:
-                    row[field] = _accumulate(name, values)
+                    row[field] = _accumulate(name, values, collation)
                 except (ArithmeticError, ValueError) as exc:  # decimal overflow and the like
                     raise bad_value(f"{name} failed: {exc}") from None
             out.append(row)
@@ -361,7 +390,7 @@ def _group(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) ->
     return run
 
 
-def _accumulate(name: str, values: list[Any]) -> Any:
+def _accumulate(name: str, values: list[Any], collation: Collation | None = None) -> Any:
     present = [v for v in values if v is not MISSING]
     if name in ("$sum", "$avg"):
         numbers = [v for v in present if is_number(v)]
@@ -381,7 +410,7 @@ def _accumulate(name: str, values: list[Any]) -> Any:
             return None
         best = candidates[0]
         for v in candidates[1:]:
-            order = compare(v, best)
+            order = compare(v, best, collation)
             if (order < 0) if name == "$min" else (order > 0):
                 best = v
         return best
@@ -393,7 +422,7 @@ def _accumulate(name: str, values: list[Any]) -> Any:
         return present
     unique: dict[Any, Any] = {}
     for v in present:
-        unique.setdefault(hashable_key(v), v)
+        unique.setdefault(hashable_key(v, collation), v)
     return list(unique.values())
 
 
@@ -454,6 +483,7 @@ def _lookup(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -
     local_parts = split_path(argument["localField"])
     foreign_field = argument["foreignField"]
     as_parts = split_path(argument["as"])
+    collation = _collation_of(variables)
 
     def run(docs: Documents) -> Documents:
         if lookup is None:
@@ -466,7 +496,7 @@ def _lookup(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -
                 locals_.extend(leaf if isinstance(leaf, list) else [leaf])
             if not locals_:
                 locals_ = [None]
-            predicate = compile_filter({foreign_field: {"$in": locals_}})
+            predicate = compile_filter({foreign_field: {"$in": locals_}}, collation)
             new = copy_value(doc)
             set_path(new, as_parts, [copy_value(f) for f in foreign if predicate(f)])
             out.append(new)
@@ -492,7 +522,8 @@ def _facet(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) ->
             stage = _stage_name(spec)
             if stage in _NOT_IN_FACET:
                 raise location(40600, f"{stage} is not allowed to be used within a $facet stage")
-        compiled[name] = compile_pipeline(pipeline, lookup=lookup, now=variables.get("NOW"))
+        compiled[name] = compile_pipeline(pipeline, lookup=lookup, now=variables.get("NOW"),
+                                          collation=_collation_of(variables))
 
     def run(docs: Documents) -> Documents:
         out: dict[str, Any] = {}

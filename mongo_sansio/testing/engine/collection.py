@@ -5,15 +5,20 @@ passes one that makes ObjectIds from its own seeded source) and ``$currentDate``
 ``now`` it is given.  Reads return copies, so callers may keep or change what they get.  Unique
 indexes (the _id index included) are enforced on insert and update with mongod's E11000 error
 (code 11000, ``keyPattern`` and ``keyValue`` beside the message); other index kinds are kept as
-metadata only, since the engine scans rather than using indexes to answer queries.  Every
-document stored is first held to mongod's limits (16 MiB, 180 levels: :mod:`.limits`), with the
-error of its path (insert, update/replace, upsert); a refused write changes nothing.
+metadata only, since the engine scans rather than using indexes to answer queries (index
+specs and keys: :mod:`.indexes`).  Every document stored is first held to mongod's limits
+(16 MiB, 180 levels: :mod:`.limits`), with the error of its path (insert, update/replace,
+upsert); a refused write changes nothing.
+
+A collection may have a default :class:`~.collation.Collation` (:meth:`Collection.set_collation`,
+from ``create``): its _id index and new indexes take it, and the reads and writes that name no
+collation of their own (``collation=MISSING``) compare strings under it; an operation's own
+collation, ``None`` for the simple one, overrides it, as in mongod.
 """
 
 from __future__ import annotations
 
 import datetime
-import itertools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -22,26 +27,35 @@ import attrs
 
 from mongo_sansio.bson import Int64, Regex, Undefined
 from mongo_sansio.testing.engine.aggregate import sort_documents
+from mongo_sansio.testing.engine.collation import Collation
 from mongo_sansio.testing.engine.errors import CommandError, bad_value, failed_to_parse
+from mongo_sansio.testing.engine.indexes import (
+    ID_INDEX,
+    Index,
+    conflicting,
+    index_name,
+    resolve_index,
+    validate_index_spec,
+)
 from mongo_sansio.testing.engine.limits import check_storable
 from mongo_sansio.testing.engine.order import (
     MISSING,
+    Missing,
     copy_value,
     hashable_key,
-    is_number,
     numeric_value,
     render,
-    whole_number,
 )
 from mongo_sansio.testing.engine.paths import lookup_leaves, split_path
 from mongo_sansio.testing.engine.plan import chosen_index
 from mongo_sansio.testing.engine.projection import Projection
-from mongo_sansio.testing.engine.query import Predicate, compile_filter, is_operator_document
+from mongo_sansio.testing.engine.query import compile_filter, is_operator_document
 from mongo_sansio.testing.engine.update import Update, upsert_seed
 
 __all__ = ["Collection", "UpdateOutcome", "WriteEvent", "index_name"]
 
-_ID_INDEX = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+#: An operation's collation: a Collation, None (the simple one), or MISSING (the collection's).
+OperationCollation = Collation | None | Missing
 
 
 @attrs.frozen
@@ -71,54 +85,6 @@ class UpdateOutcome:
         return self.upserted_id is not MISSING
 
 
-def index_name(key: Mapping[str, Any]) -> str:
-    """The name mongod and drivers give an index by default: ``a_1_b_-1``."""
-    return "_".join(f"{field}_{_direction_text(direction)}" for field, direction in key.items())
-
-
-def _direction_text(direction: Any) -> str:
-    if is_number(direction):
-        whole = whole_number(direction)
-        return str(whole) if whole is not None else str(numeric_value(direction))
-    return str(direction)
-
-
-class _Index:
-    """One index's spec and, when unique, its key -> owner map."""
-
-    def __init__(self, spec: dict[str, Any]) -> None:
-        self.spec = spec
-        self.fields = [(split_path(f), f) for f in spec["key"]]
-        self.unique = bool(spec.get("unique")) or spec["name"] == "_id_"
-        self.sparse = bool(spec.get("sparse"))
-        partial = spec.get("partialFilterExpression")
-        self.partial: Predicate | None = compile_filter(partial) if partial is not None else None
-        self.owners: dict[Any, Any] = {}
-
-    def keys(self, document: Mapping[str, Any]) -> list[tuple[Any, dict[str, Any]]]:
-        """(hashable key, keyValue document) for every entry the document makes (multikey)."""
-        if self.partial is not None and not self.partial(document):
-            return []
-        per_field = []
-        present = False
-        for parts, _name in self.fields:
-            values: list[Any] = []
-            for leaf in lookup_leaves(document, parts):
-                present = True
-                if isinstance(leaf, list) and leaf:
-                    values.extend(leaf)
-                else:
-                    values.append(leaf)
-            per_field.append(values or [None])
-        if self.sparse and not present:
-            return []
-        entries = []
-        for combo in itertools.product(*per_field):
-            key = tuple(hashable_key(v) for v in combo)
-            entries.append((key, {name: v for (_p, name), v in zip(self.fields, combo, strict=True)}))
-        return entries
-
-
 class Collection:
     """Documents of one namespace, in insertion order, with their indexes."""
 
@@ -139,12 +105,23 @@ class Collection:
         # conflicts and for writes that must wait for a transaction to end).
         self.guard: Callable[[Any], None] | None = None
         self._documents: dict[Any, dict[str, Any]] = {}
-        self._indexes: dict[str, _Index] = {"_id_": _Index(dict(_ID_INDEX))}
+        self._indexes: dict[str, Index] = {"_id_": Index(dict(ID_INDEX))}
+        self.collation: Collation | None = None
         # mongod's RecordId of each document (showRecordId): given at insert from a counter
         # that never goes back, kept through updates
         self._record_ids: dict[Any, int] = {}
         self._last_record_id = 0
         self._unique_ids = True
+
+    def set_collation(self, collation: Collation | None) -> None:
+        """Give the (new, empty) collection a default collation; its _id index takes it."""
+        self.collation = collation
+        if "_id_" in self._indexes:
+            spec = {**ID_INDEX, "collation": collation.document()} if collation is not None else dict(ID_INDEX)
+            self._indexes["_id_"] = Index(spec)
+
+    def _effective(self, collation: OperationCollation) -> Collation | None:
+        return self.collation if isinstance(collation, Missing) else collation
 
     def allow_duplicate_ids(self) -> None:
         """A time series collection's way: no _id index, documents keyed by RecordId."""
@@ -170,9 +147,10 @@ class Collection:
         other._record_ids = dict(self._record_ids)
         other._last_record_id = self._last_record_id
         other._unique_ids = self._unique_ids
+        other.collation = self.collation
         other._indexes = {}
         for index_name_, index in self._indexes.items():
-            copied = _Index(copy_value(index.spec))
+            copied = Index(copy_value(index.spec))
             copied.owners = dict(index.owners)
             other._indexes[index_name_] = copied
         return other
@@ -222,7 +200,7 @@ class Collection:
             new_key = old_key if old_key is not None else ("$recordId", self._last_record_id + 1)
         self._check_guard([old_key if old_key is not None else new_key])
         old = self._documents.get(old_key) if old_key is not None else None
-        planned: list[tuple[_Index, list[Any], list[Any]]] = []
+        planned: list[tuple[Index, list[Any], list[Any]]] = []
         for index in self._indexes.values():
             new_entries = index.keys(new)
             old_entries = [k for k, _ in index.keys(old)] if old is not None else []
@@ -255,7 +233,7 @@ class Collection:
         self._last_record_id += 1
         self._record_ids[key] = self._last_record_id
 
-    def _duplicate(self, index: _Index, key_value: dict[str, Any]) -> CommandError:
+    def _duplicate(self, index: Index, key_value: dict[str, Any]) -> CommandError:
         return CommandError(
             11000, "DuplicateKey",
             f"E11000 duplicate key error collection: {self.namespace} index: "
@@ -307,10 +285,11 @@ class Collection:
     # --- reads -----------------------------------------------------------------------------
 
     def _matching(
-        self, filter: Mapping[str, Any] | None, sort: Any = None  # noqa: A002
+        self, filter: Mapping[str, Any] | None, sort: Any = None, collation: Collation | None = None  # noqa: A002
     ) -> list[tuple[Any, dict[str, Any]]]:
-        predicate = compile_filter(filter)
-        wanted = _id_equality(filter) if self._unique_ids else MISSING
+        predicate = compile_filter(filter, collation)
+        # (documents are stored by their _id's simple key: a collation may match other _ids)
+        wanted = _id_equality(filter) if self._unique_ids and collation is None else MISSING
         if wanted is not MISSING:
             # the common "by _id" filter: a dictionary lookup instead of a scan
             key = hashable_key(wanted)
@@ -322,7 +301,7 @@ class Collection:
             if numeric_value(sort["$natural"]) == -1:
                 rows.reverse()
         elif sort:
-            order = sort_documents([d for _, d in rows], sort)
+            order = sort_documents([d for _, d in rows], sort, collation)
             position = {id(d): i for i, d in enumerate(order)}
             rows.sort(key=lambda row: position[id(row[1])])
         return rows
@@ -338,6 +317,7 @@ class Collection:
         hint: Any = None,
         return_key: bool = False,
         show_record_id: bool = False,
+        collation: OperationCollation = MISSING,
     ) -> list[dict[str, Any]]:
         """Matching documents (copies), sorted, skipped, limited (0: no limit) and projected.
         ``return_key``: the keys of the index the plan scans instead (:mod:`.plan`; ``{}``
@@ -345,8 +325,9 @@ class Collection:
         ends with ``$recordId``, the document's RecordId (an int64)."""
         if skip < 0:
             raise bad_value("skip value must be non-negative")
-        compiled = Projection(projection) if projection else None  # parsed even if unused
-        rows = self._matching(filter, sort)[skip:]
+        effective = self._effective(collation)
+        compiled = Projection(projection, collation=effective) if projection else None  # parsed even if unused
+        rows = self._matching(filter, sort, effective)[skip:]
         if limit:
             rows = rows[: abs(limit)]
         if return_key:
@@ -363,7 +344,7 @@ class Collection:
         return results
 
     @staticmethod
-    def _index_key(index: _Index | None, document: dict[str, Any]) -> dict[str, Any]:
+    def _index_key(index: Index | None, document: dict[str, Any]) -> dict[str, Any]:
         # a multikey document's first entry: mongod's scan returns each document once
         entries = index.keys(document) if index is not None else []
         return copy_value(entries[0][1]) if entries else {}
@@ -375,21 +356,26 @@ class Collection:
         return found[0] if found else None
 
     def count(
-        self, filter: Mapping[str, Any] | None = None, *, skip: int = 0, limit: int = 0  # noqa: A002
+        self, filter: Mapping[str, Any] | None = None, *, skip: int = 0, limit: int = 0,  # noqa: A002
+        collation: OperationCollation = MISSING,
     ) -> int:
-        n = max(len(self._matching(filter)) - max(skip, 0), 0)
+        n = max(len(self._matching(filter, collation=self._effective(collation))) - max(skip, 0), 0)
         return min(n, abs(limit)) if limit else n
 
-    def distinct(self, key: str, filter: Mapping[str, Any] | None = None) -> list[Any]:  # noqa: A002
-        """The distinct values at ``key`` (array elements counted one by one)."""
+    def distinct(
+        self, key: str, filter: Mapping[str, Any] | None = None, *, collation: OperationCollation = MISSING  # noqa: A002
+    ) -> list[Any]:
+        """The distinct values at ``key`` (array elements counted one by one; values equal
+        under the collation count once, as the first one met)."""
         if not isinstance(key, str) or not key:
             raise failed_to_parse("distinct key must be a non-empty string")
         parts = split_path(key)
+        effective = self._effective(collation)
         seen: dict[Any, Any] = {}
-        for _, document in self._matching(filter):
+        for _, document in self._matching(filter, collation=effective):
             for leaf in lookup_leaves(document, parts):
                 for value in leaf if isinstance(leaf, list) else [leaf]:
-                    seen.setdefault(hashable_key(value), copy_value(value))
+                    seen.setdefault(hashable_key(value, effective), copy_value(value))
         return list(seen.values())
 
     # --- updates and deletes ---------------------------------------------------------------
@@ -404,12 +390,14 @@ class Collection:
         now: datetime.datetime | None = None,
         sort: Mapping[str, Any] | None = None,
         array_filters: list[Any] | None = None,
+        collation: OperationCollation = MISSING,
     ) -> UpdateOutcome:
         """update one (or every, with ``multi``) matching document, or upsert one."""
-        parsed = Update(update, array_filters=array_filters)
+        effective = self._effective(collation)
+        parsed = Update(update, array_filters=array_filters, collation=effective)
         if multi and parsed.is_replacement:
             raise failed_to_parse("multi update is not supported for replacement-style update")
-        rows = self._matching(filter, sort)
+        rows = self._matching(filter, sort, effective)
         if not multi:
             rows = rows[:1]
         self._check_guard([key for key, _ in rows])
@@ -448,9 +436,11 @@ class Collection:
         self._store(None, new, "insert")
         return new["_id"]
 
-    def delete(self, filter: Mapping[str, Any] | None, *, limit: int = 0) -> int:  # noqa: A002
+    def delete(
+        self, filter: Mapping[str, Any] | None, *, limit: int = 0, collation: OperationCollation = MISSING  # noqa: A002
+    ) -> int:
         """Delete matching documents (``limit=1``: only the first); returns how many."""
-        rows = self._matching(filter)
+        rows = self._matching(filter, collation=self._effective(collation))
         if limit:
             rows = rows[:1]
         self._check_guard([key for key, _ in rows])
@@ -470,6 +460,7 @@ class Collection:
         fields: Mapping[str, Any] | None = None,
         now: datetime.datetime | None = None,
         array_filters: list[Any] | None = None,
+        collation: OperationCollation = MISSING,
     ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         """findAndModify: returns (the document, or None; lastErrorObject)."""
         if remove and update is not None:
@@ -482,15 +473,16 @@ class Collection:
             )
         if remove and upsert:
             raise failed_to_parse("Cannot specify both upsert=true and remove=true ")
-        projection = Projection(fields) if fields else None
+        effective = self._effective(collation)
+        projection = Projection(fields, collation=effective) if fields else None
 
         def shape(document: dict[str, Any] | None) -> dict[str, Any] | None:
             if document is None:
                 return None
             return projection.apply(document, filter=query) if projection else copy_value(document)
 
-        parsed = Update(update, array_filters=array_filters) if update is not None else None
-        rows = self._matching(query, sort)[:1]
+        parsed = Update(update, array_filters=array_filters, collation=effective) if update is not None else None
+        rows = self._matching(query, sort, effective)[:1]
         if remove:
             if not rows:
                 return None, {"n": 0}
@@ -524,13 +516,12 @@ class Collection:
         if not isinstance(specs, list | tuple) or not specs:
             raise bad_value("Must specify at least one index to create")
         before = len(self._indexes)
-        added: list[_Index] = []
+        added: list[Index] = []
         for raw in specs:
-            spec = self._validate_index_spec(raw)
-            existing = self._conflicting(spec)
-            if existing:
+            spec = validate_index_spec(raw, self.collation)
+            if conflicting(self._indexes, spec):
                 continue
-            index = _Index(spec)
+            index = Index(spec)
             for key, document in self._documents.items():
                 for entry, key_value in index.keys(document):
                     if index.unique and index.owners.get(entry, key) != key:
@@ -550,55 +541,6 @@ class Collection:
         reply["ok"] = 1.0
         return reply
 
-    def _validate_index_spec(self, raw: Any) -> dict[str, Any]:
-        if not isinstance(raw, Mapping):
-            raise CommandError(14, "TypeMismatch", "index specification must be an object")
-        key = raw.get("key")
-        if not isinstance(key, Mapping) or not key:
-            raise CommandError(67, "CannotCreateIndex", "Index keys cannot be empty.")
-        for field, direction in key.items():
-            if not field:
-                raise CommandError(67, "CannotCreateIndex", "Index keys cannot be an empty field.")
-            if is_number(direction) and numeric_value(direction) == 0:
-                raise CommandError(67, "CannotCreateIndex", f"Values in the index key pattern can't be all zero: {render(dict(key))}")
-            if not is_number(direction) and not isinstance(direction, str):
-                raise CommandError(67, "CannotCreateIndex", f"Values in index key pattern must be numbers or strings: {render(dict(key))}")
-        name = raw.get("name", index_name(key))
-        if not isinstance(name, str) or not name:
-            raise CommandError(67, "CannotCreateIndex", "The index name must be a non-empty string")
-        spec: dict[str, Any] = {"v": 2, "key": copy_value(dict(key)), "name": name}
-        for option, value in raw.items():
-            if option not in ("key", "name", "v", "ns"):
-                spec[option] = copy_value(value)
-        return spec
-
-    def _conflicting(self, spec: dict[str, Any]) -> bool:
-        """True when an identical index exists; raises mongod's conflict errors otherwise."""
-        same_name = self._indexes.get(spec["name"])
-        if same_name is not None:
-            if _spec_key(same_name.spec) != _spec_key(spec):
-                raise CommandError(
-                    86, "IndexKeySpecsConflict",
-                    "An existing index has the same name as the requested index. When index names "
-                    "are not specified, they are auto generated and can cause conflicts. Please "
-                    f"refer to our documentation. Requested index: {render(spec)}, existing index: "
-                    f"{render(same_name.spec)}",
-                )
-            if _options(same_name.spec) != _options(spec) and spec["name"] != "_id_":
-                raise CommandError(
-                    85, "IndexOptionsConflict",
-                    f"An equivalent index already exists with the same name but different options. "
-                    f"Requested index: {render(spec)}, existing index: {render(same_name.spec)}",
-                )
-            return True
-        for other in self._indexes.values():
-            if _spec_key(other.spec) == _spec_key(spec) and _options(other.spec) == _options(spec):
-                raise CommandError(
-                    85, "IndexOptionsConflict",
-                    f"Index already exists with a different name: {other.spec['name']}",
-                )
-        return False
-
     def drop_indexes(self, index: Any) -> dict[str, Any]:
         """dropIndexes with "*", a name, a key pattern or a list of names."""
         was = len(self._indexes)
@@ -607,38 +549,13 @@ class Collection:
                 del self._indexes[name]
             return {"nIndexesWas": was, "ok": 1.0}
         names = index if isinstance(index, list) else [index]
-        resolved = [self._resolve_index(n) for n in names]
+        resolved = [resolve_index(self._indexes, n) for n in names]
         for name in resolved:
             del self._indexes[name]
         return {"nIndexesWas": was, "ok": 1.0}
 
-    def _resolve_index(self, index: Any) -> str:
-        if isinstance(index, Mapping):
-            for name, existing in self._indexes.items():
-                if _spec_key(existing.spec) == _spec_key({"key": index}):
-                    if name == "_id_":
-                        raise CommandError(72, "InvalidOptions", "cannot drop _id index")
-                    return name
-            raise CommandError(27, "IndexNotFound", f"can't find index with key: {render(dict(index))}")
-        if not isinstance(index, str):
-            raise CommandError(14, "TypeMismatch", "dropIndexes 'index' must be a string, an object or an array")
-        if index == "_id_":
-            raise CommandError(72, "InvalidOptions", "cannot drop _id index")
-        if index not in self._indexes:
-            raise CommandError(27, "IndexNotFound", f"index not found with name [{index}]")
-        return index
-
-
 def _kind(parsed: Update) -> str:
     return "replace" if parsed.is_replacement else "update"
-
-
-def _spec_key(spec: Mapping[str, Any]) -> Any:
-    return tuple((field, hashable_key(direction)) for field, direction in spec["key"].items())
-
-
-def _options(spec: Mapping[str, Any]) -> Any:
-    return hashable_key({k: v for k, v in spec.items() if k not in ("v", "key", "name")})
 
 
 def _id_equality(filter: Mapping[str, Any] | None) -> Any:  # noqa: A002

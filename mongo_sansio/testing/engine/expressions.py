@@ -4,7 +4,9 @@
 document is read, as mongod does) into a callable ``(root, variables) -> value``.  ``$$ROOT`` is
 ``root``; ``$$CURRENT`` is ``variables["CURRENT"]`` when a stage sets it, else ``root``.  A field
 that is absent evaluates to MISSING: objects built by an expression leave such fields out and
-arrays turn them into null, as mongod does.
+arrays turn them into null, as mongod does.  The operation's collation, when it has one, rides
+in the variables (:func:`collation_variables`): comparisons ($eq, $cmp, $in, $min ...) of
+strings use it, as mongod's expression context does.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import datetime
 import decimal
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.bson import Decimal128, Int64, ObjectId, Undefined
 from mongo_sansio.testing.engine.errors import CommandError, bad_value, location, type_mismatch
@@ -40,9 +42,29 @@ from mongo_sansio.testing.engine.order import (
 )
 from mongo_sansio.testing.engine.stages_spark import to_hashed_index_key
 
-__all__ = ["Compiled", "compile_expression", "evaluate", "truthy", "field_path_value"]
+if TYPE_CHECKING:
+    from mongo_sansio.testing.engine.collation import Collation
+
+__all__ = [
+    "COLLATION_VARIABLE", "Compiled", "collation_variables", "compile_expression", "evaluate",
+    "truthy", "field_path_value",
+]
 
 Compiled = Callable[[Any, Mapping[str, Any]], Any]
+
+#: Where the variables hold the operation's collation: no ``$$name`` reaches it (a variable's
+#: name never starts with "$"), and $let and $map scopes copy it along with the rest.
+COLLATION_VARIABLE = "$collation"
+
+
+def collation_variables(collation: Collation | None) -> dict[str, Any]:
+    """Variables that carry ``collation`` (none for the simple collation)."""
+    return {COLLATION_VARIABLE: collation} if collation is not None else {}
+
+
+def _collation(variables: Mapping[str, Any]) -> Collation | None:
+    found: Collation | None = variables.get(COLLATION_VARIABLE)
+    return found
 
 
 def evaluate(expression: Any, root: Any, variables: Mapping[str, Any] | None = None) -> Any:
@@ -367,16 +389,21 @@ def _mod(args: list[Compiled], root: Any, variables: Mapping[str, Any]) -> Any:
 def _comparison(accept: Callable[[int], bool]) -> _Impl:
     def impl(args: list[Compiled], root: Any, variables: Mapping[str, Any]) -> Any:
         left, right = _values(args, root, variables)
-        return accept(_agg_compare(left, right))
+        return accept(_agg_compare(left, right, _collation(variables)))
 
     return impl
 
 
-def _agg_compare(left: Any, right: Any) -> int:
+def _agg_compare(left: Any, right: Any, collation: Collation | None) -> int:
     # aggregation orders a missing field before null (so {$eq: ["$absent", null]} is false)
     if left is MISSING or right is MISSING:
         return int(right is MISSING) - int(left is MISSING)
-    return compare(left, right)
+    return compare(left, right, collation)
+
+
+def _cmp(args: list[Compiled], root: Any, variables: Mapping[str, Any]) -> Any:
+    left, right = _values(args, root, variables)
+    return _agg_compare(left, right, _collation(variables))
 
 
 def _and(args: list[Compiled], root: Any, variables: Mapping[str, Any]) -> Any:
@@ -468,7 +495,8 @@ def _in(args: list[Compiled], root: Any, variables: Mapping[str, Any]) -> Any:
         raise location(
             40081, f"$in requires an array as a second argument, found: {type_name(haystack)}"
         )
-    return any(values_equal(needle, item) for item in haystack)
+    collation = _collation(variables)
+    return any(values_equal(needle, item, collation) for item in haystack)
 
 
 def _type(args: list[Compiled], root: Any, variables: Mapping[str, Any]) -> Any:
@@ -534,7 +562,7 @@ def _extreme(largest: bool) -> _Impl:
             return None
         best = values[0]
         for v in values[1:]:
-            c = compare(v, best)
+            c = compare(v, best, _collation(variables))
             if (c > 0) if largest else (c < 0):
                 best = v
         return best
@@ -615,7 +643,7 @@ _OPERATORS: dict[str, tuple[int | None, _Impl]] = {
     "$gte": (2, _comparison(lambda c: c >= 0)),
     "$lt": (2, _comparison(lambda c: c < 0)),
     "$lte": (2, _comparison(lambda c: c <= 0)),
-    "$cmp": (2, lambda args, root, variables: _agg_compare(*_values(args, root, variables))),
+    "$cmp": (2, _cmp),
     "$and": (None, _and),
     "$or": (None, _or),
     "$not": (1, _not),

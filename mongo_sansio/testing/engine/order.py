@@ -4,8 +4,10 @@ mongod compares values of different types by a fixed "canonical type" rank (MinK
 numbers < strings < objects < arrays < binary < ObjectId < bool < date < Timestamp < regex <
 MaxKey; the numbers come from :func:`mongo_sansio.bson.canonical.canonical_type`); numbers of
 every kind (int32, int64, double, decimal) compare by value, so ``1 == 1.0 == Int64(1)``.  Objects compare element by element (type rank, then field name, then
-value) and arrays element by element.  No collation: strings compare by code point, which is the
-same order as mongod's byte-wise UTF-8 comparison.
+value) and arrays element by element.  Strings compare by code point, the same order as
+mongod's byte-wise UTF-8 comparison (the simple collation), unless the functions that compare are
+given a :class:`~.collation.Collation`: then strings (and symbols, not code) compare by its sort
+keys, at any depth inside objects and arrays; field names always compare by code point.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.bson import (
     Code,
@@ -54,6 +56,9 @@ from mongo_sansio.bson.canonical import (
     canonical_type,
 )
 
+if TYPE_CHECKING:  # (collation.py imports this module)
+    from mongo_sansio.testing.engine.collation import Collation
+
 __all__ = [
     "MISSING",
     "Missing",
@@ -62,6 +67,7 @@ __all__ = [
     "values_equal",
     "strict_equal",
     "sort_key",
+    "sort_key_for",
     "is_number",
     "numeric_value",
     "type_name",
@@ -166,22 +172,25 @@ def _items(value: Any) -> list[tuple[str, Any]]:
     return list(value.items())
 
 
-def compare(left: Any, right: Any) -> int:
-    """-1, 0 or 1 as ``left`` sorts before, with or after ``right`` in mongod's order."""
+def compare(left: Any, right: Any, collation: Collation | None = None) -> int:
+    """-1, 0 or 1 as ``left`` sorts before, with or after ``right`` in mongod's order (strings
+    under ``collation`` when one is given)."""
     rank_l, rank_r = canonical_rank(left), canonical_rank(right)
     if rank_l != rank_r:
         return -1 if rank_l < rank_r else 1
     if rank_l == RANK_NUMBER:
         return _compare_numbers(left, right)
+    if rank_l == RANK_STRING and collation is not None:
+        return collation.compare(str(left), str(right))
     if rank_l == RANK_STRING or rank_l == RANK_CODE:
         return _cmp(str(left), str(right))
     if rank_l == RANK_CODE_WITH_SCOPE:
         return _cmp(str(left), str(right)) or compare(dict(left.scope), dict(right.scope))
     if rank_l == RANK_OBJECT:
-        return _compare_sequences_of_fields(_items(left), _items(right))
+        return _compare_sequences_of_fields(_items(left), _items(right), collation)
     if rank_l == RANK_ARRAY:
         for x, y in zip(left, right, strict=False):
-            result = compare(x, y)
+            result = compare(x, y, collation)
             if result:
                 return result
         return _cmp(len(left), len(right))
@@ -214,7 +223,9 @@ def _regex_parts(value: Any) -> tuple[str, str]:
     return (converted.pattern, converted.flags)
 
 
-def _compare_sequences_of_fields(left: list[tuple[str, Any]], right: list[tuple[str, Any]]) -> int:
+def _compare_sequences_of_fields(
+    left: list[tuple[str, Any]], right: list[tuple[str, Any]], collation: Collation | None
+) -> int:
     for (key_l, val_l), (key_r, val_r) in zip(left, right, strict=False):
         result = _cmp(canonical_rank(val_l), canonical_rank(val_r))
         if result:
@@ -222,15 +233,15 @@ def _compare_sequences_of_fields(left: list[tuple[str, Any]], right: list[tuple[
         result = _cmp(key_l, key_r)
         if result:
             return result
-        result = compare(val_l, val_r)
+        result = compare(val_l, val_r, collation)
         if result:
             return result
     return _cmp(len(left), len(right))
 
 
-def values_equal(left: Any, right: Any) -> bool:
+def values_equal(left: Any, right: Any, collation: Collation | None = None) -> bool:
     """Equality as the query language sees it (numbers by value, no other type coercion)."""
-    return compare(left, right) == 0
+    return compare(left, right, collation) == 0
 
 
 def strict_equal(left: Any, right: Any) -> bool:
@@ -257,6 +268,13 @@ sort_key: Callable[[Any], Any] = functools.cmp_to_key(compare)
 """A key function ordering values as mongod does: ``sorted(values, key=sort_key)``."""
 
 
+def sort_key_for(collation: Collation | None) -> Callable[[Any], Any]:
+    """:data:`sort_key` with strings compared under ``collation``."""
+    if collation is None:
+        return sort_key
+    return functools.cmp_to_key(lambda left, right: compare(left, right, collation))
+
+
 class _EmptyArrayKey:
     """Sorts an empty array before null, as mongod's sort does."""
 
@@ -264,30 +282,31 @@ class _EmptyArrayKey:
 _EMPTY_ARRAY = _EmptyArrayKey()
 
 
-def array_sort_value(value: Any, descending: bool) -> Any:
+def array_sort_value(value: Any, descending: bool, collation: Collation | None = None) -> Any:
     """The value a sort on this field uses: an array sorts by its smallest element ascending
     and its largest descending; an empty array sorts before null."""
     if isinstance(value, list):
         if not value:
             return _EMPTY_ARRAY
         chooser = max if descending else min
-        return chooser(value, key=sort_key)
+        return chooser(value, key=sort_key_for(collation))
     return value
 
 
-def _sort_compare(left: Any, right: Any) -> int:
+def _sort_compare(left: Any, right: Any, collation: Collation | None) -> int:
     left_empty, right_empty = isinstance(left, _EmptyArrayKey), isinstance(right, _EmptyArrayKey)
     if left_empty or right_empty:
         return int(right_empty) - int(left_empty)
-    return compare(left, right)
+    return compare(left, right, collation)
 
 
 def compare_by_spec(
-    left_values: Sequence[Any], right_values: Sequence[Any], directions: Sequence[int]
+    left_values: Sequence[Any], right_values: Sequence[Any], directions: Sequence[int],
+    collation: Collation | None = None,
 ) -> int:
     """Compare two rows of sort values field by field, honouring each field's direction."""
     for x, y, direction in zip(left_values, right_values, directions, strict=True):
-        result = _sort_compare(x, y)
+        result = _sort_compare(x, y, collation)
         if result:
             return result * direction
     return 0
@@ -402,32 +421,35 @@ def copy_value(value: Any) -> Any:
     return value
 
 
-def unique_by_equality(values: Iterable[Any]) -> list[Any]:
+def unique_by_equality(values: Iterable[Any], collation: Collation | None = None) -> list[Any]:
     """The values without those equal (by :func:`values_equal`) to an earlier one."""
     out: list[Any] = []
     for value in values:
-        if not any(values_equal(value, seen) for seen in out):
+        if not any(values_equal(value, seen, collation) for seen in out):
             out.append(value)
     return out
 
 
-def hashable_key(value: Any) -> Any:
-    """A hashable stand-in for a value such that equal values (by :func:`values_equal`) get
-    equal keys: grouping, distinct and index lookups use it.  Null and missing share a key."""
+def hashable_key(value: Any, collation: Collation | None = None) -> Any:
+    """A hashable stand-in for a value such that equal values (by :func:`values_equal`, under
+    ``collation`` when given) get equal keys: grouping, distinct and index lookups use it.
+    Null and missing share a key.  Storage (a document's place by _id) uses the simple one."""
     rank = canonical_rank(value)
     if rank == RANK_NUMBER:
         number = numeric_value(value)
         return ("nan",) if _is_nan(number) else ("n", number)
     if rank == RANK_NULL:
         return ("null",)
+    if rank == RANK_STRING and collation is not None:
+        return (rank, collation.key(str(value)))
     if rank in (RANK_STRING, RANK_CODE):
         return (rank, str(value))
     if rank == RANK_CODE_WITH_SCOPE:
         return (rank, str(value), hashable_key(dict(value.scope)))
     if rank == RANK_OBJECT:
-        return ("o", tuple((k, hashable_key(v)) for k, v in _items(value)))
+        return ("o", tuple((k, hashable_key(v, collation)) for k, v in _items(value)))
     if rank == RANK_ARRAY:
-        return ("a", tuple(hashable_key(v) for v in value))
+        return ("a", tuple(hashable_key(v, collation) for v in value))
     if rank == RANK_BINARY:
         return ("b", getattr(value, "subtype", 0), bytes(value))
     if rank == RANK_OBJECTID:

@@ -14,7 +14,7 @@ codeName ``Location<code>``; path collisions are 31249 and 31250.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.testing.engine.errors import bad_value, location
 from mongo_sansio.testing.engine.expressions import Compiled, compile_expression
@@ -33,6 +33,9 @@ from mongo_sansio.testing.engine.query import (
     is_operator_document,
 )
 
+if TYPE_CHECKING:
+    from mongo_sansio.testing.engine.collation import Collation
+
 __all__ = ["Projection", "project"]
 
 _Tree = dict[str, Any]  # field -> True (the whole value) or a subtree
@@ -49,9 +52,13 @@ def project(
 
 
 class Projection:
-    """A parsed projection; :meth:`apply` runs it on documents."""
+    """A parsed projection; :meth:`apply` runs it on documents.  ``collation``: the find's,
+    which its $elemMatch and positional $ compare strings under."""
 
-    def __init__(self, spec: Mapping[str, Any] | None, *, aggregation: bool = False) -> None:
+    def __init__(
+        self, spec: Mapping[str, Any] | None, *, aggregation: bool = False, collation: Collation | None = None
+    ) -> None:
+        self.collation = collation
         self.mode: str | None = None  # "include", "exclude" or None (only $slice / _id rules)
         self.include_id = True
         self.tree: _Tree = {}
@@ -132,7 +139,7 @@ class Projection:
             condition = value["$elemMatch"]
             if not isinstance(condition, Mapping):
                 raise bad_value("elemMatch: Invalid argument, object required.")
-            self.elem_matches.append((key, _element_test(condition)))
+            self.elem_matches.append((key, _element_test(condition, self.collation)))
             _tree_add(self.tree, parts)
             return
         if isinstance(value, Mapping) and len(value) == 1 and "$meta" in value:
@@ -157,7 +164,7 @@ class Projection:
     ) -> dict[str, Any]:
         positional_index: int | None = None
         if self.positional is not None:
-            positional_index = first_matching_index(document, filter, self.positional)
+            positional_index = first_matching_index(document, filter, self.positional, self.collation)
             if positional_index is None:
                 # mongod reports this as BadValue (2) from the executor; the exact prefix of the
                 # message varies by version
@@ -308,9 +315,9 @@ def _set_computed(out: dict[str, Any], parts: list[str], value: Any) -> None:
     node[parts[-1]] = value
 
 
-def _element_test(condition: Mapping[str, Any]) -> Any:
+def _element_test(condition: Mapping[str, Any], collation: Collation | None) -> Any:
     if is_operator_document(condition):
-        values_test = compile_value_condition(condition)
+        values_test = compile_value_condition(condition, collation)
         return lambda element: values_test([element])
-    document_test = compile_filter(condition)
+    document_test = compile_filter(condition, collation)
     return lambda element: isinstance(element, Mapping) and document_test(element)

@@ -6,14 +6,16 @@ at any document, as mongod does.  Field conditions see every value the path reac
 (:func:`~mongo_sansio.testing.engine.paths.lookup`); most operators also look inside arrays at
 the end of the path ("array element matching"), while $size, $elemMatch, $exists and $type
 "array" look at the array itself.  An absent field reads as MISSING, which equality with null
-matches.
+matches.  Given a :class:`~.collation.Collation`, every comparison of strings the filter makes
+(equality, $in, $gt and the like, inside arrays and objects, and $expr) uses it; $regex, $type,
+$exists and field names do not.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.bson import MaxKey, MinKey, Regex, Symbol
 from mongo_sansio.testing.engine.errors import CommandError, bad_value
@@ -30,6 +32,9 @@ from mongo_sansio.testing.engine.order import (
     whole_number,
 )
 from mongo_sansio.testing.engine.paths import get_path, lookup, set_path, split_path
+
+if TYPE_CHECKING:
+    from mongo_sansio.testing.engine.collation import Collation
 
 __all__ = [
     "Predicate",
@@ -49,18 +54,19 @@ _LOGICAL = ("$and", "$or", "$nor")
 _DBREF_KEYS = ("$ref", "$id", "$db")
 
 
-def matches(document: Mapping[str, Any], filter: Mapping[str, Any]) -> bool:  # noqa: A002
+def matches(document: Mapping[str, Any], filter: Mapping[str, Any], collation: Collation | None = None) -> bool:  # noqa: A002
     """Whether ``document`` satisfies the query ``filter``."""
-    return compile_filter(filter)(document)
+    return compile_filter(filter, collation)(document)
 
 
-def compile_filter(filter: Mapping[str, Any] | None) -> Predicate:  # noqa: A002
-    """Parse ``filter`` once; the result tests documents.  Bad filters raise CommandError."""
+def compile_filter(filter: Mapping[str, Any] | None, collation: Collation | None = None) -> Predicate:  # noqa: A002
+    """Parse ``filter`` once; the result tests documents (comparing strings under
+    ``collation``, binary when None).  Bad filters raise CommandError."""
     if filter is None:
         return lambda document: True
     if not isinstance(filter, Mapping):
         raise bad_value(f"query filter must be an object, not {type_name(filter)}")
-    tests = [_compile_top_level(key, value) for key, value in filter.items()]
+    tests = [_compile_top_level(key, value, collation) for key, value in filter.items()]
     if not tests:
         return lambda document: True
     if len(tests) == 1:
@@ -76,9 +82,9 @@ def is_operator_document(value: Any) -> bool:
     return isinstance(first, str) and first.startswith("$") and first not in _DBREF_KEYS
 
 
-def _compile_top_level(key: str, value: Any) -> Predicate:
+def _compile_top_level(key: str, value: Any, collation: Collation | None) -> Predicate:
     if not key.startswith("$"):
-        return _compile_field(key, value)
+        return _compile_field(key, value, collation)
     if key in _LOGICAL:
         if not isinstance(value, list) or not value:
             raise bad_value(f"{key} argument must be a non-empty array")
@@ -86,17 +92,22 @@ def _compile_top_level(key: str, value: Any) -> Predicate:
         for clause in value:
             if not isinstance(clause, Mapping):
                 raise bad_value(f"{key} argument's entries must be objects")
-            clauses.append(compile_filter(clause))
+            clauses.append(compile_filter(clause, collation))
         if key == "$and":
             return lambda document: all(c(document) for c in clauses)
         if key == "$or":
             return lambda document: any(c(document) for c in clauses)
         return lambda document: not any(c(document) for c in clauses)
     if key == "$expr":
-        from mongo_sansio.testing.engine.expressions import compile_expression, truthy
+        from mongo_sansio.testing.engine.expressions import (
+            collation_variables,
+            compile_expression,
+            truthy,
+        )
 
         expression = compile_expression(value)
-        return lambda document: truthy(expression(document, {}))
+        variables = collation_variables(collation)
+        return lambda document: truthy(expression(document, variables))
     if key == "$comment":
         return lambda document: True
     if key == "$alwaysTrue":
@@ -108,9 +119,9 @@ def _compile_top_level(key: str, value: Any) -> Predicate:
     raise bad_value(f"unknown top level operator: {key}")
 
 
-def _compile_field(path: str, condition: Any) -> Predicate:
+def _compile_field(path: str, condition: Any, collation: Collation | None) -> Predicate:
     parts = split_path(path)
-    test = compile_value_condition(condition)
+    test = compile_value_condition(condition, collation)
 
     def field_predicate(document: Any) -> bool:
         values = lookup(document, parts) or [MISSING]
@@ -119,23 +130,23 @@ def _compile_field(path: str, condition: Any) -> Predicate:
     return field_predicate
 
 
-def compile_value_condition(condition: Any) -> _ValuesTest:
+def compile_value_condition(condition: Any, collation: Collation | None = None) -> _ValuesTest:
     """The test a field condition applies to the values its path reached."""
     if is_operator_document(condition):
-        return _compile_operators(condition)
+        return _compile_operators(condition, collation)
     if isinstance(condition, Regex | re.Pattern):
         return _regex_test(compile_regex(condition))
-    return _equality_test(condition)
+    return _equality_test(condition, collation)
 
 
-def _compile_operators(spec: Mapping[str, Any]) -> _ValuesTest:
+def _compile_operators(spec: Mapping[str, Any], collation: Collation | None) -> _ValuesTest:
     tests: list[_ValuesTest] = []
     for operator, argument in spec.items():
         if operator == "$options":
             if "$regex" not in spec:
                 raise bad_value("$options needs a $regex")
             continue
-        tests.append(_compile_operator(operator, argument, spec))
+        tests.append(_compile_operator(operator, argument, spec, collation))
     if len(tests) == 1:
         return tests[0]
     return lambda values: all(test(values) for test in tests)
@@ -151,17 +162,17 @@ def _any_expanded(values: list[Any], test: Callable[[Any], bool]) -> bool:
     return False
 
 
-def _equals(value: Any, target: Any) -> bool:
+def _equals(value: Any, target: Any, collation: Collation | None) -> bool:
     if target is None:
         # null matches null and absent fields (not undefined, since 6.0)
         return value is None or value is MISSING
     if value is MISSING:
         return False
-    return canonical_rank(value) == canonical_rank(target) and compare(value, target) == 0
+    return canonical_rank(value) == canonical_rank(target) and compare(value, target, collation) == 0
 
 
-def _equality_test(target: Any) -> _ValuesTest:
-    return lambda values: _any_expanded(values, lambda value: _equals(value, target))
+def _equality_test(target: Any, collation: Collation | None) -> _ValuesTest:
+    return lambda values: _any_expanded(values, lambda value: _equals(value, target, collation))
 
 
 _COMPARISONS: dict[str, Callable[[int], bool]] = {
@@ -172,7 +183,7 @@ _COMPARISONS: dict[str, Callable[[int], bool]] = {
 }
 
 
-def _comparison_test(operator: str, target: Any) -> _ValuesTest:
+def _comparison_test(operator: str, target: Any, collation: Collation | None) -> _ValuesTest:
     accept = _COMPARISONS[operator]
     crosses_types = isinstance(target, MinKey | MaxKey)
 
@@ -181,7 +192,7 @@ def _comparison_test(operator: str, target: Any) -> _ValuesTest:
             return target is None and operator in ("$gte", "$lte")
         if not crosses_types and canonical_rank(value) != canonical_rank(target):
             return False  # type bracketing: {$gt: 5} never matches a string
-        return accept(compare(value, target))
+        return accept(compare(value, target, collation))
 
     return lambda values: _any_expanded(values, one)
 
@@ -190,11 +201,11 @@ def _regex_element_test(pattern: re.Pattern[str]) -> Callable[[Any], bool]:
     return lambda value: _regex_matches(pattern, value)
 
 
-def _equals_element_test(target: Any) -> Callable[[Any], bool]:
-    return lambda value: _equals(value, target)
+def _equals_element_test(target: Any, collation: Collation | None) -> Callable[[Any], bool]:
+    return lambda value: _equals(value, target, collation)
 
 
-def _in_test(argument: Any, operator: str) -> _ValuesTest:
+def _in_test(argument: Any, operator: str, collation: Collation | None) -> _ValuesTest:
     if not isinstance(argument, list):
         raise bad_value(f"{operator} needs an array")
     tests: list[Callable[[Any], bool]] = []
@@ -204,7 +215,7 @@ def _in_test(argument: Any, operator: str) -> _ValuesTest:
         elif is_operator_document(target):
             raise bad_value(f"cannot nest $ under {operator}")
         else:
-            tests.append(_equals_element_test(target))
+            tests.append(_equals_element_test(target, collation))
     return lambda values: _any_expanded(values, lambda value: any(t(value) for t in tests))
 
 
@@ -328,16 +339,16 @@ def _mod_test(argument: Any) -> _ValuesTest:
     return lambda values: _any_expanded(values, one)
 
 
-def _elem_match_test(argument: Any) -> _ValuesTest:
+def _elem_match_test(argument: Any, collation: Collation | None) -> _ValuesTest:
     if not isinstance(argument, Mapping):
         raise bad_value("$elemMatch needs an Object")
     if is_operator_document(argument) and next(iter(argument)) not in (*_LOGICAL, "$expr", "$where"):
-        value_test = _compile_operators(argument)
+        value_test = _compile_operators(argument, collation)
 
         def element_ok(element: Any) -> bool:
             return value_test([element])
     else:
-        document_test = compile_filter(argument)
+        document_test = compile_filter(argument, collation)
 
         def element_ok(element: Any) -> bool:
             return isinstance(element, Mapping | list) and document_test(element)
@@ -347,7 +358,7 @@ def _elem_match_test(argument: Any) -> _ValuesTest:
     )
 
 
-def _all_test(argument: Any) -> _ValuesTest:
+def _all_test(argument: Any, collation: Collation | None) -> _ValuesTest:
     if not isinstance(argument, list):
         raise bad_value("$all needs an array")
     if not argument:
@@ -355,15 +366,15 @@ def _all_test(argument: Any) -> _ValuesTest:
     tests: list[_ValuesTest] = []
     for item in argument:
         if isinstance(item, Mapping) and next(iter(item), None) == "$elemMatch":
-            tests.append(_elem_match_test(item["$elemMatch"]))
+            tests.append(_elem_match_test(item["$elemMatch"], collation))
         elif is_operator_document(item):
             raise bad_value("no $ expressions in $all")
         else:
-            tests.append(compile_value_condition(item))
+            tests.append(compile_value_condition(item, collation))
     return lambda values: all(test(values) for test in tests)
 
 
-def _not_test(argument: Any) -> _ValuesTest:
+def _not_test(argument: Any, collation: Collation | None) -> _ValuesTest:
     if isinstance(argument, Regex | re.Pattern):
         inner = _regex_test(compile_regex(argument))
     elif isinstance(argument, Mapping):
@@ -371,26 +382,26 @@ def _not_test(argument: Any) -> _ValuesTest:
             raise bad_value("$not cannot be empty")
         if not is_operator_document(argument):
             raise bad_value("$not needs a regex or a document")
-        inner = _compile_operators(argument)
+        inner = _compile_operators(argument, collation)
     else:
         raise bad_value("$not needs a regex or a document")
     return lambda values: not inner(values)
 
 
-def _compile_operator(operator: str, argument: Any, spec: Mapping[str, Any]) -> _ValuesTest:
+def _compile_operator(operator: str, argument: Any, spec: Mapping[str, Any], collation: Collation | None) -> _ValuesTest:
     if operator == "$eq":
-        return _equality_test(argument)
+        return _equality_test(argument, collation)
     if operator == "$ne":
         if isinstance(argument, Regex | re.Pattern):
             raise bad_value("Can't have regex as arg to $ne.")
-        equal = _equality_test(argument)
+        equal = _equality_test(argument, collation)
         return lambda values: not equal(values)
     if operator in _COMPARISONS:
-        return _comparison_test(operator, argument)
+        return _comparison_test(operator, argument, collation)
     if operator == "$in":
-        return _in_test(argument, "$in")
+        return _in_test(argument, "$in", collation)
     if operator == "$nin":
-        inside = _in_test(argument, "$nin")
+        inside = _in_test(argument, "$nin", collation)
         return lambda values: not inside(values)
     if operator == "$exists":
         if _truthy_flag(argument):
@@ -408,11 +419,11 @@ def _compile_operator(operator: str, argument: Any, spec: Mapping[str, Any]) -> 
     if operator == "$mod":
         return _mod_test(argument)
     if operator == "$elemMatch":
-        return _elem_match_test(argument)
+        return _elem_match_test(argument, collation)
     if operator == "$all":
-        return _all_test(argument)
+        return _all_test(argument, collation)
     if operator == "$not":
-        return _not_test(argument)
+        return _not_test(argument, collation)
     if operator == "$comment":
         return lambda values: True
     raise bad_value(f"unknown operator: {operator}")
@@ -443,7 +454,8 @@ def _filter_paths(filter: Mapping[str, Any]) -> list[str]:  # noqa: A002
 
 
 def first_matching_index(
-    document: Mapping[str, Any], filter: Mapping[str, Any] | None, array_parts: list[str]  # noqa: A002
+    document: Mapping[str, Any], filter: Mapping[str, Any] | None, array_parts: list[str],  # noqa: A002
+    collation: Collation | None = None,
 ) -> int | None:
     """The index of the first element of the array at ``array_parts`` that lets ``filter``
     match, or None when the filter does not constrain that array or no element fits."""
@@ -455,7 +467,7 @@ def first_matching_index(
     array = get_path(document, array_parts)
     if not isinstance(array, list):
         return None
-    predicate = compile_filter(filter)
+    predicate = compile_filter(filter, collation)
     for index, element in enumerate(array):
         narrowed = copy_value(dict(document))
         set_path(narrowed, array_parts, [element])

@@ -7,7 +7,9 @@ Callers that need atomicity pass a copy and keep the original if apply raises.
 
 As in mongod 5.0+, an update's fields are processed in lexicographic order of their paths
 (numeric components numerically), so new fields appear in that order, and an operator with an
-empty operand (``{$set: {}}``) is a no-op rather than an error.
+empty operand (``{$set: {}}``) is a no-op rather than an error.  An update made with a
+:class:`~.collation.Collation` compares strings under it where mongod's does: arrayFilters, the
+positional $, $min/$max, $pull/$pullAll, $addToSet, $push's $sort, and a pipeline's stages.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.bson import Regex, Timestamp
 from mongo_sansio.testing.engine.errors import (
@@ -32,7 +34,7 @@ from mongo_sansio.testing.engine.order import (
     is_number,
     numeric_value,
     render,
-    sort_key,
+    sort_key_for,
     strict_equal,
     type_name,
     values_equal,
@@ -45,6 +47,9 @@ from mongo_sansio.testing.engine.query import (
     first_matching_index,
     is_operator_document,
 )
+
+if TYPE_CHECKING:
+    from mongo_sansio.testing.engine.collation import Collation
 
 __all__ = ["Update", "upsert_seed", "check_replacement"]
 
@@ -88,12 +93,15 @@ def _conflict(left: list[str], right: list[str]) -> bool:
 class Update:
     """A parsed update: a replacement document, operators, or a pipeline (a list of stages)."""
 
-    def __init__(self, spec: Any, *, array_filters: list[Any] | None = None) -> None:
+    def __init__(
+        self, spec: Any, *, array_filters: list[Any] | None = None, collation: Collation | None = None
+    ) -> None:
         self.spec = spec
+        self.collation = collation
         self.pipeline: list[Any] | None = None
         self.replacement: dict[str, Any] | None = None
         self.operations: list[tuple[str, str, Any]] = []
-        self.array_filters = _parse_array_filters(array_filters)
+        self.array_filters = _parse_array_filters(array_filters, collation)
         if array_filters and not (isinstance(spec, Mapping) and spec and str(next(iter(spec))).startswith("$")):
             raise failed_to_parse("arrayFilters may only be specified with an update-operator update")
         if isinstance(spec, list):
@@ -239,7 +247,7 @@ class Update:
         elif self.pipeline is not None:
             from mongo_sansio.testing.engine.aggregate import run_pipeline
 
-            results = run_pipeline([copy_value(document)], self.pipeline, now=now)
+            results = run_pipeline([copy_value(document)], self.pipeline, now=now, collation=self.collation)
             new = results[0] if results else {}
             if original_id is not MISSING and "_id" not in new:
                 # mongod keeps the document's _id when the pipeline's result has none
@@ -254,9 +262,10 @@ class Update:
                     if not inserting:
                         continue
                     operator = "$set"
-                for concrete in _expand_positional(document, path, filter, inserting, self.array_filters):
+                for concrete in _expand_positional(document, path, filter, inserting, self.array_filters,
+                                                   self.collation):
                     try:
-                        _apply_one(document, operator, concrete, value, now)
+                        _apply_one(document, operator, concrete, value, now, self.collation)
                     except (ArithmeticError, ValueError) as exc:
                         raise bad_value(
                             f"Failed to apply {operator} operations to the value at '{path}' for "
@@ -267,7 +276,9 @@ class Update:
         return not strict_equal(before, document)
 
 
-def _parse_array_filters(array_filters: list[Any] | None) -> dict[str, Callable[[Any], bool]]:
+def _parse_array_filters(
+    array_filters: list[Any] | None, collation: Collation | None
+) -> dict[str, Callable[[Any], bool]]:
     """arrayFilters: identifier -> a test on one array element (the filter sees it as the
     identifier's value, so ``{"x.b": 1}`` looks at field b of the element)."""
     if array_filters is None:
@@ -292,7 +303,7 @@ def _parse_array_filters(array_filters: list[Any] | None) -> dict[str, Callable[
             )
         if identifier in by_identifier:
             raise failed_to_parse(f"Found multiple array filters with the same top-level field name {identifier}")
-        predicate = compile_filter(entry)
+        predicate = compile_filter(entry, collation)
         by_identifier[identifier] = _element_filter(identifier, predicate)
     return by_identifier
 
@@ -307,6 +318,7 @@ def _expand_positional(
     filter: Mapping[str, Any] | None,  # noqa: A002
     inserting: bool,
     array_filters: Mapping[str, Callable[[Any], bool]],
+    collation: Collation | None,
 ) -> list[list[str]]:
     parts = split_path(path)
     if not any(part.startswith("$") for part in parts):
@@ -314,7 +326,7 @@ def _expand_positional(
     expanded: list[list[str]] = [[]]
     for i, part in enumerate(parts):
         if part == "$":
-            index = None if inserting else first_matching_index(document, filter, parts[:i])
+            index = None if inserting else first_matching_index(document, filter, parts[:i], collation)
             if index is None:
                 raise bad_value("The positional operator did not find the match needed from the query.")
             expanded = [prefix + [str(index)] for prefix in expanded]
@@ -346,7 +358,8 @@ def _where(document: Mapping[str, Any]) -> str:
 
 
 def _apply_one(
-    document: dict[str, Any], operator: str, parts: list[str], value: Any, now: datetime.datetime | None
+    document: dict[str, Any], operator: str, parts: list[str], value: Any, now: datetime.datetime | None,
+    collation: Collation | None,
 ) -> None:
     current = get_path(document, parts)
     path = ".".join(parts)
@@ -371,7 +384,7 @@ def _apply_one(
         if current is MISSING:
             set_path(document, parts, copy_value(value))
             return
-        order = compare(value, current)
+        order = compare(value, current, collation)
         if (order < 0) if operator == "$min" else (order > 0):
             set_path(document, parts, copy_value(value))
     elif operator == "$rename":
@@ -396,13 +409,13 @@ def _apply_one(
         if not isinstance(current, list):
             raise bad_value(f"Cannot apply {operator} to a non-array value")
         if operator == "$pullAll":
-            keep = [e for e in current if not any(values_equal(e, v) for v in value)]
+            keep = [e for e in current if not any(values_equal(e, v, collation) for v in value)]
         else:
-            test = _pull_test(value)
+            test = _pull_test(value, collation)
             keep = [e for e in current if not test(e)]
         current[:] = keep
     elif operator == "$push":
-        _push(document, parts, current, value)
+        _push(document, parts, current, value, collation)
     elif operator == "$addToSet":
         if current is MISSING:
             current = []
@@ -414,7 +427,7 @@ def _apply_one(
             )
         items = value["$each"] if isinstance(value, Mapping) and "$each" in value else [value]
         for item in items:
-            if not any(values_equal(item, e) for e in current):
+            if not any(values_equal(item, e, collation) for e in current):
                 current.append(copy_value(item))
     else:  # pragma: no cover - the parser admits only the operators above
         raise failed_to_parse(f"Unknown modifier: {operator} at {path}")
@@ -444,20 +457,20 @@ def _rename(document: dict[str, Any], source: list[str], target: list[str]) -> N
     set_path(document, target, value)
 
 
-def _pull_test(condition: Any) -> Callable[[Any], bool]:
+def _pull_test(condition: Any, collation: Collation | None) -> Callable[[Any], bool]:
     if isinstance(condition, Mapping) and condition:
         if is_operator_document(condition):
-            values_test = compile_value_condition(condition)
+            values_test = compile_value_condition(condition, collation)
             return lambda element: values_test([element])
-        document_test = compile_filter(condition)
+        document_test = compile_filter(condition, collation)
         return lambda element: isinstance(element, Mapping) and document_test(element)
     if isinstance(condition, Regex | re.Pattern):
         values_test = compile_value_condition(condition)
         return lambda element: values_test([element])
-    return lambda element: values_equal(element, condition)
+    return lambda element: values_equal(element, condition, collation)
 
 
-def _push(document: dict[str, Any], parts: list[str], current: Any, value: Any) -> None:
+def _push(document: dict[str, Any], parts: list[str], current: Any, value: Any, collation: Collation | None) -> None:
     if current is MISSING:
         current = []
         set_path(document, parts, current)
@@ -482,7 +495,7 @@ def _push(document: dict[str, Any], parts: list[str], current: Any, value: Any) 
             at = max(len(current) + at, 0)
         current[at:at] = items
     if "$sort" in value:
-        _sort_array(current, value["$sort"])
+        _sort_array(current, value["$sort"], collation)
     if "$slice" in value:
         count = value["$slice"]
         n_or_none = whole_number(count)
@@ -492,14 +505,14 @@ def _push(document: dict[str, Any], parts: list[str], current: Any, value: Any) 
         current[:] = current[:n] if n >= 0 else current[n:]
 
 
-def _sort_array(array: list[Any], spec: Any) -> None:
+def _sort_array(array: list[Any], spec: Any, collation: Collation | None) -> None:
     invalid = bad_value(
         "The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort embedded fields"
     )
     if is_number(spec):
         if numeric_value(spec) not in (1, -1):
             raise invalid
-        array.sort(key=sort_key, reverse=numeric_value(spec) == -1)
+        array.sort(key=sort_key_for(collation), reverse=numeric_value(spec) == -1)
         return
     if not isinstance(spec, Mapping) or not spec:
         raise invalid
@@ -508,11 +521,12 @@ def _sort_array(array: list[Any], spec: Any) -> None:
             raise invalid
     # a stable sort per key, least significant first
     for field, direction in reversed(list(spec.items())):
-        array.sort(key=_field_sort_key(split_path(field)), reverse=numeric_value(direction) == -1)
+        array.sort(key=_field_sort_key(split_path(field), collation), reverse=numeric_value(direction) == -1)
 
 
-def _field_sort_key(parts: list[str]) -> Callable[[Any], Any]:
-    return lambda element: sort_key(get_path(element, parts) if isinstance(element, Mapping) else MISSING)
+def _field_sort_key(parts: list[str], collation: Collation | None) -> Callable[[Any], Any]:
+    key = sort_key_for(collation)
+    return lambda element: key(get_path(element, parts) if isinstance(element, Mapping) else MISSING)
 
 
 def upsert_seed(filter: Mapping[str, Any] | None) -> dict[str, Any]:  # noqa: A002
