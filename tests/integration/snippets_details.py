@@ -126,9 +126,7 @@ def projection_operators(client: Any, ns: Any) -> Any:
     )
 
 
-@snippet(
-    simulator_gap="collations are accepted but strength is not applied (mongod matches 2 and [1, 2])"
-)
+@snippet
 def collation_case_insensitive(client: Any, ns: Any) -> Any:
     coll = client[DB].names
     coll.insert_many(

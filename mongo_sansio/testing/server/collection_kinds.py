@@ -112,16 +112,20 @@ def listed_collection(
     capped: Mapping[str, Any] | None,
     clustered: Mapping[str, Any] | None,
     timeseries: Mapping[str, Any] | None = None,
+    collation: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A collection's listCollections entry."""
+    """A collection's listCollections entry; ``collation``: its default (full form), which
+    its _id index has too."""
+    with_collation = {"collation": dict(collation)} if collation is not None else {}
     if timeseries is not None:
-        return {"name": name, "type": "timeseries", "options": dict(timeseries), "info": {"readOnly": False}}
-    options: dict[str, Any] = dict(capped or {})
+        options = {**timeseries, **with_collation}
+        return {"name": name, "type": "timeseries", "options": options, "info": {"readOnly": False}}
+    options = {**(capped or {}), **with_collation}
     if clustered is not None:
         options["clusteredIndex"] = dict(clustered)
     row: dict[str, Any] = {"name": name, "type": "collection", "options": options, "info": {"readOnly": False}}
     if clustered is None:
-        row["idIndex"] = dict(_ID_INDEX)
+        row["idIndex"] = {**_ID_INDEX, **with_collation}
     return row
 
 

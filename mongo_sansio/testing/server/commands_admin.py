@@ -16,6 +16,7 @@ from typing import Any
 
 from mongo_sansio.bson import Int64, encode
 from mongo_sansio.testing.engine import CommandError
+from mongo_sansio.testing.engine.collation import parse_collation
 from mongo_sansio.testing.server.collection_kinds import (
     clustered_options,
     listed_collection,
@@ -62,8 +63,13 @@ def create(ctx: Context) -> Outcome:
     name = collection_name(ctx)
     if ctx.collection(ctx.db, name) is not None:
         raise CommandError(48, "NamespaceExists", f"Collection {ctx.db}.{name} already exists.")
+    # (create's parser knows a collation's fields, so it names them under create.collation)
+    given = ctx.body.get("collation")
+    collation = parse_collation(given, "create.collation", "create.collation") if given is not None else None
     if ctx.txn is not None:  # created at commit, with the transaction's writes
-        ctx.collection(ctx.db, name, create=True)
+        made = ctx.collection(ctx.db, name, create=True)
+        if made is not None:
+            made.set_collation(collation)
         return {"ok": 1.0}
     from mongo_sansio.testing.server.changestreams import set_images
 
@@ -72,6 +78,8 @@ def create(ctx: Context) -> Outcome:
     clustered = clustered_options(ctx.body)
     timeseries = timeseries_options(ctx.body)
     created = ctx.cluster.collection(ctx.db, name, create=True)
+    if created is not None:
+        created.set_collation(collation)
     if timeseries is not None and created is not None:
         ctx.cluster.timeseries[f"{ctx.db}.{name}"] = timeseries
         created.allow_duplicate_ids()
@@ -233,8 +241,9 @@ def list_collections(ctx: Context) -> Outcome:
     rows = []
     for name in sorted(collections):
         ns = f"{ctx.db}.{name}"
+        collation = collections[name].collation
         row = listed_collection(name, ctx.cluster.capped.get(ns), ctx.cluster.clustered.get(ns),
-                                ctx.cluster.timeseries.get(ns))
+                                ctx.cluster.timeseries.get(ns), collation.document() if collation else None)
         if _matches(row, ctx.body.get("filter")):
             rows.append({"name": name, "type": "collection"} if ctx.body.get("nameOnly") else row)
     return ctx.member.cursors.open(f"{ctx.db}.$cmd.listCollections", rows, batch_size=_cursor_batch(ctx))

@@ -6,6 +6,10 @@ cluster's data, ``now``).  Outputs: mongod's reply documents -- ``{n, ok}`` with
 ``writeErrors: [{index, code, errmsg, keyPattern?, keyValue?}]`` for writes, cursor replies for
 reads -- or a :class:`~.context.Waiting` for an awaitData getMore with nothing to return yet.
 Failures are raised as CommandError (the dispatcher turns them into ``ok: 0`` replies).
+
+A command's ``collation`` (a write statement's own, for update and delete) is parsed as mongod
+parses it and handed to the engine; without one, the collection's default applies (the engine
+resolves that).
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mongo_sansio.testing.engine import Collection, CommandError, run_pipeline
+from mongo_sansio.testing.engine import MISSING, Collection, CommandError, run_pipeline
 from mongo_sansio.testing.engine.aggregate import lite_parse_pipeline
+from mongo_sansio.testing.engine.collation import parse_collation
+from mongo_sansio.testing.engine.collection import OperationCollation
+from mongo_sansio.testing.engine.order import Missing
 from mongo_sansio.testing.engine.variables import bind_expression, bind_filter, let_values
 from mongo_sansio.testing.server.api_version import check_same
 from mongo_sansio.testing.server.coll_stats import coll_stats_document, is_coll_stats
@@ -60,6 +67,12 @@ def _doc(ctx: Context, field: str) -> Mapping[str, Any] | None:
     if value is not None and not isinstance(value, Mapping):
         raise _type_error(f"BSON field '{ctx.request.name}.{field}' is the wrong type, expected type 'object'")
     return value
+
+
+def _collation(holder: Mapping[str, Any], where: str) -> OperationCollation:
+    """The collation ``holder`` (a command, or one statement of it) names at ``where``;
+    MISSING when it names none (the collection's default then applies)."""
+    return parse_collation(holder["collation"], where) if "collation" in holder else MISSING
 
 
 def _items(ctx: Context, field: str) -> list[Any]:
@@ -183,7 +196,7 @@ def update(ctx: Context) -> Outcome:
             bind_filter(statement["q"], values), _bind_update(statement["u"], values),
             multi=bool(statement.get("multi", False)), upsert=bool(statement.get("upsert", False)),
             now=ctx.cluster.write_datetime(), array_filters=statement.get("arrayFilters"),
-            sort=statement.get("sort"),
+            sort=statement.get("sort"), collation=_collation(statement, "update.updates.collation"),
         )
         if outcome.upserted:
             upserted.append({"index": index, "_id": outcome.upserted_id})
@@ -218,7 +231,8 @@ def delete(ctx: Context) -> Outcome:
         limit = statement["limit"]
         if limit not in (0, 1):
             raise CommandError(9, "FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
-        counts["n"] += _readable(ctx, name).delete(bind_filter(statement["q"], values), limit=int(limit))
+        collation = _collation(statement, "delete.deletes.collation")
+        counts["n"] += _readable(ctx, name).delete(bind_filter(statement["q"], values), limit=int(limit), collation=collation)
 
     return _statements(ctx, statements, run, lambda errors: _finish_write({"n": counts["n"]}, errors))
 
@@ -233,6 +247,7 @@ def find_and_modify(ctx: Context) -> Outcome:
         remove=bool(body.get("remove", False)), new=bool(body.get("new", False)),
         upsert=bool(body.get("upsert", False)), fields=bind_expression(fields, values) if fields else fields,
         now=ctx.cluster.write_datetime(), array_filters=body.get("arrayFilters"),
+        collation=_collation(body, f"{ctx.request.name}.collation"),
     )
     return {"lastErrorObject": last_error, "value": value, "ok": 1.0}
 
@@ -254,6 +269,7 @@ def find(ctx: Context) -> Outcome:
     if skip < 0:
         raise CommandError(51024, "Location51024", f"SKIP value must be non-negative, but received: {skip}")
     batch_size = _batch_size(ctx, None)
+    collation = _collation(ctx.body, "find.collation")
     tailable, await_data = check_tailable(ctx, ns)
     collection = _readable(ctx, name)
     values = _let(ctx)
@@ -262,9 +278,10 @@ def find(ctx: Context) -> Outcome:
         bind_filter(_doc(ctx, "filter"), values), bind_expression(projection, values) if projection else projection,
         sort=_doc(ctx, "sort"), skip=skip, limit=limit, hint=ctx.body.get("hint"),
         return_key=bool(ctx.body.get("returnKey", False)),
-        show_record_id=bool(ctx.body.get("showRecordId", False)),
+        show_record_id=bool(ctx.body.get("showRecordId", False)), collation=collation,
     )
-    source = tailable_source(ctx, ctx.db, name, len(collection)) if tailable else None
+    effective = collection.collation if isinstance(collation, Missing) else collation
+    source = tailable_source(ctx, ctx.db, name, len(collection), effective) if tailable else None
     return ctx.member.cursors.open(
         ns, documents, batch_size=batch_size, limit=limit,
         single_batch=bool(ctx.body.get("singleBatch", False)),
@@ -347,6 +364,7 @@ def aggregate(ctx: Context) -> Outcome:
     batch_size = options.get("batchSize")
     if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 0):
         raise CommandError(51024, "Location51024", "BatchSize value must be non-negative")
+    collation = _collation(ctx.body, "aggregate.collation")
     if pipeline and isinstance(pipeline[0], Mapping) and "$listSearchIndexes" in pipeline[0]:
         from mongo_sansio.testing.server.commands_search import search_not_enabled
 
@@ -363,6 +381,9 @@ def aggregate(ctx: Context) -> Outcome:
 
     if isinstance(target, str):
         ns = f"{ctx.db}.{target}"
+        found = ctx.collection(ctx.db, target)
+        if isinstance(collation, Missing):  # the collection's default, if it has one
+            collation = found.collation if found is not None else None
         if any(is_coll_stats(stage) for stage in pipeline):
             source: list[dict[str, Any]] = [coll_stats_document(ctx, ctx.db, target, pipeline)]
             pipeline = pipeline[1:]
@@ -391,7 +412,8 @@ def aggregate(ctx: Context) -> Outcome:
     merge = _merge_spec(ctx, pipeline)
     if out is not None or merge is not None:
         pipeline = pipeline[:-1]
-    results = run_pipeline(source, pipeline, lookup=lookup, now=ctx.cluster.write_datetime())
+    results = run_pipeline(source, pipeline, lookup=lookup, now=ctx.cluster.write_datetime(),
+                           collation=None if isinstance(collation, Missing) else collation)
     if out is not None:
         _write_out(ctx, out, results)
         results = []
@@ -506,7 +528,7 @@ def count(ctx: Context) -> Outcome:
     limit = _int(ctx, "limit", 0) or 0
     if skip < 0:
         raise CommandError(51024, "Location51024", "skip value is negative in count query")
-    n = collection.count(_doc(ctx, "query"), skip=skip, limit=limit)
+    n = collection.count(_doc(ctx, "query"), skip=skip, limit=limit, collation=_collation(ctx.body, "count.collation"))
     return {"n": n, "ok": 1.0}
 
 
@@ -515,7 +537,7 @@ def distinct(ctx: Context) -> Outcome:
     key = ctx.body.get("key")
     if not isinstance(key, str):
         raise _type_error("BSON field 'distinct.key' is the wrong type, expected type 'string'")
-    values = collection.distinct(key, _doc(ctx, "query"))
+    values = collection.distinct(key, _doc(ctx, "query"), collation=_collation(ctx.body, "distinct.collation"))
     return {"values": values, "ok": 1.0}
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mongo_sansio.testing.engine import Collection, CommandError, run_pipeline
+from mongo_sansio.testing.engine.collation import parse_collation
 from mongo_sansio.testing.server.commands_admin import VERSIONS
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome
 
@@ -60,16 +61,19 @@ def _returned(ctx: Context, name: str, inner: Mapping[str, Any], collection: Col
     """How many documents the explained command returns (or would write)."""
     if collection is None:
         return 0
+    # the explained command's collation, else the collection's default
+    collation = parse_collation(inner["collation"], f"{name}.collation") if "collation" in inner else collection.collation
     if name == "aggregate":
         pipeline = inner.get("pipeline")
         steps = [s for s in pipeline if not (isinstance(s, Mapping) and ("$out" in s or "$merge" in s))] \
             if isinstance(pipeline, list) else []
-        return len(run_pipeline(list(collection), steps, now=ctx.cluster.write_datetime()))
+        return len(run_pipeline(list(collection), steps, now=ctx.cluster.write_datetime(), collation=collation))
     if name == "distinct":
         key = inner.get("key")
-        return len(collection.distinct(key, filter_)) if isinstance(key, str) else 0
+        return len(collection.distinct(key, filter_, collation=collation)) if isinstance(key, str) else 0
     limit = inner.get("limit") if name == "find" else None
-    found = collection.find(filter_, None, limit=int(limit) if isinstance(limit, int) and limit > 0 else 0)
+    found = collection.find(filter_, None, limit=int(limit) if isinstance(limit, int) and limit > 0 else 0,
+                            collation=collation)
     return len(found)
 
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mongo_sansio.testing.engine import CommandError
+from mongo_sansio.testing.engine.collation import Collation
 from mongo_sansio.testing.engine.projection import Projection
 from mongo_sansio.testing.engine.query import compile_filter
 from mongo_sansio.testing.server.context import Context
@@ -54,12 +55,14 @@ def check_tailable(ctx: Context, ns: str) -> tuple[bool, bool]:
     return tailable, await_data
 
 
-def tailable_source(ctx: Context, database: str, name: str, seen: int) -> Source:
-    """What a tailable cursor reads at each getMore: the documents after the first ``seen``."""
+def tailable_source(ctx: Context, database: str, name: str, seen: int, collation: Collation | None = None) -> Source:
+    """What a tailable cursor reads at each getMore: the documents after the first ``seen``
+    (its filter comparing strings under the find's ``collation``)."""
     cluster = ctx.cluster
-    predicate = compile_filter(ctx.body.get("filter") if isinstance(ctx.body.get("filter"), Mapping) else None)
+    predicate = compile_filter(ctx.body.get("filter") if isinstance(ctx.body.get("filter"), Mapping) else None, collation)
     raw_projection = ctx.body.get("projection")
-    projection = Projection(raw_projection) if isinstance(raw_projection, Mapping) and raw_projection else None
+    projection = (Projection(raw_projection, collation=collation)
+                  if isinstance(raw_projection, Mapping) and raw_projection else None)
     position = [seen]
 
     def more(_wall: float) -> list[dict[str, Any]]:

@@ -207,6 +207,8 @@ class Transactions:
                 target = cluster.install(database, name)
                 ops.append(_sub_entry("c", "create", f"{database}.$cmd", command={"create": name}))
                 private = txn.view.collections.get((database, name))
+                if private is not None:  # (a create in the transaction may have given one)
+                    target.set_collation(private.collation)
                 indexes = [spec for spec in (private.list_indexes() if private is not None else []) if spec["name"] != "_id_"]
                 if indexes:
                     target.create_indexes(indexes)

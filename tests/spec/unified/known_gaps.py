@@ -209,15 +209,6 @@ def _timeout_ms_with(*features: str) -> Predicate:
     return predicate
 
 
-def _collation_decides(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """Collation used where it changes the answer: the data or the test hold strings equal
-    but for case (a strength 1 or 2 comparison matches them, the simulator's does not)."""
-    if not any("collation" in arguments for arguments in _arguments(test)):
-        return False
-    strings = set(_names((file.get("initialData", []), test.get("operations", []))))
-    return len({s.casefold() for s in strings}) < len(strings)
-
-
 OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "CSOT: our RTT monitor takes its first sample at once, so with hello blocked for at least "
     "the client's timeoutMS the minimum RTT is known (two samples) before the test's second "
@@ -236,7 +227,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     "simulator gap: no JavaScript ($where, used with sleep() to hold a connection busy)": _mentions(
         frozenset({"$where"})
     ),
-    "simulator gap: collation (locale-aware comparison, strength)": _collation_decides,
     "simulator gap: count on a view (estimatedDocumentCount of a view)": _count_on_view,
     "simulator gap: onPrimaryTransactionalWrite's failBeforeCommitExceptionCode (the write "
     "is not failed)": _write_failed_before_commit,
