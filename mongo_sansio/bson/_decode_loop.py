@@ -505,7 +505,9 @@ def _by_shape(buckets: dict[int, Any], data: bytes, start: int, end: int, depth:
 
 
 def _taken_by(buckets: dict[int, Any], data: bytes, start: int, end: int, depth: int) -> Any:
-    """As _by_shape, but (the document, the shape decoder that took it), or None."""
+    """As _by_shape, but (the document, the shape decoder that took it), or None: a batch
+    tries that decoder first on its next document.  (Not _by_shape returning a pair: that
+    runs for every embedded document a shape decoder meets, where the pair would cost.)"""
     if end - start < 7:
         return None
     shapes = buckets.get(bucket_of(data, start + 4))
