@@ -2,7 +2,8 @@
 
 Invariant: for any bytes, fed in any chunking, the reader returns messages, NEED_DATA or
 CLOSED, or raises ProtocolError -- nothing else -- and after an error every call raises that
-same error.  The bytes are fed twice, whole and in chunks whose sizes the input's first byte
+same error; ``wanted`` (the bytes a transport would read next) never raises and stays within
+the maximum message size.  The bytes are fed twice, whole and in chunks whose sizes the input's first byte
 picks, and the two readings must agree.  An OP_MSG that parses re-encodes, and re-encoding
 reaches a fixed point after one round.
 
@@ -31,6 +32,8 @@ def _read(data: bytes, chunk: int, lazy: bool) -> tuple[list[Any], str | None]:
     try:
         for start in range(0, len(data), chunk):
             reader.receive_data(data[start : start + chunk])
+            # what a transport would read next: never an error, never past the maximum
+            assert 0 <= reader.wanted <= reader.max_message_size, "wanted out of range"
             while (message := reader.next_message()) is not NEED_DATA:
                 assert message is not CLOSED, "CLOSED before the end of the stream"
                 messages.append(message)
