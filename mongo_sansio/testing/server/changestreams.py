@@ -15,7 +15,9 @@ with the commit's clusterTime and each with the transaction's ``txnNumber`` and 
 Events (mongod 7.0's shapes): insert, update (``updateDescription``: updatedFields,
 removedFields, truncatedArrays), replace, delete, drop, rename (``to``), dropDatabase and
 invalidate; with ``showExpandedEvents`` also create, createIndexes, dropIndexes and modify
-(collMod).  A collection stream is invalidated by a drop or rename of its collection (or the
+(collMod), and on a database or the cluster the create, modify and drop of a view, which mongod
+reads from the writes to ``system.views`` (:func:`.views.view_event`).  Writes to ``system.*``
+collections are otherwise not reported.  A collection stream is invalidated by a drop or rename of its collection (or the
 drops of a dropDatabase), a database stream by dropDatabase; the cursor closes (id 0) after
 the invalidate.  Pre- and post-images come from the oplog entries written while the
 collection had ``changeStreamPreAndPostImages`` enabled (``create`` option or ``collMod``).
@@ -44,6 +46,7 @@ from mongo_sansio.testing.server.resume_tokens import (
     encode_token,
 )
 from mongo_sansio.testing.server.update_descriptions import bson_equal, update_description
+from mongo_sansio.testing.server.views import SYSTEM_VIEWS, view_event
 
 __all__ = ["ChangeStream", "CHANGE_STREAM_COMMANDS", "RESUMABLE_CODES", "is_change_stream_cursor",
            "is_change_stream", "open_change_stream", "update_description"]
@@ -83,6 +86,7 @@ def is_change_stream_cursor(cursor: Cursor | None) -> bool:
 # Oplog operations that give one document event each (insert, update or replace, delete).
 _DOCUMENT_OPS = frozenset({"i", "u", "d"})
 _SCOPES_KEPT = 1000  # namespaces a stream remembers the scope of
+_VIEWS_SUFFIX = "." + SYSTEM_VIEWS  # the namespace of a database's view definitions
 
 
 class _Scope(NamedTuple):
@@ -203,6 +207,8 @@ class ChangeStream:
                         key, event = self._document_event(entry, scope, 0)
                         if later or key > start or self._resumes_inside(key):
                             found.append((key, event))
+                    elif self.expanded and entry.ns.endswith(_VIEWS_SUFFIX):
+                        found.extend((k, e) for k, e in self._view_events(entry, 0) if later or k > start)
                 else:
                     for key, event in self._events(entry):
                         if later or key > start or self._resumes_inside(key):
@@ -306,7 +312,7 @@ class ChangeStream:
         if entry.op in _DOCUMENT_OPS:
             scope = self._scope(entry.ns)
             if scope is None:
-                return []
+                return self._view_events(entry, index) if entry.ns.endswith(_VIEWS_SUFFIX) else []
             return [self._document_event(entry, scope, index)]
         if entry.op != "c":
             return []
@@ -328,7 +334,23 @@ class ChangeStream:
         self._scopes[ns] = scope
         return scope
 
+    def _view_events(self, entry: OplogEntry, index: int) -> list[tuple[TokenKey, dict[str, Any]]]:
+        """The create, modify or drop of a view a write to ``system.views`` stands for, which
+        mongod reports with showExpandedEvents to database and cluster streams."""
+        found = view_event(entry) if self.expanded and self.coll is None else None
+        if found is None or not self._in_scope(found[1], found[2]):
+            return []
+        kind, db, name, description = found
+        key = TokenKey(entry.ts.time, entry.ts.inc, index)
+        event = self._base(entry, key, kind)
+        event["ns"] = {"db": db, "coll": name}
+        if description is not None:
+            event["operationDescription"] = description
+        return [(key, event)]
+
     def _in_scope(self, db: str, coll: str | None) -> bool:
+        if coll is not None and coll.startswith("system."):
+            return False  # mongod's streams pass over system collections
         if self.db is None:
             return db not in INTERNAL_DATABASES
         if db != self.db:

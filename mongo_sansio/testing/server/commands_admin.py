@@ -1,7 +1,9 @@
 """Administrative commands: ping, buildInfo, serverStatus, create, drop, dropDatabase,
 renameCollection, createIndexes, listIndexes, dropIndexes, listDatabases, listCollections,
 endSessions, killAllSessions, killSessions, replSetStepDown, replSetFreeze, replSetGetStatus,
-configureFailPoint, and authenticate / createUser / updateUser (checked, then refused).  The
+configureFailPoint, and authenticate / createUser / updateUser (checked, then refused).
+Views are :mod:`.views`' (the dispatcher hands it the commands that create or name one);
+listCollections lists them after the collections.  The
 replSet commands answer NoReplicationEnabled (76) on a standalone server.
 
 Inputs: a :class:`~.context.Context`.  Outputs: mongod's reply documents; catalogue changes
@@ -31,6 +33,7 @@ from mongo_sansio.testing.server.oplog import wall_datetime
 from mongo_sansio.testing.server.replset import PRIMARY, SECONDARY
 from mongo_sansio.testing.server.sessions import session_key
 from mongo_sansio.testing.server.tailable import capped_options
+from mongo_sansio.testing.server.views import listed_views
 
 __all__ = ["ADMIN_COMMANDS", "VERSIONS"]
 
@@ -246,6 +249,9 @@ def list_collections(ctx: Context) -> Outcome:
                                 ctx.cluster.timeseries.get(ns), collation.document() if collation else None)
         if _matches(row, ctx.body.get("filter")):
             rows.append({"name": name, "type": "collection"} if ctx.body.get("nameOnly") else row)
+    for row in listed_views(ctx):  # (mongod lists the views after the collections)
+        if _matches(row, ctx.body.get("filter")):
+            rows.append({"name": row["name"], "type": "view"} if ctx.body.get("nameOnly") else row)
     return ctx.member.cursors.open(f"{ctx.db}.$cmd.listCollections", rows, batch_size=_cursor_batch(ctx))
 
 

@@ -6,6 +6,8 @@ cluster's data, ``now``).  Outputs: mongod's reply documents -- ``{n, ok}`` with
 ``writeErrors: [{index, code, errmsg, keyPattern?, keyValue?}]`` for writes, cursor replies for
 reads -- or a :class:`~.context.Waiting` for an awaitData getMore with nothing to return yet.
 Failures are raised as CommandError (the dispatcher turns them into ``ok: 0`` replies).
+aggregate reads its source and its ``$lookup`` sources with :func:`.views.read`, so a view
+reads as its documents; the other commands on a view are answered by :mod:`.views`.
 
 A command's ``collation`` (a write statement's own, for update and delete) is parsed as mongod
 parses it and handed to the engine; without one, the collection's default applies (the engine
@@ -34,6 +36,7 @@ from mongo_sansio.testing.server.transactions import (
     WriteBlocked,
     wait_for_transaction,
 )
+from mongo_sansio.testing.server.views import read as read_namespace
 
 __all__ = ["CRUD_COMMANDS"]
 
@@ -376,8 +379,7 @@ def aggregate(ctx: Context) -> Outcome:
 
         return open_change_stream(ctx, target, pipeline, batch_size)
     def lookup(name: str) -> list[dict[str, Any]]:
-        found = ctx.collection(ctx.db, name)
-        return list(found) if found is not None else []
+        return read_namespace(ctx, name)  # (a collection's documents, or a view's)
 
     if isinstance(target, str):
         ns = f"{ctx.db}.{target}"

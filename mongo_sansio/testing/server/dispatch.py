@@ -9,9 +9,9 @@ The steps, in mongod's order: find the command (CommandNotFound 59); authenticat
 the member's role (NotWritablePrimary 10107 for writes on a secondary,
 NotPrimaryNoSecondaryOk 13435 for reads without secondaryOk); the transaction the command
 runs in (:mod:`.transactions`: started, continued, or refused); a retried write answered from
-the session's record; the handler (a statement that fails aborts its transaction; a write that
-meets a document an open transaction holds waits for it); the reply recorded for retries; the
-onPrimaryTransactionalWrite failpoint.  A handler's CommandError becomes an ``ok: 0`` reply; a
+the session's record; the handler, or :mod:`.views` for a command on a view (a statement
+that fails aborts its transaction; a write that meets a document an open transaction holds
+waits for it); the reply recorded for retries; the onPrimaryTransactionalWrite failpoint.  A handler's CommandError becomes an ``ok: 0`` reply; a
 bug in a handler (any other exception) becomes InternalError (1) rather than escaping.
 """
 
@@ -23,6 +23,7 @@ from typing import Any
 from mongo_sansio.bson import Binary, Int64
 from mongo_sansio.sdam.errors import NOT_WRITABLE_PRIMARY_CODES, RECOVERING_CODES, SHUTDOWN_CODES
 from mongo_sansio.testing.engine import CommandError
+from mongo_sansio.testing.server import views
 from mongo_sansio.testing.server.api_version import (
     API_TEST_COMMANDS,
     check_pipeline,
@@ -389,6 +390,10 @@ def _check_role(ctx: Context, spec: CommandSpec) -> None:
 
 def _run(ctx: Context, spec: CommandSpec) -> Outcome:
     try:
+        # a command that names a view is the view module's (a read through it, a refusal)
+        on_view = views.intercept(ctx)
+        if on_view is not None:
+            return on_view
         return spec.handler(ctx)
     except (CommandError, WriteBlocked):
         raise
