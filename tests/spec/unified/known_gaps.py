@@ -161,13 +161,6 @@ def _write_failed_before_commit(file: Mapping[str, Any], test: Mapping[str, Any]
     return uses and any("expectError" in operation for operation in _operations(test))
 
 
-def _count_on_view(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    names = {operation.get("name") for operation in _operations(test)}
-    return "estimatedDocumentCount" in names and any(
-        "viewOn" in arguments for arguments in _arguments(test)
-    )
-
-
 def _expected_events_mention(test: Mapping[str, Any], word: str) -> bool:
     return word in set(_names(test.get("expectEvents", [])))
 
@@ -227,7 +220,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     "simulator gap: no JavaScript ($where, used with sleep() to hold a connection busy)": _mentions(
         frozenset({"$where"})
     ),
-    "simulator gap: count on a view (estimatedDocumentCount of a view)": _count_on_view,
     "simulator gap: onPrimaryTransactionalWrite's failBeforeCommitExceptionCode (the write "
     "is not failed)": _write_failed_before_commit,
     "deployment: the 3-member simulator's hello reply (~1175 characters of JSON) is longer than "
