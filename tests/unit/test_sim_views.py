@@ -189,3 +189,32 @@ def test_transactions_read_views_and_cannot_create_them(client: Client) -> None:
     found = ok(client, {"find": "v", "filter": {"x": 0}, "startTransaction": True, **txn})
     assert ids(found) == [3, 6]
     assert error(client, {"create": "w", "viewOn": "coll", **txn})[0] == 263
+
+
+def test_a_view_has_its_own_default_collation() -> None:
+    client = Client(make_cluster())
+    insensitive = {"locale": "en", "strength": 2}
+    ok(client, {"create": "names", "collation": insensitive})
+    ok(client, {"insert": "names", "documents": [{"_id": 1, "n": "a"}, {"_id": 2, "n": "A"}, {"_id": 3, "n": "b"}]})
+    # without a collation of its own, a view does not take its collection's: binary
+    ok(client, {"create": "binary", "viewOn": "names", "pipeline": [{"$match": {"n": "a"}}]})
+    assert ids(ok(client, {"find": "binary"})) == [1]
+    ok(client, {"create": "v", "viewOn": "names", "collation": insensitive})
+    listed = ok(client, {"listCollections": 1, "filter": {"name": "v"}, "cursor": {}})["cursor"]["firstBatch"][0]
+    assert listed["options"]["collation"]["locale"] == "en" and listed["options"]["collation"]["strength"] == 2
+    assert listed["options"]["collation"]["version"] == "57.1"  # (mongod's full form)
+    assert ids(ok(client, {"find": "v", "filter": {"n": "a"}})) == [1, 2]
+    assert ids(ok(client, {"find": "v", "filter": {"n": "a"}, "collation": insensitive})) == [1, 2]
+    assert ok(client, {"count": "v", "query": {"n": "A"}})["n"] == 2
+    assert len(ok(client, {"distinct": "v", "key": "n"})["values"]) == 2
+    grouped = ok(client, {"aggregate": "v", "pipeline": [{"$match": {"n": "A"}}, {"$count": "n"}], "cursor": {}})
+    assert grouped["cursor"]["firstBatch"] == [{"n": 2}]
+    overriding = {"find": "v", "collation": {"locale": "fr"}}
+    assert error(client, overriding) == (167, "Cannot override a view's default collation")
+    assert error(client, {"aggregate": "v", "pipeline": [], "cursor": {}, "collation": {"locale": "simple"}})[0] == 167
+    ok(client, {"create": "v", "viewOn": "names", "collation": {**insensitive, "caseLevel": False}})  # the same
+    assert error(client, {"create": "v", "viewOn": "names", "collation": {"locale": "fr"}})[0] == 48
+    ok(client, {"create": "v2", "viewOn": "v", "collation": insensitive})
+    assert error(client, {"create": "v3", "viewOn": "v"}) == (
+        167, "View test.v3 has conflicting collation with view test.v")
+    assert error(client, {"create": "v3", "viewOn": "v", "collation": {"locale": "xx"}})[0] == 2

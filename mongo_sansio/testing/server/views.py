@@ -22,7 +22,9 @@ view: ``aggregate`` reads the view's documents, then the request's own stages (t
 the view's namespace); ``find`` becomes that aggregate ($match, $sort, $skip, $limit, $project;
 the options aggregation lacks are 168 InvalidPipelineOperator); ``count`` is $match, $skip,
 $limit and $count; ``distinct`` is $match, an $unwind of every prefix of the key and $group
-with $addToSet.  ``$lookup`` may read a view too.  Writes, indexes and change streams on a view
+with $addToSet.  ``$lookup`` may read a view too.  A view's ``collation`` is its default, not
+its collection's: its pipeline and the operations on it run with it, another one asked for is
+167, and the views of a chain must agree on it.  Writes, indexes and change streams on a view
 are 166 CommandNotSupportedOnView; a view is created once (48 NamespaceExists unless the same
 definition is asked again, which mongod answers ok), cannot be renamed, is changed with
 ``collMod`` (``viewOn``, ``pipeline``) and removed with ``drop``.
@@ -37,6 +39,7 @@ import attrs
 
 from mongo_sansio.testing.engine import CommandError, run_pipeline
 from mongo_sansio.testing.engine.aggregate import compile_pipeline
+from mongo_sansio.testing.engine.collation import Collation, parse_collation
 from mongo_sansio.testing.engine.errors import failed_to_parse
 from mongo_sansio.testing.server.context import Context, Outcome
 from mongo_sansio.testing.server.oplog import OplogEntry
@@ -88,13 +91,17 @@ class View:
     name: str
     view_on: str
     pipeline: list[Any]
-    collation: Any = None
+    collation: Mapping[str, Any] | None = None  # its default, in the full form mongod lists
+
+    def collator(self) -> Collation | None:
+        """The view's default collation (None: simple); operations on it use it."""
+        return parse_collation(self.collation) if self.collation is not None else None
 
     def document(self, db: str) -> dict[str, Any]:
         """The ``system.views`` document (mongod's field order)."""
         document: dict[str, Any] = {"_id": f"{db}.{self.name}", "viewOn": self.view_on, "pipeline": list(self.pipeline)}
         if self.collation is not None:
-            document["collation"] = self.collation
+            document["collation"] = dict(self.collation)
         return document
 
     def options(self) -> dict[str, Any]:
@@ -109,7 +116,8 @@ def _parse(db: str, document: Mapping[str, Any]) -> View | None:
     prefix = f"{db}."
     if not (isinstance(ns, str) and ns.startswith(prefix) and isinstance(view_on, str) and isinstance(pipeline, list)):
         return None
-    return View(ns[len(prefix):], view_on, list(pipeline), document.get("collation"))
+    collation = document.get("collation")
+    return View(ns[len(prefix):], view_on, list(pipeline), collation if isinstance(collation, Mapping) else None)
 
 
 def definition(ctx: Context, db: str, name: Any) -> View | None:
@@ -139,14 +147,19 @@ def listed_views(ctx: Context) -> list[dict[str, Any]]:
 # --- reading through a view ------------------------------------------------------------------
 
 
-def resolve(ctx: Context, db: str, name: str) -> tuple[str, list[Any]] | None:
-    """(the collection at the end of the chain, the stages to run over it), or None when
-    ``name`` is not a view.  mongod follows at most 20 views."""
+def resolve(ctx: Context, db: str, name: str) -> tuple[str, list[Any], Collation | None] | None:
+    """(the collection at the end of the chain, the stages to run over it, the collation they
+    run with), or None when ``name`` is not a view.  mongod follows at most 20 views; the
+    views of a chain share one collation (a conflict is refused when a view is defined), the
+    collection's own default is not used."""
     current, pipeline = name, list[Any]()
+    collation: Collation | None = None
     for depth in range(MAX_DEPTH):
         view = definition(ctx, db, current)
         if view is None:
-            return (current, pipeline) if depth else None
+            return (current, pipeline, collation) if depth else None
+        if not depth:
+            collation = view.collator()
         current, pipeline = view.view_on, [*view.pipeline, *pipeline]
     raise CommandError(165, "ViewDepthLimitExceeded",
                        f"View depth too deep or view cycle detected; maximum depth is {MAX_DEPTH}")
@@ -167,12 +180,29 @@ def read(ctx: Context, name: str, depth: int = 0) -> list[dict[str, Any]]:
         raise CommandError(165, "ViewDepthLimitExceeded",
                            f"View depth too deep or view cycle detected; maximum depth is {MAX_DEPTH}")
     return run_pipeline(documents, resolved[1], lookup=lambda other: read(ctx, other, depth + 1),
-                        now=ctx.cluster.write_datetime())
+                        now=ctx.cluster.write_datetime(), collation=resolved[2])
 
 
-def _run_over_view(ctx: Context, name: str, stages: list[Any]) -> list[dict[str, Any]]:
-    return run_pipeline(read(ctx, name), stages, lookup=lambda other: read(ctx, other, 1),
-                        now=ctx.cluster.write_datetime())
+def _run_over_view(ctx: Context, view: View, stages: list[Any]) -> list[dict[str, Any]]:
+    return run_pipeline(read(ctx, view.name), stages, lookup=lambda other: read(ctx, other, 1),
+                        now=ctx.cluster.write_datetime(), collation=_operation_collation(ctx, view))
+
+
+def _operation_collation(ctx: Context, view: View) -> Collation | None:
+    """An operation on a view runs with the view's collation; asking for another one is
+    refused (167)."""
+    own = view.collator()
+    if "collation" in ctx.body:
+        if parse_collation(ctx.body["collation"], f"{ctx.request.name}.collation") != own:
+            raise CommandError(167, "OptionNotSupportedOnView", "Cannot override a view's default collation")
+    return own
+
+
+def _as_aggregate(ctx: Context, body: dict[str, Any]) -> Outcome:
+    """Answer ``body``, an aggregate on a view, with the aggregate handler."""
+    from mongo_sansio.testing.server.commands_crud import aggregate  # (it imports this module)
+
+    return aggregate(attrs.evolve(ctx, request=attrs.evolve(ctx.request, name="aggregate", body=body)))
 
 
 def _number(ctx: Context, field: str) -> int:
@@ -216,6 +246,7 @@ def _find(ctx: Context, view: View) -> Outcome:
         raise CommandError(_NOT_IN_AGGREGATION, "InvalidPipelineOperator", "Sort option $natural not supported in aggregation.")
     if ctx.body.get("singleBatch") and limit != 1:  # (findOne's limit 1 is the exception)
         raise CommandError(_NOT_IN_AGGREGATION, "InvalidPipelineOperator", "Option singleBatch not supported in aggregation.")
+    _operation_collation(ctx, view)
     pipeline: list[Any] = []
     query, projection = _document(ctx, "filter"), _document(ctx, "projection")
     for stage, argument in (("$match", query), ("$sort", sort), ("$skip", skip), ("$limit", limit),
@@ -228,9 +259,9 @@ def _find(ctx: Context, view: View) -> Outcome:
     for option in ("let", "hint", "maxTimeMS", "readConcern", "comment"):
         if option in ctx.body:
             body[option] = ctx.body[option]
-    from mongo_sansio.testing.server.commands_crud import aggregate  # (it imports this module)
-
-    return aggregate(attrs.evolve(ctx, request=attrs.evolve(ctx.request, name="aggregate", body=body)))
+    if view.collation is not None:
+        body["collation"] = dict(view.collation)
+    return _as_aggregate(ctx, body)
 
 
 def _count(ctx: Context, view: View) -> Outcome:
@@ -241,7 +272,7 @@ def _count(ctx: Context, view: View) -> Outcome:
     for stage, argument in (("$match", _document(ctx, "query")), ("$skip", skip), ("$limit", limit)):
         if argument:
             stages.append({stage: argument})
-    counted = _run_over_view(ctx, view.name, [*stages, {"$count": "count"}])
+    counted = _run_over_view(ctx, view, [*stages, {"$count": "count"}])
     return {"n": counted[0]["count"] if counted else 0, "ok": 1.0}
 
 
@@ -261,20 +292,23 @@ def _distinct(ctx: Context, view: View) -> Outcome:
     for end in range(1, len(parts) + 1):
         stages.append({"$unwind": {"path": "$" + ".".join(parts[:end]), "preserveNullAndEmptyArrays": True}})
     stages.append({"$group": {"_id": None, "distinct": {"$addToSet": "$" + key}}})
-    grouped = _run_over_view(ctx, view.name, stages)
+    grouped = _run_over_view(ctx, view, stages)
     return {"values": grouped[0]["distinct"] if grouped else [], "ok": 1.0}
 
 
 def _aggregate(ctx: Context, view: View) -> Outcome | None:
     """Refuse what a view cannot answer; the aggregate handler reads the rest through
-    :func:`read`."""
+    :func:`read`, with the view's collation."""
     pipeline = ctx.body.get("pipeline")
     first = pipeline[0] if isinstance(pipeline, list) and pipeline else None
     if isinstance(first, Mapping) and any(name in first for name in ("$changeStream", "$collStats", "$indexStats")):
         # ($collStats and $indexStats describe a collection's storage; the simulator refuses
         # them on a view with the code of the other collection-only operations)
         raise _is_a_view(ctx.db, view.name)
-    return None
+    _operation_collation(ctx, view)
+    if view.collation is None or "collation" in ctx.body:
+        return None
+    return _as_aggregate(ctx, {**ctx.body, "collation": dict(view.collation)})
 
 
 # --- writes, indexes, renames: refused --------------------------------------------------------
@@ -380,6 +414,10 @@ def _check_graph(ctx: Context, db: str, new: View) -> None:
 
     if below(new.name, []) + above(new.name, 0) - 1 > MAX_DEPTH:
         raise CommandError(165, "ViewDepthLimitExceeded", f"View depth limit exceeded; maximum depth is {MAX_DEPTH}")
+    for ref in _references(new):
+        if ref in views and views[ref].collation != new.collation:
+            raise CommandError(167, "OptionNotSupportedOnView",
+                               f"View {db}.{new.name} has conflicting collation with view {db}.{ref}")
 
 
 def _view_options(ctx: Context) -> tuple[str, list[Any]]:
@@ -421,7 +459,10 @@ def _create(ctx: Context) -> Outcome | None:
         raise CommandError(6026500, "Location6026500", "The 'clusteredIndex' option is not supported with views")
     if name == SYSTEM_VIEWS:
         raise CommandError(73, "InvalidNamespace", f"Cannot create a view called '{name}': this is a reserved system namespace")
-    wanted = View(name, view_on, pipeline, ctx.body.get("collation"))
+    # (create's parser knows a collation's fields, so it names them under create.collation)
+    given = ctx.body.get("collation")
+    collation = parse_collation(given, "create.collation", "create.collation") if given is not None else None
+    wanted = View(name, view_on, pipeline, collation.document() if collation is not None else None)
     if ctx.collection(ctx.db, name) is not None:
         # (mongod's message goes on with the collection's stored options, its uuid among them)
         raise _exists(f"namespace {ctx.db}.{name} already exists, but with different options")
