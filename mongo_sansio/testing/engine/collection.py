@@ -100,6 +100,8 @@ class Collection:
         self.name = name
         self.id_factory = id_factory
         self.on_write = on_write
+        # The catalogue's identity, set by the server (clones keep it); the engine never reads it.
+        self.uuid: Any = None
         # Called with the key of each document about to be written, before anything changes;
         # it may raise to refuse the write (the server's transactions use it for write
         # conflicts and for writes that must wait for a transaction to end).
@@ -143,6 +145,7 @@ class Collection:
         """An independent copy (documents and indexes), e.g. for a replication snapshot.
         The copy has no ``on_write`` listener; its new owner sets one."""
         other = Collection(database or self.database, name or self.name, id_factory=self.id_factory)
+        other.uuid = self.uuid
         other._documents = {k: copy_value(d) for k, d in self._documents.items()}
         other._record_ids = dict(self._record_ids)
         other._last_record_id = self._last_record_id

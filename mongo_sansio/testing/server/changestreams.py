@@ -17,7 +17,9 @@ removedFields, truncatedArrays), replace, delete, drop, rename (``to``), dropDat
 invalidate; with ``showExpandedEvents`` also create, createIndexes, dropIndexes and modify
 (collMod), and on a database or the cluster the create, modify and drop of a view, which mongod
 reads from the writes to ``system.views`` (:func:`.views.view_event`).  Writes to ``system.*``
-collections are otherwise not reported.  A collection stream is invalidated by a drop or rename of its collection (or the
+collections are otherwise not reported.  Every event about a collection (all but dropDatabase,
+invalidate and a view's events) carries its ``collectionUUID`` (the oplog entry's ``ui``).
+A collection stream is invalidated by a drop or rename of its collection (or the
 drops of a dropDatabase), a database stream by dropDatabase; the cursor closes (id 0) after
 the invalidate.  Pre- and post-images come from the oplog entries written while the
 collection had ``changeStreamPreAndPostImages`` enabled (``create`` option or ``collMod``).
@@ -357,14 +359,21 @@ class ChangeStream:
             return False
         return self.coll is None or coll == self.coll
 
-    def _base(self, entry: OplogEntry, key: TokenKey, kind: str, document_key: Any = None) -> dict[str, Any]:
+    def _base(self, entry: OplogEntry, key: TokenKey, kind: str, document_key: Any = None,
+              *, collection_event: bool = False) -> dict[str, Any]:
+        """The fields every event starts with; with expanded events, an event about a
+        collection (not dropDatabase, not invalidate) also names it by the entry's UUID,
+        between clusterTime and wallTime as mongod places it."""
         wall = entry.wall
         if wall != self._wall:
             # The entries of one write share its wall time (an insert of 1000 documents logs
             # 1000 entries): its datetime is made once, not once an event.
             self._wall, self._wall_time = wall, wall_datetime(wall)
         event: dict[str, Any] = {"_id": encode_token(key, document_key), "operationType": kind,
-                                 "clusterTime": entry.ts, "wallTime": self._wall_time}
+                                 "clusterTime": entry.ts}
+        if collection_event and self.expanded and entry.ui is not None:
+            event["collectionUUID"] = entry.ui
+        event["wallTime"] = self._wall_time
         return event
 
     def _document_event(self, entry: OplogEntry, scope: _Scope, index: int) -> tuple[TokenKey, dict[str, Any]]:
@@ -373,7 +382,7 @@ class ChangeStream:
         # (the entry's own document key: the oplog's documents are copies made at the write,
         # never changed, and an event's are only read -- as fullDocument already was)
         document_key = entry.document_key or {}
-        event = self._base(entry, key, entry.kind, document_key)
+        event = self._base(entry, key, entry.kind, document_key, collection_event=True)
         if entry.kind in ("insert", "replace") and entry.after is not None:
             event["fullDocument"] = entry.after
         elif entry.kind == "update":
@@ -431,11 +440,14 @@ class ChangeStream:
             target_db, _, target = str(command.get("to", "")).partition(".")
             if not self._in_scope(source_db, source):
                 return []
-            event = self._base(entry, key, "rename")
+            event = self._base(entry, key, "rename", collection_event=True)
             event["ns"] = {"db": source_db, "coll": source}
             event["to"] = {"db": target_db, "coll": target}
             if self.expanded:
-                event["operationDescription"] = {"to": {"db": target_db, "coll": target}}
+                description: dict[str, Any] = {"to": {"db": target_db, "coll": target}}
+                if command.get("dropTarget") is not None:  # the UUID of the target it replaced
+                    description["dropTarget"] = command["dropTarget"]
+                event["operationDescription"] = description
             out.append((key, event))
             if self.coll is not None:
                 out.append((invalidate, self._base(entry, invalidate, "invalidate")))
@@ -444,14 +456,14 @@ class ChangeStream:
         if not isinstance(coll_name, str) or not self._in_scope(db, coll_name):
             return []
         if kind == "drop":
-            event = self._base(entry, key, "drop")
+            event = self._base(entry, key, "drop", collection_event=True)
             event["ns"] = {"db": db, "coll": coll_name}
             out.append((key, event))
             if self.coll is not None:
                 out.append((invalidate, self._base(entry, invalidate, "invalidate")))
             return out
         if kind in EXPANDED_KINDS and self.expanded:
-            event = self._base(entry, key, EXPANDED_KINDS[kind])
+            event = self._base(entry, key, EXPANDED_KINDS[kind], collection_event=True)
             event["ns"] = {"db": db, "coll": coll_name}
             event["operationDescription"] = _operation_description(kind, command)
             out.append((key, event))
@@ -613,12 +625,13 @@ def coll_mod(ctx: Context) -> Outcome:
     name = ctx.body.get("collMod")
     if not isinstance(name, str) or not name:
         raise CommandError(73, "InvalidNamespace", "collection name has invalid type")
-    if ctx.cluster.collection(ctx.db, name) is None:
+    found = ctx.cluster.collection(ctx.db, name)
+    if found is None:
         raise CommandError(26, "NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
     set_images(ctx, name, ctx.body.get("changeStreamPreAndPostImages"))
     options = {k: v for k, v in ctx.body.items() if k not in ("collMod", "lsid", "$db", "$clusterTime",
                                                               "$readPreference", "writeConcern", "txnNumber")}
-    ctx.cluster.log("c", "collMod", f"{ctx.db}.$cmd", command={"collMod": name, **options})
+    ctx.cluster.log("c", "collMod", f"{ctx.db}.$cmd", command={"collMod": name, **options}, ui=found.uuid)
     return {"ok": 1.0}
 
 

@@ -113,17 +113,22 @@ def listed_collection(
     clustered: Mapping[str, Any] | None,
     timeseries: Mapping[str, Any] | None = None,
     collation: Mapping[str, Any] | None = None,
+    uuid: Any = None,
 ) -> dict[str, Any]:
     """A collection's listCollections entry; ``collation``: its default (full form), which
-    its _id index has too."""
+    its _id index has too; ``uuid``: the collection's UUID (``info.uuid``)."""
     with_collation = {"collation": dict(collation)} if collation is not None else {}
     if timeseries is not None:
+        # (mongod lists a time series collection as the view over its buckets: no UUID)
         options = {**timeseries, **with_collation}
         return {"name": name, "type": "timeseries", "options": options, "info": {"readOnly": False}}
     options = {**(capped or {}), **with_collation}
     if clustered is not None:
         options["clusteredIndex"] = dict(clustered)
-    row: dict[str, Any] = {"name": name, "type": "collection", "options": options, "info": {"readOnly": False}}
+    info: dict[str, Any] = {"readOnly": False}
+    if uuid is not None:
+        info["uuid"] = uuid
+    row: dict[str, Any] = {"name": name, "type": "collection", "options": options, "info": info}
     if clustered is None:
         row["idIndex"] = {**_ID_INDEX, **with_collation}
     return row

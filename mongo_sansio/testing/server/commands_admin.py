@@ -107,7 +107,7 @@ def drop(ctx: Context) -> Outcome:
     ctx.cluster.capped.pop(f"{ctx.db}.{name}", None)
     ctx.cluster.clustered.pop(f"{ctx.db}.{name}", None)
     ctx.cluster.timeseries.pop(f"{ctx.db}.{name}", None)
-    ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name})
+    ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name}, ui=found.uuid)
     if not collections:
         ctx.cluster.databases.pop(ctx.db, None)
     return {"nIndexesWas": len(found.list_indexes()), "ns": found.namespace, "ok": 1.0}
@@ -116,12 +116,12 @@ def drop(ctx: Context) -> Outcome:
 def drop_database(ctx: Context) -> Outcome:
     collections = ctx.cluster.databases.pop(ctx.db, None)
     if collections:
-        for name in list(collections):
+        for name, found in list(collections.items()):
             ctx.cluster.image_namespaces.discard(f"{ctx.db}.{name}")
             ctx.cluster.capped.pop(f"{ctx.db}.{name}", None)
             ctx.cluster.clustered.pop(f"{ctx.db}.{name}", None)
             ctx.cluster.timeseries.pop(f"{ctx.db}.{name}", None)
-            ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name})
+            ctx.cluster.log("c", "drop", f"{ctx.db}.$cmd", command={"drop": name}, ui=found.uuid)
         ctx.cluster.log("c", "dropDatabase", f"{ctx.db}.$cmd", command={"dropDatabase": 1})
     return {"dropped": ctx.db, "ok": 1.0}
 
@@ -145,15 +145,25 @@ def rename_collection(ctx: Context) -> Outcome:
         raise _ns_not_found("Source collection " + f"{source_db}.{source} does not exist")
     if (source_db, source) == (target_db, target):
         raise CommandError(20, "IllegalOperation", "Can't rename a collection to itself")
-    if cluster.collection(target_db, target) is not None:
+    command: dict[str, Any] = {"renameCollection": f"{source_db}.{source}", "to": f"{target_db}.{target}"}
+    replaced = cluster.collection(target_db, target)
+    if replaced is not None:
         if not ctx.body.get("dropTarget"):
             raise CommandError(48, "NamespaceExists", "target namespace exists")
         cluster.databases[target_db].pop(target)
-        cluster.log("c", "drop", f"{target_db}.$cmd", command={"drop": target})
+        cluster.log("c", "drop", f"{target_db}.$cmd", command={"drop": target}, ui=replaced.uuid)
+        # (mongod's rename entry names the collection it replaced by UUID; change streams
+        # with expanded events show it in the rename's operationDescription)
+        command["dropTarget"] = replaced.uuid
     cluster.databases[source_db].pop(source)
     if not cluster.databases[source_db]:
         cluster.databases.pop(source_db)
-    cluster.adopt(found.clone(database=target_db, name=target))
+    moved = found.clone(database=target_db, name=target)
+    if source_db != target_db:
+        # (across databases mongod copies the documents into a new collection and drops the
+        # source: the copy has a UUID of its own; within one database the UUID is kept)
+        moved.uuid = None
+    cluster.adopt(moved)
     if f"{source_db}.{source}" in cluster.image_namespaces:  # the option moves with the collection
         cluster.image_namespaces.discard(f"{source_db}.{source}")
         cluster.image_namespaces.add(f"{target_db}.{target}")
@@ -163,8 +173,7 @@ def rename_collection(ctx: Context) -> Outcome:
         cluster.timeseries[f"{target_db}.{target}"] = cluster.timeseries.pop(f"{source_db}.{source}")
     if f"{source_db}.{source}" in cluster.clustered:
         cluster.clustered[f"{target_db}.{target}"] = cluster.clustered.pop(f"{source_db}.{source}")
-    cluster.log("c", "renameCollection", f"{source_db}.$cmd",
-                command={"renameCollection": f"{source_db}.{source}", "to": f"{target_db}.{target}"})
+    cluster.log("c", "renameCollection", f"{source_db}.$cmd", command=command, ui=found.uuid)
     return {"ok": 1.0}
 
 
@@ -183,7 +192,8 @@ def create_indexes(ctx: Context) -> Outcome:
     if ctx.txn is not None:  # built at commit, when the collection is created
         reply["ok"] = 1.0
         return reply
-    ctx.cluster.log("c", "createIndexes", f"{ctx.db}.$cmd", command={"createIndexes": name, "indexes": list(specs)})
+    ctx.cluster.log("c", "createIndexes", f"{ctx.db}.$cmd", command={"createIndexes": name, "indexes": list(specs)},
+                    ui=collection.uuid)
     reply["ok"] = 1.0
     return reply
 
@@ -203,7 +213,8 @@ def drop_indexes(ctx: Context) -> Outcome:
     if collection is None:
         raise _ns_not_found(f"ns not found {ctx.db}.{name}")
     reply = dict(collection.drop_indexes(ctx.body.get("index")))
-    ctx.cluster.log("c", "dropIndexes", f"{ctx.db}.$cmd", command={"dropIndexes": name, "index": ctx.body.get("index")})
+    ctx.cluster.log("c", "dropIndexes", f"{ctx.db}.$cmd", command={"dropIndexes": name, "index": ctx.body.get("index")},
+                    ui=collection.uuid)
     reply["ok"] = 1.0
     return reply
 
@@ -242,11 +253,12 @@ def list_databases(ctx: Context) -> Outcome:
 def list_collections(ctx: Context) -> Outcome:
     collections = ctx.cluster.databases.get(ctx.db, {})
     rows = []
-    for name in sorted(collections):
+    for name, found in sorted(collections.items()):
         ns = f"{ctx.db}.{name}"
-        collation = collections[name].collation
+        collation = found.collation
         row = listed_collection(name, ctx.cluster.capped.get(ns), ctx.cluster.clustered.get(ns),
-                                ctx.cluster.timeseries.get(ns), collation.document() if collation else None)
+                                ctx.cluster.timeseries.get(ns), collation.document() if collation else None,
+                                found.uuid)
         if _matches(row, ctx.body.get("filter")):
             rows.append({"name": name, "type": "collection"} if ctx.body.get("nameOnly") else row)
     for row in listed_views(ctx):  # (mongod lists the views after the collections)

@@ -17,10 +17,13 @@ kind        the engine's finer kind: "insert", "update", "replace", "delete", or
             command: "create", "drop", "dropDatabase", "renameCollection", "createIndexes",
             "dropIndexes"; for "n" the noop's purpose ("initiate", "periodic noop")
 ns          "db.collection" ("db.$cmd" for database commands, "" for a noop)
+ui          the UUID (Binary subtype 4) of the collection the entry writes or changes, as
+            mongod's ``ui`` (None for dropDatabase, noops and the applyOps entry itself)
 document_key {_id: ...} of the document written (None for commands and noops)
 before      the document before the write (None for inserts), a pre-image copy
 after       the document after the write (None for deletes), a post-image copy
-command     for "c": the command's details, e.g. {"to": "db.new"} for a rename
+command     for "c": the command's details, e.g. {"renameCollection": "db.old", "to": "db.new"}
+            for a rename (with ``dropTarget``, the UUID of the target it replaced, if any)
 lsid, txn_number  the session and transaction number of a retryable write or of a committed
             transaction (else None)
 ops         for "c" "applyOps" (a committed transaction, one entry however many writes): the
@@ -60,6 +63,7 @@ class OplogEntry:
     before: dict[str, Any] | None = None
     after: dict[str, Any] | None = None
     command: dict[str, Any] | None = None
+    ui: Any = None
     lsid: Any = None
     txn_number: int | None = None
     images: bool = False

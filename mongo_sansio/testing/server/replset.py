@@ -19,7 +19,8 @@ without setName; see :mod:`.handshake`); elections and stepdowns are refused the
 
 Time: every call that changes state takes ``now`` (monotonic seconds); the wall clock is
 ``now + wall_offset`` (the socket server passes ``time.time() - time.monotonic()``).
-Randomness: a counter hashed with the seed (sha256), so a seed replays the same ids.
+Randomness: a counter hashed with the seed (sha256), so a seed replays the same ids;
+collection UUIDs have a counter of their own (:meth:`ReplicaSet.new_collection_uuid`).
 
 Data is shared by all members (one set of engine Collections); a member's replication lag only
 moves the oplog position it reports (``lastWrite`` in hello, for maxStalenessSeconds), its
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from mongo_sansio.bson import ObjectId
+from mongo_sansio.bson import Binary, ObjectId
 from mongo_sansio.errors import LocalProtocolError
 from mongo_sansio.testing.engine import Collection, WriteEvent
 from mongo_sansio.testing.server.auth import Authenticator
@@ -114,6 +115,7 @@ class ReplicaSet:
         # "db.coll" of time series collections -> the options they are listed with.
         self.timeseries: dict[str, dict[str, Any]] = {}
         self._draws = 0
+        self._uuid_draws = 0
         self._oid_counter = int.from_bytes(self.random_bytes(3), "big")
         self._oid_random = self.random_bytes(5)
         self._connection_ids = 0
@@ -147,6 +149,16 @@ class ReplicaSet:
             self._draws += 1
             out += hashlib.sha256(f"{self.seed}:{self._draws}".encode()).digest()
         return out[:n]
+
+    def new_collection_uuid(self) -> Binary:
+        """A new collection's UUID: binary subtype 4 holding a version 4 UUID, as mongod's.
+        It is drawn from its own seeded counter, so that creating collections does not move
+        the other seeded ids (cursor ids, process ids) that a seed replays."""
+        self._uuid_draws += 1
+        raw = bytearray(hashlib.sha256(f"{self.seed}:uuid:{self._uuid_draws}".encode()).digest()[:16])
+        raw[6] = (raw[6] & 0x0F) | 0x40  # the version (4: random)
+        raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+        return Binary(bytes(raw), 4)
 
     def random_fraction(self) -> float:
         """A seeded draw in [0, 1) (aggregation's $rand)."""
@@ -386,7 +398,7 @@ class ReplicaSet:
         if found is None and create:
             found = self._new_collection(database, name)
             self.databases.setdefault(database, {})[name] = found
-            self.log("c", "create", f"{database}.$cmd", command={"create": name})
+            self.log("c", "create", f"{database}.$cmd", command={"create": name}, ui=found.uuid)
         return found
 
     def install(self, database: str, name: str) -> Collection:
@@ -396,24 +408,29 @@ class ReplicaSet:
         self.databases.setdefault(database, {})[name] = found
         return found
 
-    def _new_collection(self, database: str, name: str) -> Collection:
+    def _new_collection(self, database: str, name: str, uuid: Binary | None = None) -> Collection:
+        """A collection of this cluster: a new UUID unless ``uuid`` (a renamed one's) is given."""
         ns = f"{database}.{name}"
+        ui = uuid if uuid is not None else self.new_collection_uuid()
 
         def on_write(event: WriteEvent) -> None:
             source = event.after if event.after is not None else event.before
             key = {"_id": source["_id"]} if source is not None else None
             op = {"insert": "i", "delete": "d"}.get(event.kind, "u")
             self.log(op, event.kind, ns, document_key=key, before=event.before, after=event.after,
-                     images=ns in self.image_namespaces)
+                     images=ns in self.image_namespaces, ui=ui)
 
         collection = Collection(database, name, id_factory=self.new_object_id, on_write=on_write)
+        collection.uuid = ui
         collection.guard = self.transactions.committed_guard(ns)
         return collection
 
     def adopt(self, collection: Collection) -> None:
-        """Install ``collection`` (e.g. renamed) with this cluster's write hook."""
-        fresh = self._new_collection(collection.database, collection.name)
+        """Install ``collection`` (e.g. renamed) with this cluster's write hook; it keeps its
+        UUID (a new one is drawn when it has none)."""
+        fresh = self._new_collection(collection.database, collection.name, collection.uuid)
         copy = collection.clone()
+        copy.uuid = fresh.uuid
         copy.on_write = fresh.on_write
         copy.guard = fresh.guard
         copy.id_factory = self.new_object_id

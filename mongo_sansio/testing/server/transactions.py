@@ -205,7 +205,7 @@ class Transactions:
         for database, name in txn.view.created:
             if cluster.collection(database, name) is None:
                 target = cluster.install(database, name)
-                ops.append(_sub_entry("c", "create", f"{database}.$cmd", command={"create": name}))
+                ops.append(_sub_entry("c", "create", f"{database}.$cmd", command={"create": name}, ui=target.uuid))
                 private = txn.view.collections.get((database, name))
                 if private is not None:  # (a create in the transaction may have given one)
                     target.set_collation(private.collation)
@@ -213,7 +213,7 @@ class Transactions:
                 if indexes:
                     target.create_indexes(indexes)
                     ops.append(_sub_entry("c", "createIndexes", f"{database}.$cmd",
-                                          command={"createIndexes": name, "indexes": indexes}))
+                                          command={"createIndexes": name, "indexes": indexes}, ui=target.uuid))
         for op in txn.ops:
             database, _, name = op.ns.partition(".")
             found = cluster.collection(database, name)  # (an empty Collection is falsy)
@@ -221,7 +221,8 @@ class Transactions:
             assert op.document_key is not None
             after = copy_value(op.after) if op.after is not None else None
             target.put_raw(hashable_key(op.document_key.get("_id")), after)
-        ops.extend(txn.ops)
+            # (a collection the transaction created has its UUID from the commit on)
+            ops.append(attrs.evolve(op, ui=target.uuid))
         if ops:
             cluster.begin_write(now, txn.lsid, txn.number)
             cluster.log("c", "applyOps", "admin.$cmd", command={"applyOps": len(ops)}, ops=tuple(ops))

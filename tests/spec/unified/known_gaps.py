@@ -214,9 +214,6 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
 
 #: Gaps of the simulator, whichever client runs (reported to the simulator's owner).
 SIMULATOR_GAPS: dict[str, Predicate] = {
-    "simulator gap: its collections have no UUIDs (change events lack collectionUUID)": _mentions(
-        frozenset({"collectionUUID"})
-    ),
     "simulator gap: no JavaScript ($where, used with sleep() to hold a connection busy)": _mentions(
         frozenset({"$where"})
     ),
