@@ -209,3 +209,55 @@ def test_failpoints_belong_to_one_member() -> None:
     _fail(Client(cluster, SECONDARY), "alwaysOn", failCommands=["ping"], errorCode=2)
     assert Client(cluster, PRIMARY).command({"ping": 1})["ok"] == 1.0
     assert Client(cluster, SECONDARY).command({"ping": 1})["code"] == 2
+
+
+def _on_write(client: Client, mode: Any, **data: Any) -> None:
+    reply = client.command({"configureFailPoint": "onPrimaryTransactionalWrite", "mode": mode, "data": data},
+                           db="admin")
+    assert reply["ok"] == 1.0, reply
+
+
+def _retryable(body: dict[str, Any], txn_number: int = 1) -> dict[str, Any]:
+    return {**body, "lsid": {"id": Binary(bytes(range(16)), 4)}, "txnNumber": Int64(txn_number)}
+
+
+def test_fail_before_commit_drops_the_connection_and_applies_nothing() -> None:
+    cluster = make_cluster()
+    setup = Client(cluster)
+    setup.command({"insert": "c", "documents": [{"_id": 1, "x": 1}]})
+    _on_write(setup, {"times": 2}, failBeforeCommitExceptionCode=1)
+    update = _retryable({"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"x": 1}}}]})
+    for _attempt in range(2):  # the first try and its retry
+        client = Client(cluster)
+        client.send(update)
+        assert client.messages() == [] and client.conn.should_close
+        assert setup.command({"find": "c"})["cursor"]["firstBatch"] == [{"_id": 1, "x": 1}]
+    # nothing was recorded as executed: the next retry runs the write (once)
+    assert Client(cluster).command(update)["nModified"] == 1
+    assert Client(cluster).command(update)["nModified"] == 1
+    assert setup.command({"find": "c"})["cursor"]["firstBatch"] == [{"_id": 1, "x": 2}]
+
+
+def test_fail_before_commit_without_closing_answers_the_error() -> None:
+    cluster = make_cluster()
+    client = Client(cluster)
+    _on_write(client, {"times": 2}, failBeforeCommitExceptionCode=91, closeConnection=False)
+    insert = client.command(_retryable({"insert": "c", "documents": [{"_id": 1}]}))
+    assert insert["ok"] == 1.0 and insert["n"] == 0
+    assert [(e["index"], e["code"]) for e in insert["writeErrors"]] == [(0, 91)]
+    modify = client.command(_retryable({"findAndModify": "c", "query": {}, "update": {"$set": {"y": 1}}}, 2))
+    assert (modify["ok"], modify["code"], modify["codeName"]) == (0.0, 91, "ShutdownInProgress")
+    assert modify["errorLabels"] == ["RetryableWriteError"]
+    assert client.command({"count": "c"})["n"] == 0
+    assert client.command(_retryable({"insert": "c", "documents": [{"_id": 1}]}))["n"] == 1
+
+
+def test_fail_before_commit_leaves_writes_outside_retryable_ones_alone() -> None:
+    cluster = make_cluster()
+    client = Client(cluster)
+    _on_write(client, {"times": 1}, failBeforeCommitExceptionCode=1)
+    assert client.command({"insert": "c", "documents": [{"_id": 1}]})["n"] == 1  # no txnNumber
+    # the failpoint was not consumed: the next retryable write meets it
+    client.send(_retryable({"insert": "c", "documents": [{"_id": 2}]}))
+    assert client.messages() == [] and client.conn.should_close
+    assert Client(cluster).command({"count": "c"})["n"] == 1

@@ -11,7 +11,9 @@ NotPrimaryNoSecondaryOk 13435 for reads without secondaryOk); the transaction th
 runs in (:mod:`.transactions`: started, continued, or refused); a retried write answered from
 the session's record; the handler, or :mod:`.views` for a command on a view (a statement
 that fails aborts its transaction; a write that meets a document an open transaction holds
-waits for it); the reply recorded for retries; the onPrimaryTransactionalWrite failpoint.  A handler's CommandError becomes an ``ok: 0`` reply; a
+waits for it); the reply recorded for retries; the onPrimaryTransactionalWrite failpoint
+(after the write, or with failBeforeCommitExceptionCode before the handler, so that nothing is
+applied or recorded).  A handler's CommandError becomes an ``ok: 0`` reply; a
 bug in a handler (any other exception) becomes InternalError (1) rather than escaping.
 """
 
@@ -282,6 +284,9 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
         stored = ctx.cluster.sessions.replay(request.lsid, txn_number)
         if stored is not None:
             return _add_write_concern_error(ctx, spec, stored)
+        failed = _failed_before_commit(ctx)
+        if failed is not None:
+            return failed
     ctx.cluster.sessions.touch(request.lsid)
     if spec.access == _WRITE:
         ctx.cluster.begin_write(ctx.now, request.lsid if retryable else None, txn_number if retryable else None)
@@ -319,6 +324,30 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
     if isinstance(outcome, Waiting) and spec.access == _WRITE:
         return wrap(outcome)
     return after(outcome)
+
+
+def _failed_before_commit(ctx: Context) -> Outcome | None:
+    """onPrimaryTransactionalWrite with failBeforeCommitExceptionCode: mongod fails the
+    statement inside its storage transaction, so the write is not applied and not recorded as
+    executed (a retry runs it again), and it drops the connection first unless
+    ``closeConnection`` is false.  Then the client sees the error: as the statement's write
+    error for insert, update and delete (mongod's write path turns a statement's failure into
+    one), as the command's error for findAndModify.  The simulator fails the first statement."""
+    found = ctx.member.failpoints.fail_before_commit()
+    if found is None:
+        return None
+    code, close = found
+    if close:
+        return Close("onPrimaryTransactionalWrite failpoint failed the write before its commit and closed the connection")
+    error = CommandError(code, code_name(code), f"Failing write for txnNumber {ctx.request.txn_number} due to failpoint. "
+                         "The write must not be reflected.")
+    name = ctx.request.name
+    if name not in ("insert", "update", "delete"):
+        raise error
+    reply: dict[str, Any] = {"n": 0, "nModified": 0} if name == "update" else {"n": 0}
+    reply["writeErrors"] = [{"index": 0, "code": error.code, "errmsg": error.errmsg}]
+    reply["ok"] = 1.0
+    return reply
 
 
 def _remember_api(ctx: Context, reply: dict[str, Any]) -> None:

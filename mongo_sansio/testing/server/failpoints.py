@@ -9,8 +9,12 @@ to a write's reply after it ran.  As mongod, those are two evaluations of the fa
 consuming ``times``/``skip`` only when it acts, and the first only acts when ``data`` has
 ``closeConnection``, ``blockConnection`` or ``errorCode``.
 
-The ``onPrimaryTransactionalWrite`` failpoint is :meth:`FailPoints.close_after_write`: the write
-is applied, then the connection is dropped without a reply.  ``failGetMoreAfterCursorCheckout``
+The ``onPrimaryTransactionalWrite`` failpoint (retryable writes only) is
+:meth:`FailPoints.close_after_write`: the write is applied, then the connection is dropped
+without a reply; with ``failBeforeCommitExceptionCode`` it is :meth:`FailPoints.fail_before_commit`
+instead: the write fails with that code before it is applied (and, unless ``closeConnection`` is
+false, the connection is dropped too, as mongod ends the session before it fails the write).
+Both are evaluated once per write command (mongod evaluates the failpoint at each statement).  ``failGetMoreAfterCursorCheckout``
 is :meth:`FailPoints.get_more_error`: a getMore fails with ``errorCode`` once its cursor is
 found, so (unlike a failCommand error, raised before) the reply is labelled as the cursor's
 errors are, e.g. ResumableChangeStreamError for a change stream.
@@ -236,8 +240,23 @@ class FailPoints:
         return dict(wce), tuple(str(x) for x in labels) if isinstance(labels, list) else None
 
     def close_after_write(self) -> bool:
+        """After a retryable write was applied: drop the connection?  (Not when the failpoint
+        fails writes before their commit: :meth:`fail_before_commit` acted on it already.)"""
         point = self.points.get("onPrimaryTransactionalWrite")
-        return point is not None and point.active and bool(point.data.get("closeConnection", True)) and point.fire()
+        return (point is not None and point.active and "failBeforeCommitExceptionCode" not in point.data
+                and bool(point.data.get("closeConnection", True)) and point.fire())
+
+    def fail_before_commit(self) -> tuple[int, bool] | None:
+        """Before a retryable write is applied: the code it fails with and whether the
+        connection is dropped (``closeConnection``, true unless given false, as mongod's);
+        None when no failure."""
+        point = self.points.get("onPrimaryTransactionalWrite")
+        if point is None or not point.active:
+            return None
+        code = _whole(point.data.get("failBeforeCommitExceptionCode"))
+        if code is None or not point.fire():
+            return None
+        return code, bool(point.data.get("closeConnection", True))
 
     def get_more_error(self) -> int | None:
         """The code a getMore fails with after checking out its cursor (None: no failure)."""

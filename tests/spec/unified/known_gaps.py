@@ -149,16 +149,18 @@ def _entity_specs(
             yield entry[kind]
 
 
-def _write_failed_before_commit(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """onPrimaryTransactionalWrite with failBeforeCommitExceptionCode, and a write that must
-    fail for it (a retried one that succeeds anyway does not tell)."""
-    uses = any(
-        "failBeforeCommitExceptionCode" in data
+def _bulk_result_after_outright_failure(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A collection bulkWrite expected to fail with its partial result, in a test whose
+    failpoint fails commands outright (a closed connection, a command error), not with write
+    errors: the error is then not a bulk write error."""
+    expects_result = any(
+        operation.get("name") == "bulkWrite"
+        and isinstance(operation.get("expectError"), Mapping)
+        and "expectResult" in operation["expectError"]
         for operation in _operations(test)
-        if operation.get("name") == "failPoint"
-        for data in [operation["arguments"]["failPoint"].get("data", {})]
     )
-    return uses and any("expectError" in operation for operation in _operations(test))
+    outright = {"failBeforeCommitExceptionCode", "closeConnection", "errorCode"}
+    return expects_result and any(outright & set(data) for data in _failpoint_data(test))
 
 
 def _expected_events_mention(test: Mapping[str, Any], word: str) -> bool:
@@ -206,6 +208,9 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "CSOT: our RTT monitor takes its first sample at once, so with hello blocked for at least "
     "the client's timeoutMS the minimum RTT is known (two samples) before the test's second "
     "operation, which is short-circuited where the test expects one sample only": _one_rtt_sample_expected,
+    "bulkWrite: an error that is not a write error (a network error ending it) is raised "
+    "without the bulk write's partial result (the CRUD spec's optional "
+    "BulkWriteException.writeResult), which the test's expectError.expectResult asks for": _bulk_result_after_outright_failure,
     "rawData (8.2): the option is not accepted, or is sent to servers before 8.2": _uses_argument(
         "rawData"
     ),
@@ -217,8 +222,6 @@ SIMULATOR_GAPS: dict[str, Predicate] = {
     "simulator gap: no JavaScript ($where, used with sleep() to hold a connection busy)": _mentions(
         frozenset({"$where"})
     ),
-    "simulator gap: onPrimaryTransactionalWrite's failBeforeCommitExceptionCode (the write "
-    "is not failed)": _write_failed_before_commit,
     "deployment: the 3-member simulator's hello reply (~1175 characters of JSON) is longer than "
     "the 1000-character log truncation, so the logged reply cannot be parsed": _hello_reply_logged,
 }
@@ -237,6 +240,8 @@ PYMONGO_DIFFERENCES: dict[str, Predicate] = {
             _timeout_ms_with("close"),
         )
     ),
+    "PyMongo raises an error of bulk_write that is not a write error (an AutoReconnect ending "
+    "it) without the partial result the test's expectError.expectResult asks for": _bulk_result_after_outright_failure,
     "PyMongo 4.20 has no rawData option (the runner's rawData goes into the command, even "
     "to servers before 8.2)": _uses_argument("rawData"),
     "PyMongo logs 'Waiting for suitable server to become available' at debug (the spec says info)": _waiting_logged_at_info,
