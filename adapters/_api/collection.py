@@ -6,7 +6,10 @@ Each method takes PyMongo's arguments (same names, positions and keywords), buil
 runs it on the client's engine with the caller's ``session`` and the collection's timeoutMS:
 the blocking collection returns the result, the async one is awaited for it.  Keyword options
 that PyMongo passes to the server in its own spelling (``maxTimeMS``, ``batchSize``,
-``allowDiskUse``...) are accepted as well as our snake_case names.  :meth:`CollectionBase.find`
+``allowDiskUse``...) are accepted as well as our snake_case names.  ``rawData`` (MongoDB 8.2,
+for MongoDB's own tools: time series collections' underlying namespaces) is the
+specifications' option, spelt as they spell it since PyMongo has none; it is sent only to
+servers of 8.2 or later.  :meth:`CollectionBase.find`
 returns a lazily opened cursor (no I/O, in both flavours, as in PyMongo); ``aggregate``,
 ``list_indexes`` and ``watch`` run first and hand out the flavour's open cursor or stream.
 
@@ -56,6 +59,7 @@ _SERVER_SPELLING = {
     "batchSize": "batch_size",
     "allowDiskUse": "allow_disk_use",
     "bypassDocumentValidation": "bypass_document_validation",
+    "rawData": "raw_data",
 }
 
 
@@ -300,8 +304,14 @@ class CollectionBase(
         yield self._op(self._ops.drop_index(index_or_name, comment=comment, **kwargs), session)
 
     @operation
-    def list_indexes(self, session: Any = None, comment: Any = None) -> Program[CommandCursorT]:
-        opened = yield self._op(self._ops.list_indexes(comment=comment), session)
+    def list_indexes(
+        self,
+        session: Any = None,
+        comment: Any = None,
+        *,
+        rawData: bool | None = None,  # noqa: N803 - the specifications' name (PyMongo has none)
+    ) -> Program[CommandCursorT]:
+        opened = yield self._op(self._ops.list_indexes(comment=comment, raw_data=rawData), session)
         return self._command_cursor_class(
             self, opened, session=session, codec_options=DEFAULT_CODEC_OPTIONS
         )

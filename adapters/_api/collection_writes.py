@@ -2,7 +2,11 @@
 arguments): ``bulk_write``, ``insert_one``, ``insert_many``, ``replace_one``, ``update_one``,
 ``update_many``, ``delete_one``, ``delete_many`` and the ``find_one_and_*`` trio.  Each builds
 its flow with :class:`~mongo_sansio.ops.collection.CollectionOps` (which checks the arguments
-at once) and runs it with the caller's ``session`` under the collection's timeoutMS."""
+at once) and runs it with the caller's ``session`` under the collection's timeoutMS.
+
+PyMongo has no ``rawData``; the methods without ``**kwargs`` take it as a keyword-only
+argument in the specifications' spelling (the ``find_one_and_*`` trio takes it among its
+command fields).  It is sent only to servers of MongoDB 8.2 or later."""
 
 from __future__ import annotations
 
@@ -44,6 +48,8 @@ class WriteMethods:
         session: Any = None,
         comment: Any = None,
         let: Mapping[str, Any] | None = None,
+        *,
+        rawData: bool | None = None,  # noqa: N803 - the specifications' name (PyMongo has none)
     ) -> Program[BulkWriteResult]:
         """Send InsertOne/UpdateOne/UpdateMany/ReplaceOne/DeleteOne/DeleteMany ``requests``
         in as few commands as their order allows; errors raise BulkWriteError."""
@@ -53,6 +59,7 @@ class WriteMethods:
             bypass_document_validation=bypass_document_validation,
             comment=comment,
             let=let,
+            raw_data=rawData,
         )
         result: BulkWriteResult = yield self._op(flow, session)
         return result
@@ -64,9 +71,14 @@ class WriteMethods:
         bypass_document_validation: bool | None = None,
         session: Any = None,
         comment: Any = None,
+        *,
+        rawData: bool | None = None,  # noqa: N803 - the specifications' name (PyMongo has none)
     ) -> Program[InsertOneResult]:
         flow = self._ops.insert_one(
-            document, bypass_document_validation=bypass_document_validation, comment=comment
+            document,
+            bypass_document_validation=bypass_document_validation,
+            comment=comment,
+            raw_data=rawData,
         )
         result: InsertOneResult = yield self._op(flow, session)
         return result
@@ -79,12 +91,15 @@ class WriteMethods:
         bypass_document_validation: bool | None = None,
         session: Any = None,
         comment: Any = None,
+        *,
+        rawData: bool | None = None,  # noqa: N803 - the specifications' name (PyMongo has none)
     ) -> Program[InsertManyResult]:
         flow = self._ops.insert_many(
             documents,
             ordered,
             bypass_document_validation=bypass_document_validation,
             comment=comment,
+            raw_data=rawData,
         )
         result: InsertManyResult = yield self._op(flow, session)
         return result
@@ -102,6 +117,8 @@ class WriteMethods:
         let: Mapping[str, Any] | None = None,
         sort: Any = None,
         comment: Any = None,
+        *,
+        rawData: bool | None = None,  # noqa: N803 - the specifications' name (PyMongo has none)
     ) -> Program[UpdateResult]:
         flow = self._ops.replace_one(
             filter,
@@ -113,6 +130,7 @@ class WriteMethods:
             let=let,
             sort=sort,
             comment=comment,
+            raw_data=rawData,
         )
         result: UpdateResult = yield self._op(flow, session)
         return result
@@ -131,6 +149,8 @@ class WriteMethods:
         let: Mapping[str, Any] | None = None,
         sort: Any = None,
         comment: Any = None,
+        *,
+        rawData: bool | None = None,  # noqa: N803 - the specifications' name (PyMongo has none)
     ) -> Program[UpdateResult]:
         flow = self._ops.update_one(
             filter,
@@ -143,6 +163,7 @@ class WriteMethods:
             let=let,
             sort=sort,
             comment=comment,
+            raw_data=rawData,
         )
         result: UpdateResult = yield self._op(flow, session)
         return result
@@ -160,6 +181,8 @@ class WriteMethods:
         session: Any = None,
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
+        *,
+        rawData: bool | None = None,  # noqa: N803 - the specifications' name (PyMongo has none)
     ) -> Program[UpdateResult]:
         flow = self._ops.update_many(
             filter,
@@ -171,6 +194,7 @@ class WriteMethods:
             hint=hint,
             let=let,
             comment=comment,
+            raw_data=rawData,
         )
         result: UpdateResult = yield self._op(flow, session)
         return result
@@ -184,9 +208,11 @@ class WriteMethods:
         session: Any = None,
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
+        *,
+        rawData: bool | None = None,  # noqa: N803 - the specifications' name (PyMongo has none)
     ) -> Program[DeleteResult]:
         flow = self._ops.delete_one(
-            filter, collation=collation, hint=hint, let=let, comment=comment
+            filter, collation=collation, hint=hint, let=let, comment=comment, raw_data=rawData
         )
         result: DeleteResult = yield self._op(flow, session)
         return result
@@ -200,9 +226,11 @@ class WriteMethods:
         session: Any = None,
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
+        *,
+        rawData: bool | None = None,  # noqa: N803 - the specifications' name (PyMongo has none)
     ) -> Program[DeleteResult]:
         flow = self._ops.delete_many(
-            filter, collation=collation, hint=hint, let=let, comment=comment
+            filter, collation=collation, hint=hint, let=let, comment=comment, raw_data=rawData
         )
         result: DeleteResult = yield self._op(flow, session)
         return result

@@ -48,6 +48,7 @@ _AGGREGATE_SPELLING = {
     "maxAwaitTimeMS": "max_await_time_ms",
     "allowDiskUse": "allow_disk_use",
     "bypassDocumentValidation": "bypass_document_validation",
+    "rawData": "raw_data",
 }
 
 

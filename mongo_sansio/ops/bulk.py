@@ -151,10 +151,11 @@ def bulk_write(
     comment: Any = None,
     let: Mapping[str, Any] | None = None,
     codec_options: CodecOptions | None = None,
+    raw_data: bool | None = None,
 ) -> Flow[BulkWriteResult]:
     """Run the planned ``groups`` (:func:`plan_bulk`) in order; see the module docstring.
     ``let`` goes on update and delete commands, ``bypass_document_validation`` on insert and
-    update commands, ``comment`` on all."""
+    update commands, ``comment`` and ``raw_data`` (``rawData``) on all."""
     outcome = BulkOutcome()
     in_transaction = False
     for group in groups:
@@ -168,6 +169,7 @@ def bulk_write(
             else bypass_document_validation,
             comment=comment,
             let=None if group.kind == "insert" else let,
+            raw_data=raw_data,
         )
         summary = yield from crud.execute_write(
             db, command, group.statements, ordered=ordered, codec_options=codec_options
@@ -203,6 +205,7 @@ class BulkOps:
         bypass_document_validation: bool | None = None,
         comment: Any = None,
         let: Mapping[str, Any] | None = None,
+        raw_data: bool | None = None,
     ) -> Flow[BulkWriteResult]:
         """Send ``requests`` (InsertOne, UpdateOne, UpdateMany, ReplaceOne, DeleteOne,
         DeleteMany) in as few commands as their order allows; see :mod:`mongo_sansio.ops.bulk`."""
@@ -214,6 +217,7 @@ class BulkOps:
             let=let,
             comment=comment,
             bypass_document_validation=bypass_document_validation,
+            raw_data=raw_data,
         )
         return bulk_write(
             self.database,
@@ -225,4 +229,5 @@ class BulkOps:
             comment=comment,
             let=let,
             codec_options=self.codec_options,
+            raw_data=raw_data,
         )

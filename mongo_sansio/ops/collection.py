@@ -18,14 +18,18 @@ Codec options apply to what this layer encodes itself (the documents of writes, 
 pre-encoded) and to the documents it returns (find_one, distinct, find_one_and_*: see
 :mod:`mongo_sansio.ops.decoding`); the documents of cursors are converted by the adapter's cursor.
 
-The bulk, findAndModify and index methods come from mixins (:mod:`mongo_sansio.ops.bulk`,
-:mod:`mongo_sansio.ops.find_and_modify`, :mod:`mongo_sansio.ops.indexes`), which keeps each
-module small.
+The write, bulk, findAndModify and index methods come from mixins (:mod:`mongo_sansio.ops.writes`,
+:mod:`mongo_sansio.ops.bulk`, :mod:`mongo_sansio.ops.find_and_modify`,
+:mod:`mongo_sansio.ops.indexes`), which keeps each module small.
+
+``raw_data`` is the specifications' ``rawData`` option (MongoDB 8.2, internal: the underlying
+namespaces of time series collections); the flows leave it out for older servers
+(:func:`~mongo_sansio.ops.crud_commands.for_server`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -45,17 +49,13 @@ from mongo_sansio.ops.crud_commands import (
     check_mapping,
     check_non_negative,
     count_documents_pipeline,
-    delete_statement,
     find_command,
     hint_value,
-    prepare_insert,
-    update_statement,
-    write_command,
+    put_raw_data,
 )
 from mongo_sansio.ops.decoding import apply_codec_options
 from mongo_sansio.ops.find_and_modify import FindAndModifyOps
 from mongo_sansio.ops.indexes import IndexOps
-from mongo_sansio.ops.results import DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
 from mongo_sansio.ops.search_indexes import SearchIndexOps
 from mongo_sansio.ops.write_concern import (
     DEFAULT_READ_CONCERN,
@@ -63,6 +63,7 @@ from mongo_sansio.ops.write_concern import (
     ReadConcern,
     WriteConcern,
 )
+from mongo_sansio.ops.writes import WriteOps
 from mongo_sansio.selection.read_preference import PRIMARY, ReadPreference
 
 __all__ = [
@@ -190,6 +191,7 @@ class OperationSettings:
         bypass_document_validation: bool | None = None,
         max_await_time_ms: int | None = None,
         read_preference: ReadPreference | None = None,
+        raw_data: bool | None = None,
     ) -> Flow[Cursor]:
         """Run an aggregation pipeline on the collection, or on the database (``aggregate:
         1``, for stages such as $currentOp, $listLocalSessions and $documents).  A pipeline
@@ -208,6 +210,7 @@ class OperationSettings:
             bypass_document_validation=bypass_document_validation,
             read_concern=self.read_concern,
             write_concern=self.write_concern,
+            raw_data=raw_data,
         )
         return crud.read_cursor(
             db,
@@ -222,7 +225,9 @@ class OperationSettings:
 
 
 @attrs.frozen
-class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, SearchIndexOps, OperationSettings):
+class CollectionOps(
+    WriteOps, BulkOps, FindAndModifyOps, IndexOps, SearchIndexOps, OperationSettings
+):
     """One collection's operations (PyMongo's Collection API, as flows)."""
 
     database: str = attrs.field(validator=database_name_validator)
@@ -243,228 +248,6 @@ class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, SearchIndexOps, Operati
         """A copy with other ``read_preference``, ``read_concern``, ``write_concern``,
         ``codec_options`` or ``id_factory``."""
         return attrs.evolve(self, **changes)
-
-    @property
-    def _acknowledged(self) -> bool:
-        return self.write_concern.acknowledged
-
-    def _write(self, name: str, ordered: bool = True, **options: Any) -> dict[str, Any]:
-        return write_command(
-            name, self.name, ordered=ordered, write_concern=self.write_concern, **options
-        )
-
-    # --- writes ------------------------------------------------------------------------------
-
-    def insert_one(
-        self,
-        document: Mapping[str, Any],
-        *,
-        bypass_document_validation: bool | None = None,
-        comment: Any = None,
-    ) -> Flow[InsertOneResult]:
-        """Insert ``document``; an ``_id`` is added to it when it has none (as PyMongo does)."""
-        command = self._write(
-            "insert", bypass_document_validation=bypass_document_validation, comment=comment
-        )
-        to_send, inserted_id = prepare_insert(document, self.id_factory, self.codec_options)
-        return crud.insert_one(
-            self.database,
-            command,
-            to_send,
-            inserted_id,
-            acknowledged=self._acknowledged,
-            codec_options=self.codec_options,
-        )
-
-    def insert_many(
-        self,
-        documents: Iterable[Mapping[str, Any]],
-        ordered: bool = True,
-        *,
-        bypass_document_validation: bool | None = None,
-        comment: Any = None,
-    ) -> Flow[InsertManyResult]:
-        """Insert ``documents`` in as few batches as the server allows; ``ordered`` stops at
-        the first error.  Errors raise BulkWriteError (indexes in ``documents``)."""
-        if isinstance(documents, Mapping | str | bytes) or not isinstance(documents, Iterable):
-            raise ArgumentTypeError("documents must be a non-empty list")
-        command = self._write(
-            "insert",
-            ordered,
-            bypass_document_validation=bypass_document_validation,
-            comment=comment,
-        )
-        prepared = [prepare_insert(document, self.id_factory, self.codec_options) for document in documents]
-        if not prepared:
-            raise ArgumentTypeError("documents must be a non-empty list")
-        to_send = [document for document, _ in prepared]
-        ids = [inserted_id for _, inserted_id in prepared]
-        return crud.insert_many(
-            self.database,
-            command,
-            to_send,
-            ids,
-            ordered=ordered,
-            acknowledged=self._acknowledged,
-            codec_options=self.codec_options,
-        )
-
-    def _update(
-        self,
-        filter: Any,
-        update: Any,
-        *,
-        multi: bool,
-        replacement: bool,
-        upsert: bool,
-        bypass_document_validation: bool | None,
-        let: Any,
-        comment: Any,
-        **statement: Any,
-    ) -> Flow[UpdateResult]:
-        command = self._write(
-            "update",
-            let=let,
-            comment=comment,
-            bypass_document_validation=bypass_document_validation,
-        )
-        body = update_statement(
-            filter, update, multi=multi, upsert=upsert, replacement=replacement, **statement
-        )
-        return crud.update(
-            self.database,
-            command,
-            body,
-            acknowledged=self._acknowledged,
-            codec_options=self.codec_options,
-        )
-
-    def update_one(
-        self,
-        filter: Mapping[str, Any],
-        update: Mapping[str, Any] | list[Mapping[str, Any]],
-        upsert: bool = False,
-        *,
-        bypass_document_validation: bool | None = None,
-        collation: Mapping[str, Any] | None = None,
-        array_filters: list[Mapping[str, Any]] | None = None,
-        hint: Any = None,
-        let: Mapping[str, Any] | None = None,
-        comment: Any = None,
-        sort: Any = None,
-    ) -> Flow[UpdateResult]:
-        """Update the first document matching ``filter`` with update operators or a pipeline."""
-        return self._update(
-            filter,
-            update,
-            multi=False,
-            replacement=False,
-            upsert=upsert,
-            bypass_document_validation=bypass_document_validation,
-            let=let,
-            comment=comment,
-            collation=collation,
-            array_filters=array_filters,
-            hint=hint,
-            sort=sort,
-        )
-
-    def update_many(
-        self,
-        filter: Mapping[str, Any],
-        update: Mapping[str, Any] | list[Mapping[str, Any]],
-        upsert: bool = False,
-        *,
-        bypass_document_validation: bool | None = None,
-        collation: Mapping[str, Any] | None = None,
-        array_filters: list[Mapping[str, Any]] | None = None,
-        hint: Any = None,
-        let: Mapping[str, Any] | None = None,
-        comment: Any = None,
-    ) -> Flow[UpdateResult]:
-        """Update every document matching ``filter``."""
-        return self._update(
-            filter,
-            update,
-            multi=True,
-            replacement=False,
-            upsert=upsert,
-            bypass_document_validation=bypass_document_validation,
-            let=let,
-            comment=comment,
-            collation=collation,
-            array_filters=array_filters,
-            hint=hint,
-        )
-
-    def replace_one(
-        self,
-        filter: Mapping[str, Any],
-        replacement: Mapping[str, Any],
-        upsert: bool = False,
-        *,
-        bypass_document_validation: bool | None = None,
-        collation: Mapping[str, Any] | None = None,
-        hint: Any = None,
-        let: Mapping[str, Any] | None = None,
-        comment: Any = None,
-        sort: Any = None,
-    ) -> Flow[UpdateResult]:
-        """Replace the first document matching ``filter`` (its ``_id`` is kept)."""
-        return self._update(
-            filter,
-            replacement,
-            multi=False,
-            replacement=True,
-            upsert=upsert,
-            bypass_document_validation=bypass_document_validation,
-            let=let,
-            comment=comment,
-            collation=collation,
-            hint=hint,
-            sort=sort,
-        )
-
-    def _delete(
-        self, filter: Any, *, multi: bool, collation: Any, hint: Any, let: Any, comment: Any
-    ) -> Flow[DeleteResult]:
-        command = self._write("delete", let=let, comment=comment)
-        body = delete_statement(filter, multi=multi, collation=collation, hint=hint)
-        return crud.delete(
-            self.database,
-            command,
-            body,
-            acknowledged=self._acknowledged,
-            codec_options=self.codec_options,
-        )
-
-    def delete_one(
-        self,
-        filter: Mapping[str, Any],
-        *,
-        collation: Mapping[str, Any] | None = None,
-        hint: Any = None,
-        let: Mapping[str, Any] | None = None,
-        comment: Any = None,
-    ) -> Flow[DeleteResult]:
-        """Delete the first document matching ``filter``."""
-        return self._delete(
-            filter, multi=False, collation=collation, hint=hint, let=let, comment=comment
-        )
-
-    def delete_many(
-        self,
-        filter: Mapping[str, Any],
-        *,
-        collation: Mapping[str, Any] | None = None,
-        hint: Any = None,
-        let: Mapping[str, Any] | None = None,
-        comment: Any = None,
-    ) -> Flow[DeleteResult]:
-        """Delete every document matching ``filter``."""
-        return self._delete(
-            filter, multi=True, collation=collation, hint=hint, let=let, comment=comment
-        )
 
     def drop(self, *, comment: Any = None) -> Flow[None]:
         """Drop the collection (dropping one that does not exist is not an error)."""
@@ -523,6 +306,7 @@ class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, SearchIndexOps, Operati
         min: Mapping[str, Any] | None = None,
         max: Mapping[str, Any] | None = None,
         read_preference: ReadPreference | None = None,
+        raw_data: bool | None = None,
     ) -> Flow[Cursor]:
         """Open a find cursor.  ``sort``: a mapping or ``[(key, 1 | -1), ...]``; ``limit``: 0
         for none, negative for a single batch of at most ``-limit`` documents."""
@@ -548,6 +332,7 @@ class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, SearchIndexOps, Operati
             show_record_id=show_record_id,
             min=min,
             max=max,
+            raw_data=raw_data,
         )
         awaits = cursor_type is CursorType.TAILABLE_AWAIT
         return crud.read_cursor(
@@ -597,6 +382,7 @@ class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, SearchIndexOps, Operati
         comment: Any = None,
         max_time_ms: int | None = None,
         read_preference: ReadPreference | None = None,
+        raw_data: bool | None = None,
     ) -> Flow[int]:
         """The number of documents matching ``filter`` (an aggregate: crud.md's countDocuments)."""
         pipeline = count_documents_pipeline(filter, skip, limit)
@@ -608,6 +394,7 @@ class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, SearchIndexOps, Operati
             comment=comment,
             max_time_ms=max_time_ms,
             read_concern=self.read_concern,
+            raw_data=raw_data,
         )
         return crud.count_documents(
             self.database, body, read_preference=self._read_preference(read_preference)
@@ -619,9 +406,11 @@ class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, SearchIndexOps, Operati
         max_time_ms: int | None = None,
         comment: Any = None,
         read_preference: ReadPreference | None = None,
+        raw_data: bool | None = None,
     ) -> Flow[int]:
         """The collection's document count from its metadata (the count command)."""
         body: dict[str, Any] = {"count": self.name}
+        put_raw_data(body, raw_data)
         if max_time_ms is not None:
             body["maxTimeMS"] = check_non_negative(max_time_ms, "max_time_ms")
         if comment is not None:
@@ -642,6 +431,7 @@ class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, SearchIndexOps, Operati
         max_time_ms: int | None = None,
         hint: Any = None,
         read_preference: ReadPreference | None = None,
+        raw_data: bool | None = None,
     ) -> Flow[list[Any]]:
         """The distinct values of ``key`` among the documents matching ``filter``."""
         if not isinstance(key, str):
@@ -657,6 +447,7 @@ class CollectionOps(BulkOps, FindAndModifyOps, IndexOps, SearchIndexOps, Operati
             body["maxTimeMS"] = check_non_negative(max_time_ms, "max_time_ms")
         if hint is not None:
             body["hint"] = hint_value(hint)
+        put_raw_data(body, raw_data)
         flow = crud.distinct(
             self.database, body, read_preference=self._read_preference(read_preference)
         )

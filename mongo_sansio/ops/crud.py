@@ -16,6 +16,9 @@ Rules kept here:
 
 * Reads add ``$readPreference`` by :func:`~mongo_sansio.ops.crud_commands.read_preference_field`;
   writes never carry one.
+* Every body is sent as :func:`~mongo_sansio.ops.crud_commands.for_server` shapes it for the
+  chosen server (``rawData`` only to 8.2 and later), but a user's own commands
+  (:func:`database_command`, and :func:`read_cursor` with ``as_given``), sent as written.
 * Writes split their documents by the server's maxWriteBatchSize, maxBsonObjectSize and
   maxMessageSizeBytes (:func:`~mongo_sansio.wire.batching.split_write_command`), less
   :data:`BODY_RESERVE` bytes for the fields the connection adds to the body later (``$db``,
@@ -48,7 +51,7 @@ from mongo_sansio.cursors.cursor import (
 )
 from mongo_sansio.errors import LocalProtocolError, RemoteProtocolError, ServerError
 from mongo_sansio.flow import Flow, MarkServerUnknown, ServerInfo
-from mongo_sansio.ops.crud_commands import read_preference_field
+from mongo_sansio.ops.crud_commands import for_server, read_preference_field
 from mongo_sansio.ops.results import (
     DeleteResult,
     InsertManyResult,
@@ -306,9 +309,8 @@ def read_command(
     retryable error); return its reply."""
 
     def attempt(server: ServerInfo) -> Flow[Mapping[str, Any]]:
-        return (
-            yield from run_command(server, db, _with_read_preference(body, read_preference, server))
-        )
+        sent = _with_read_preference(for_server(body, server), read_preference, server)
+        return (yield from run_command(server, db, sent))
 
     return (yield from retryable_read(attempt, read_preference, operation=next(iter(body), "")))
 
@@ -318,7 +320,7 @@ def write_command(db: str, body: Mapping[str, Any]) -> Flow[Mapping[str, Any]]:
     retried only after retryable overload errors (with ``retryWrites``)."""
 
     def attempt(server: ServerInfo) -> Flow[Mapping[str, Any]]:
-        return (yield from run_command(server, db, body))
+        return (yield from run_command(server, db, for_server(body, server)))
 
     return (
         yield from overload_retried(
@@ -371,8 +373,10 @@ def read_cursor(
     limit: int = 0,
     max_await_time_ms: int | None = None,
     comment: Any = None,
+    as_given: bool = False,
 ) -> Flow[Cursor]:
     """Run a cursor-producing read (find, aggregate, listCollections...) and return its cursor.
+    ``as_given``: the body is the user's (``cursor_command``), not shaped for the server.
 
     An aggregate ending in ``$out``/``$merge`` goes to a writable server; it carries the read
     preference only for servers of wire version 13 (5.0) or later, which may run it on a
@@ -383,9 +387,9 @@ def read_cursor(
         yield from check_max_await(max_await_time_ms)
 
     def attempt(server: ServerInfo) -> Flow[Cursor]:
-        sent = body
+        sent = body if as_given else for_server(body, server)
         if not writes or server.max_wire_version >= MERGE_ON_SECONDARY_WIRE_VERSION:
-            sent = _with_read_preference(body, read_preference, server)
+            sent = _with_read_preference(sent, read_preference, server)
         return (
             yield from open_cursor(
                 server,

@@ -6,6 +6,11 @@ bodies (the command name first; options only when the caller set them, as crud.m
 update and delete statements, and the pieces the cursor needs.  Pure: nothing here runs a
 command (the flows in :mod:`mongo_sansio.ops.crud` do).
 
+``rawData`` (MongoDB 8.2, for internal use by MongoDB teams: access to the underlying
+namespaces of time series collections) is put in the bodies that take it when given;
+:func:`for_server` leaves it out of what is sent to a server before 8.2, as the CRUD and
+index-management specifications say ("MUST NOT be sent when connected to pre-8.2 servers").
+
 Argument errors are the caller's: a wrong type raises :class:`ArgumentTypeError` (a
 :class:`~mongo_sansio.errors.LocalProtocolError` and a ``TypeError``, as PyMongo raises
 ``TypeError``); a wrong value raises :class:`~mongo_sansio.errors.ConfigurationError` (a
@@ -17,7 +22,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from itertools import chain, islice
-from typing import Any
+from typing import Any, Final
 
 from mongo_sansio.bson import CodecOptions, RawDocument, encode
 from mongo_sansio.errors import ConfigurationError, LocalProtocolError
@@ -45,6 +50,9 @@ __all__ = [
     "aggregate_command",
     "count_documents_pipeline",
     "read_preference_field",
+    "RAW_DATA_WIRE_VERSION",
+    "for_server",
+    "put_raw_data",
 ]
 
 
@@ -65,6 +73,16 @@ class CursorType(enum.Enum):
 
 #: the pipeline stages that write their results to a collection
 WRITE_STAGES = frozenset({"$out", "$merge"})
+#: maxWireVersion of MongoDB 8.2, the first server that takes ``rawData`` (8.0 is 25, 8.1 26)
+RAW_DATA_WIRE_VERSION: Final = 27
+
+
+def for_server(body: Mapping[str, Any], server: ServerInfo) -> Mapping[str, Any]:
+    """``body`` as sent to ``server``: without ``rawData`` when the server is older than 8.2
+    (the specifications' tests expect the option left out there, not refused)."""
+    if "rawData" in body and server.max_wire_version < RAW_DATA_WIRE_VERSION:
+        return {key: value for key, value in body.items() if key != "rawData"}
+    return body
 
 
 def _type_name(value: object) -> str:
@@ -279,6 +297,7 @@ def write_command(
     bypass_document_validation: bool | None = None,
     comment: Any = None,
     let: Mapping[str, Any] | None = None,
+    raw_data: bool | None = None,
 ) -> dict[str, Any]:
     """An insert/update/delete command without its statements (they travel as an OP_MSG
     document sequence)."""
@@ -293,6 +312,7 @@ def write_command(
         _check_bool(bypass_document_validation, "bypass_document_validation"),
     )
     _put(body, "comment", comment)
+    put_raw_data(body, raw_data)
     if write_concern is not None and not write_concern.is_server_default:
         body["writeConcern"] = write_concern.to_document()
     return body
@@ -367,6 +387,7 @@ def find_command(
     show_record_id: bool | None = None,
     min: Any = None,
     max: Any = None,
+    raw_data: bool | None = None,
 ) -> dict[str, Any]:
     """The find command (fields in the order of the find command's documentation).
 
@@ -426,6 +447,8 @@ def find_command(
         _put(body, "allowDiskUse", _check_bool(allow_disk_use, "allow_disk_use"))
     if let is not None:
         _put(body, "let", _optional_mapping(let, "let"))
+    if raw_data is not None:
+        put_raw_data(body, raw_data)
     return body
 
 
@@ -443,6 +466,7 @@ def aggregate_command(
     bypass_document_validation: bool | None = None,
     read_concern: ReadConcern | None = None,
     write_concern: WriteConcern | None = None,
+    raw_data: bool | None = None,
 ) -> dict[str, Any]:
     """The aggregate command on a collection (``target`` its name) or a database (``1``).
 
@@ -472,7 +496,13 @@ def aggregate_command(
     _put(body, "hint", hint_value(hint))
     _put(body, "comment", comment)
     _put(body, "let", _optional_mapping(let, "let"))
+    put_raw_data(body, raw_data)
     return body
+
+
+def put_raw_data(body: dict[str, Any], raw_data: Any) -> None:
+    """Add the ``rawData`` option when given (True or False); see :func:`for_server`."""
+    _put(body, "rawData", _check_bool(raw_data, "rawData"))
 
 
 def count_documents_pipeline(

@@ -179,6 +179,7 @@ class DatabaseOps(OperationSettings):
                     read_preference=read_preference,
                     comment=comment,
                     max_await_time_ms=max_await_time_ms,
+                    as_given=True,
                 )
             )
         except RemoteProtocolError as error:

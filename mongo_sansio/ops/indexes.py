@@ -25,7 +25,7 @@ from mongo_sansio.cursors.cursor import Cursor, Namespace, cursor_next_batch
 from mongo_sansio.errors import ConfigurationError, ServerError
 from mongo_sansio.flow import Flow, ServerInfo
 from mongo_sansio.ops import crud
-from mongo_sansio.ops.crud_commands import ArgumentTypeError, check_mapping
+from mongo_sansio.ops.crud_commands import ArgumentTypeError, check_mapping, put_raw_data
 from mongo_sansio.ops.write_concern import WriteConcern
 
 __all__ = [
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 #: createIndexes/createIndex keyword options that are command fields, not index options
-_COMMAND_OPTIONS = ("maxTimeMS", "commitQuorum")
+_COMMAND_OPTIONS = ("maxTimeMS", "commitQuorum", "rawData")
 #: the placeholder server of the empty cursor of a collection that does not exist
 _NO_SERVER = ServerInfo(("", 0), 0)
 
@@ -202,15 +202,16 @@ class IndexOps:
         flow = self.create_indexes([IndexModel(keys, **kwargs)], comment=comment, **command_fields)
         return _first(flow)
 
-    def _list_indexes_body(self, comment: Any) -> dict[str, Any]:
+    def _list_indexes_body(self, comment: Any, raw_data: bool | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"listIndexes": self.name, "cursor": {}}
         if comment is not None:
             body["comment"] = comment
+        put_raw_data(body, raw_data)  # (left out for servers before 8.2: for_server)
         return body
 
-    def list_indexes(self, *, comment: Any = None) -> Flow[Cursor]:
+    def list_indexes(self, *, comment: Any = None, raw_data: bool | None = None) -> Flow[Cursor]:
         """A cursor over the collection's index documents (``{v, key, name, ...}``)."""
-        return list_indexes(self.database, self.name, self._list_indexes_body(comment))
+        return list_indexes(self.database, self.name, self._list_indexes_body(comment, raw_data))
 
     def index_information(self, *, comment: Any = None) -> Flow[dict[str, Any]]:
         """The indexes as PyMongo's ``index_information`` dictionary."""

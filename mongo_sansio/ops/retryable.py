@@ -36,6 +36,7 @@ from mongo_sansio.flow import (
     Sleep,
     TxnSlot,
 )
+from mongo_sansio.ops.crud_commands import for_server
 from mongo_sansio.ops.write_errors import reply_write_concern_error
 from mongo_sansio.retry import (
     error_to_raise,
@@ -277,7 +278,8 @@ def retryable_write_batch(
     while True:
         was_starting = _starting(context)
         try:
-            reply = yield from run_command(server, db, command, sequences=sequences, txn=slot)
+            sent = for_server(command, server)  # (a retry may go to another server)
+            reply = yield from run_command(server, db, sent, sequences=sequences, txn=slot)
             if slot is None:
                 return server, reply
             failure = reply_write_concern_error(reply)

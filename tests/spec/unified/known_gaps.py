@@ -211,9 +211,6 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "bulkWrite: an error that is not a write error (a network error ending it) is raised "
     "without the bulk write's partial result (the CRUD spec's optional "
     "BulkWriteException.writeResult), which the test's expectError.expectResult asks for": _bulk_result_after_outright_failure,
-    "rawData (8.2): the option is not accepted, or is sent to servers before 8.2": _uses_argument(
-        "rawData"
-    ),
 }
 
 
