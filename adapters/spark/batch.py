@@ -44,6 +44,7 @@ from mongo_sansio.pipeline.schema import (
 )
 
 from .arrow import batches, spark_type
+from .gc_passes import fewer_gc_passes
 from .options import SourceOptions
 
 __all__ = ["MongoBatchReader", "MongoPushdownReader", "infer", "open_collection", "plan_partitions"]
@@ -174,7 +175,7 @@ class MongoBatchReader(DataSourceReader):
         filters = [query] if query else []
         filters.extend(extjson.loads(text) for text in self.pushed)
         user = self.options.user_pipeline()
-        with open_collection(self.options) as collection:
+        with fewer_gc_passes(), open_collection(self.options) as collection:
             if user:
                 documents = collection.aggregate([*({"$match": item} for item in filters), *user])
             else:  # a plain query: the server's find path (mongod treats both alike)

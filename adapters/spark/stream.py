@@ -62,6 +62,7 @@ from mongo_sansio.pipeline.offsets import StreamOffset, TokenRange, Verdict, nex
 from .arrow import BATCH_ROWS, arrow_schema, record_batch
 from .batch import open_collection
 from .errors import ChangeStreamHistoryLost, EndTokenNotReached, MongoDataSourceError
+from .gc_passes import fewer_gc_passes
 from .options import SourceOptions
 
 __all__ = ["MongoStreamReader", "event_row", "event_schema", "fix_initial_offset"]
@@ -335,15 +336,16 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, StreamPartition)
-        rows = read_range(self.options, partition)
-        if self.options.document_format == "variant":
-            yield from _variant_rows(rows)
-            return
-        # Record batches of BATCH_ROWS events as they are read: a large micro-batch (a backlog
-        # read without maxEventsPerBatch) never sits in memory whole.
-        target = arrow_schema(self.schema)
-        while chunk := list(itertools.islice(rows, BATCH_ROWS)):
-            yield record_batch([list(column) for column in zip(*chunk, strict=True)], target)
+        with fewer_gc_passes():
+            rows = read_range(self.options, partition)
+            if self.options.document_format == "variant":
+                yield from _variant_rows(rows)
+                return
+            # Record batches of BATCH_ROWS events as they are read: a large micro-batch (a
+            # backlog read without maxEventsPerBatch) never sits in memory whole.
+            target = arrow_schema(self.schema)
+            while chunk := list(itertools.islice(rows, BATCH_ROWS)):
+                yield record_batch([list(column) for column in zip(*chunk, strict=True)], target)
 
 
 def _variant_rows(rows: Iterable[list[Any]]) -> Iterator[Any]:
