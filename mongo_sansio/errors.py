@@ -94,9 +94,16 @@ class MongoError(Exception):
     ``error_labels`` is the set of labels the error carries: the server's ``errorLabels`` for a
     reply, and those the driver adds (``RetryableWriteError`` on a network error of a retryable
     write, ``TransientTransactionError`` in a transaction...).
+
+    ``partial_result`` is None, except on an error that ended a ``bulk_write`` after it began
+    (a network error, a command error -- not a :class:`BulkWriteError`, whose ``details`` say
+    it all): then the ``BulkWriteResult`` of the batches the server acknowledged before it
+    (the CRUD specification's optional ``BulkWriteException.writeResult``; PyMongo's errors do
+    not have it).
     """
 
     timeout: ClassVar[bool] = False
+    partial_result: Any = None
     # A class-level default, so that subclasses whose __init__ never reaches ours still have one.
     _error_labels: frozenset[str] = frozenset()
 

@@ -17,6 +17,8 @@ error also carries the statement that failed as ``op``, as PyMongo's do.  Any wr
 write concern error raises :class:`~mongo_sansio.errors.BulkWriteError` with that document as
 ``details``; otherwise the flow returns a :class:`~mongo_sansio.ops.results.BulkWriteResult`.
 An unacknowledged bulk write (``w: 0``) returns ``BulkWriteResult({}, acknowledged=False)``.
+Any other error that ends it (a network error, a command error) is raised as it is, with
+``partial_result``: the result of what the server acknowledged before it.
 
 Inputs: write models (:mod:`mongo_sansio.ops.models`) and the collection's settings.
 Outputs: a ``Flow[BulkWriteResult]``.
@@ -30,7 +32,7 @@ from typing import Any
 import attrs
 
 from mongo_sansio.bson.codec_options import CodecOptions
-from mongo_sansio.errors import BulkWriteError, InvalidOperation
+from mongo_sansio.errors import BulkWriteError, InvalidOperation, MongoError
 from mongo_sansio.flow import Flow
 from mongo_sansio.ops import crud
 from mongo_sansio.ops.crud_commands import ArgumentTypeError, write_command
@@ -171,9 +173,23 @@ def bulk_write(
             let=None if group.kind == "insert" else let,
             raw_data=raw_data,
         )
-        summary = yield from crud.execute_write(
-            db, command, group.statements, ordered=ordered, codec_options=codec_options
-        )
+        progress: list[WriteSummary] = []
+        try:
+            summary = yield from crud.execute_write(
+                db,
+                command,
+                group.statements,
+                ordered=ordered,
+                codec_options=codec_options,
+                progress=progress,
+            )
+        except MongoError as ended:
+            # what the server acknowledged before the error: earlier groups, and this
+            # group's batches that got through
+            if progress:
+                outcome.add(group, progress[0])
+            ended.partial_result = BulkWriteResult(outcome.document())
+            raise
         outcome.add(group, summary)
         in_transaction = summary.in_transaction
         if ordered and summary.write_errors:

@@ -160,10 +160,13 @@ def execute_write(
     ordered: bool = True,
     codec_options: CodecOptions | None = None,
     check_server: Callable[[ServerInfo], None] | None = None,
+    progress: list[WriteSummary] | None = None,
 ) -> Flow[WriteSummary]:
     """Run an insert/update/delete ``command`` over ``statements`` in as many batches as the
     server's limits need; return the merged :class:`WriteSummary` (errors are not raised
     here: the caller knows whether it was one document or many, acknowledged or not).
+    ``progress``, when given, gets the summary as soon as it is made: a caller then still
+    holds the batches acknowledged before an error that ends the write.
 
     ``command`` is the body without its statements (:func:`~mongo_sansio.ops.crud_commands.write_command`).
     ``check_server`` may refuse the chosen server before anything is sent.  A document over
@@ -187,6 +190,8 @@ def execute_write(
         codec_options=codec_options,
     )
     summary = WriteSummary(name, in_transaction=context.in_transaction)
+    if progress is not None:
+        progress.append(summary)
     acknowledged = summary.in_transaction or not is_unacknowledged(command)
     for batch in batches:
         server, reply = yield from retryable_write_batch(

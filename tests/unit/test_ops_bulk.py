@@ -13,7 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mongo_sansio.bson import decode
-from mongo_sansio.errors import BulkWriteError, ConfigurationError, InvalidOperation
+from mongo_sansio.errors import (
+    BulkWriteError,
+    ConfigurationError,
+    InvalidOperation,
+    OperationFailure,
+)
 from mongo_sansio.flow import RunCommand, SelectServer, ServerInfo
 from mongo_sansio.ops.bulk import plan_bulk
 from mongo_sansio.ops.collection import CollectionOps
@@ -303,3 +308,28 @@ def test_bulk_write_result_reads_pymongos_document() -> None:
     assert (result.inserted_count, result.upserted_count, result.matched_count) == (2, 1, 4)
     assert (result.modified_count, result.deleted_count) == (3, 5)
     assert result.upserted_ids == {7: "u"}
+
+
+def test_an_error_that_ends_the_bulk_write_carries_what_was_acknowledged() -> None:
+    # the CRUD spec's optional BulkWriteException.writeResult: a command error (not a write
+    # error) raised as it is, with partial_result the result of the groups before it
+    requests = [InsertOne({"_id": 1}), InsertOne({"_id": 2}), DeleteOne({"_id": 1}), InsertOne({})]
+    inserts = command("insert", ok(2))
+    failure = OperationFailure("bad value", 2, {"ok": 0, "code": 2, "errmsg": "bad value"})
+    deletes = command("delete", error=failure)
+    with pytest.raises(OperationFailure) as caught:
+        run_flow(collection().bulk_write(requests), select_for_write(), inserts,
+                 select_for_write(), deletes)  # fmt: skip
+    assert caught.value is failure and not isinstance(caught.value, BulkWriteError)
+    partial = caught.value.partial_result
+    assert isinstance(partial, BulkWriteResult)
+    assert (partial.inserted_count, partial.deleted_count, partial.upserted_count) == (2, 0, 0)
+
+
+def test_an_error_before_anything_was_acknowledged_carries_an_empty_result() -> None:
+    failure = OperationFailure("bad value", 2, {"ok": 0, "code": 2, "errmsg": "bad value"})
+    with pytest.raises(OperationFailure) as caught:
+        run_flow(collection().bulk_write([InsertOne({"_id": 1})]), select_for_write(),
+                 command("insert", error=failure))  # fmt: skip
+    partial = caught.value.partial_result
+    assert isinstance(partial, BulkWriteResult) and partial.inserted_count == 0

@@ -208,9 +208,6 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
     "CSOT: our RTT monitor takes its first sample at once, so with hello blocked for at least "
     "the client's timeoutMS the minimum RTT is known (two samples) before the test's second "
     "operation, which is short-circuited where the test expects one sample only": _one_rtt_sample_expected,
-    "bulkWrite: an error that is not a write error (a network error ending it) is raised "
-    "without the bulk write's partial result (the CRUD spec's optional "
-    "BulkWriteException.writeResult), which the test's expectError.expectResult asks for": _bulk_result_after_outright_failure,
 }
 
 
