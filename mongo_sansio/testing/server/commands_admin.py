@@ -64,11 +64,22 @@ def build_info(ctx: Context) -> Outcome:
 
 def create(ctx: Context) -> Outcome:
     name = collection_name(ctx)
-    if ctx.collection(ctx.db, name) is not None:
-        raise CommandError(48, "NamespaceExists", f"Collection {ctx.db}.{name} already exists.")
     # (create's parser knows a collation's fields, so it names them under create.collation)
     given = ctx.body.get("collation")
     collation = parse_collation(given, "create.collation", "create.collation") if given is not None else None
+    existing = ctx.collection(ctx.db, name)
+    if existing is not None:
+        # mongod 7.0 and later (SERVER-60064): the same options again are a success with
+        # nothing done, as mongos always answered; other options are NamespaceExists
+        ns = f"{ctx.db}.{name}"
+        asked = listed_collection(name, capped_options(ctx.body), clustered_options(ctx.body),
+                                  timeseries_options(ctx.body), collation.document() if collation else None)
+        kept = existing.collation
+        found = listed_collection(name, ctx.cluster.capped.get(ns), ctx.cluster.clustered.get(ns),
+                                  ctx.cluster.timeseries.get(ns), kept.document() if kept else None)
+        if asked["type"] == found["type"] and asked["options"] == found["options"]:
+            return {"ok": 1.0}
+        raise CommandError(48, "NamespaceExists", f"Collection {ctx.db}.{name} already exists.")
     if ctx.txn is not None:  # created at commit, with the transaction's writes
         made = ctx.collection(ctx.db, name, create=True)
         if made is not None:
