@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mongo_sansio.bson import Int64, encode
-from mongo_sansio.testing.engine import CommandError
+from mongo_sansio.testing.engine import Collection, CommandError
 from mongo_sansio.testing.engine.collation import parse_collation
 from mongo_sansio.testing.server.collection_kinds import (
     clustered_options,
@@ -71,12 +71,9 @@ def create(ctx: Context) -> Outcome:
     if existing is not None:
         # mongod 7.0 and later (SERVER-60064): the same options again are a success with
         # nothing done, as mongos always answered; other options are NamespaceExists
-        ns = f"{ctx.db}.{name}"
         asked = listed_collection(name, capped_options(ctx.body), clustered_options(ctx.body),
                                   timeseries_options(ctx.body), collation.document() if collation else None)
-        kept = existing.collation
-        found = listed_collection(name, ctx.cluster.capped.get(ns), ctx.cluster.clustered.get(ns),
-                                  ctx.cluster.timeseries.get(ns), kept.document() if kept else None)
+        found = _listed(ctx, name, existing)
         if asked["type"] == found["type"] and asked["options"] == found["options"]:
             return {"ok": 1.0}
         raise CommandError(48, "NamespaceExists", f"Collection {ctx.db}.{name} already exists.")
@@ -261,15 +258,20 @@ def list_databases(ctx: Context) -> Outcome:
     return {"databases": rows, "totalSize": total, "totalSizeMb": total // (1024 * 1024), "ok": 1.0}
 
 
+def _listed(ctx: Context, name: str, found: Collection) -> dict[str, Any]:
+    """The listCollections entry of the command database's collection ``name`` (``found``)."""
+    ns = f"{ctx.db}.{name}"
+    collation = found.collation
+    return listed_collection(name, ctx.cluster.capped.get(ns), ctx.cluster.clustered.get(ns),
+                             ctx.cluster.timeseries.get(ns), collation.document() if collation else None,
+                             found.uuid)
+
+
 def list_collections(ctx: Context) -> Outcome:
     collections = ctx.cluster.databases.get(ctx.db, {})
     rows = []
     for name, found in sorted(collections.items()):
-        ns = f"{ctx.db}.{name}"
-        collation = found.collation
-        row = listed_collection(name, ctx.cluster.capped.get(ns), ctx.cluster.clustered.get(ns),
-                                ctx.cluster.timeseries.get(ns), collation.document() if collation else None,
-                                found.uuid)
+        row = _listed(ctx, name, found)
         if _matches(row, ctx.body.get("filter")):
             rows.append({"name": name, "type": "collection"} if ctx.body.get("nameOnly") else row)
     for row in listed_views(ctx):  # (mongod lists the views after the collections)
