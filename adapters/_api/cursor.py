@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Generic, NoReturn, Self, TypeVar
 
 from mongo_sansio.bson.codec_options import CodecOptions
+from mongo_sansio.bson.raw import RawDocument
 from mongo_sansio.cursors import Cursor as CursorMachine
 from mongo_sansio.cursors import cursor_close, cursor_next, cursor_next_batch, cursor_try_next
 from mongo_sansio.errors import InvalidOperation
@@ -159,6 +160,8 @@ class CursorBase(Generic[CollectionT]):
         # (no _count: a buffered document leaves returned + buffered, the count, as it was)
         if self._plain_dicts and type(document) is dict:
             return document
+        if type(document) is RawDocument and document.codec_options is self._codec_options:
+            return document  # a batch read as RawDocuments (apply_codec_options's case, inlined)
         return apply_codec_options(document, self._codec_options)
 
     def _next_item(self) -> Program[Any]:

@@ -9,7 +9,9 @@ Output: a :class:`collections.abc.Mapping`.  Looking a key up walks the elements
 from where the previous walk stopped, only as far as that key, recording every key it passes
 in an index; so the first keys are cheap and keys seen before cost a dict lookup.  A document
 whose shape has been met before is indexed whole by that shape's compiled walker
-(:mod:`._walkers`) on its first lookup, which costs less than walking to its third key.  Values
+(:mod:`._walkers`) on its first lookup, which costs less than walking to its third key; while
+no walker takes a document, a lookup that stopped early walks on to the end (within a
+budget), so that readers of a few leading fields also teach the shapes they meet.  Values
 are decoded on each access: embedded documents come back as :class:`RawDocument` and arrays
 as :class:`RawArray` over the same buffer (nothing is copied), everything else as
 :func:`~mongo_sansio.bson.decode` would give it.  :meth:`RawDocument.to_dict` decodes the whole
@@ -41,6 +43,7 @@ from mongo_sansio.bson._decode_parts import (
     new_node,
     value_end,
 )
+from mongo_sansio.bson._walkers import COMPLETIONS as completions
 from mongo_sansio.bson._walkers import remember_shape
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.errors import InvalidBSON
@@ -295,6 +298,19 @@ class RawDocument(Mapping[str, Any]):
                 count_nodes(LEARN_BUDGET - learn)
         self._scan = pos
         self._node = node
+        if root is not None and pos >= 0 and completions[0] > 0:
+            # A lookup stopped early in a document no shape walker took: index the rest too,
+            # so that its shape is remembered and gets a walker (a document is remembered
+            # only once it has been walked whole, and a reader of a few leading fields never
+            # walks one whole).  A tail that fails is left for the lookups that reach it.
+            completions[0] -= 1
+            try:
+                self._walk(None)
+            except InvalidBSON:
+                return found
+            last = self._node
+            if last is not None and root is TRIE[0] and last[6] == len(self._index):
+                remember_shape(root, last)
         return found
 
     def __getitem__(self, key: str) -> Any:

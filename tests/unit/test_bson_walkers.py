@@ -192,6 +192,58 @@ def test_a_walker_for_a_document_that_ends_with_fixed_values_and_one_with_a_stri
         assert raw._positions is not None and raw.to_dict() == other
 
 
+def test_readers_of_leading_fields_get_a_walker_and_a_corrupt_tail_still_fails_late() -> None:
+    # a lookup that stops early walks the rest too while the budget lasts, so a shape whose
+    # documents are never read whole still gets its walker
+    for name in ("a", "b"):
+        assert RawDocument(tweet("t", name, [1]))["text"] == "t"
+    assert len(walkers()) == 1
+    raw = RawDocument(tweet("u", "c", [2]))
+    assert raw["text"] == "u" and raw._positions is not None
+    corrupt_tail = bytearray(tweet("v", "d", [3]))
+    corrupt_tail[-13] = 0xEE  # the last element's type byte: no walker takes it
+    raw = RawDocument(bytes(corrupt_tail))
+    assert raw["text"] == "v" and raw["geo"] is None
+    with pytest.raises(InvalidBSON):
+        list(raw)
+
+
+def test_the_whole_walks_for_learning_are_bounded() -> None:
+    _walkers.COMPLETIONS[0] = 1  # (the fixture puts it back)
+    for number in range(3):  # every document of its own shape: no walker ever takes one
+        raw = RawDocument(encode({"first": 1, f"k{number}": 2, "last": 3}))
+        assert raw["first"] == 1
+        assert len(raw._index) == (3 if number == 0 else 1)
+    assert _walkers.COMPLETIONS[0] == 0
+
+
+def test_a_walker_checks_the_layout_it_learned_first() -> None:
+    learn(tweet("hello", "Jo", [1, 2]))
+    state = next(iter(walkers()))[0].__globals__["state"]
+    assert state[0] is None  # nothing learned before the walker's first document
+    first = RawDocument(tweet("hello", "Jo", [1, 2]))
+    assert first["id"] == 22824602300 and state[0] is not None
+    same_layout = tweet("HELLO", "jo", [7, 8], 5)
+    assert state[0](same_layout, 4, len(same_layout) - 1) == first._positions
+    other_layout = tweet("hello!", "Jo", [1, 2])
+    assert state[0](other_layout, 4, len(other_layout) - 1) is None
+    raw = RawDocument(other_layout)
+    assert raw["text"] == "hello!" and raw.to_dict() == decode(other_layout)
+
+
+def test_a_walker_relearns_a_layout_and_then_gives_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_walkers, "RELEARN_AFTER", 2)
+    monkeypatch.setattr(_walkers, "MAX_LAYOUTS", 2)
+    learn(tweet("x", "y", []))
+    state = next(iter(walkers()))[0].__globals__["state"]
+    checkers = []
+    for length in range(1, 8):  # every document of a new layout
+        assert RawDocument(tweet("x" * length, "y", []))["id"] == 22824602300
+        checkers.append(state[0])
+    assert len({id(checker) for checker in checkers if checker is not None}) == 2
+    assert state[0] is None and state[1] is False
+
+
 # --- every outcome equals the careful walk's, on valid and corrupted documents -------------
 
 texts = st.text(max_size=12)
@@ -245,6 +297,32 @@ def test_walker_views_agree_with_careful_views(document: dict[str, Any], data: s
         assert outcome(lambda key=key: raw[key]) == outcome(lambda key=key: reference[key])
     assert outcome(lambda: list(raw)) == outcome(lambda: list(reference))
     assert outcome(lambda: len(raw)) == outcome(lambda: len(reference))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(keys, values, min_size=1, max_size=7), st.data())
+def test_layout_checked_views_agree_with_careful_views(
+    document: dict[str, Any], data: st.DataObject
+) -> None:
+    # a walker that learned the layout of ``document`` meets copies of it with some bytes
+    # changed: those where the change spares every header and length take the layout check
+    TRIE[0] = new_root()
+    learned = encode(document)
+    learn(learned)
+    RawDocument(learned)[next(iter(document))]  # the walker's first document: its layout
+    buffer = bytearray(learned)
+    for _ in range(data.draw(st.integers(1, 3))):
+        position = data.draw(st.integers(4, len(buffer) - 2))
+        buffer[position] = data.draw(st.integers(0, 255))
+    blob = bytes(buffer)
+    try:
+        reference = careful(blob)
+    except InvalidBSON:
+        return
+    raw = RawDocument(blob)
+    for key in data.draw(st.permutations(list(document))):
+        assert outcome(lambda key=key: raw[key]) == outcome(lambda key=key: reference[key])
+    assert outcome(lambda: list(raw)) == outcome(lambda: list(reference))
 
 
 def with_body(body: bytes) -> bytes:
