@@ -149,6 +149,9 @@ class Monitor:
         self._next_connection_id = 1
         # the check channel
         self._connection: int | None = None
+        # the server's connectionId for the check connection, from its hello replies (the
+        # heartbeat events' server_connection_id, "if known")
+        self._server_connection: int | None = None
         self._exhaust_requested = False  # the in-flight request allowed moreToCome replies
         self._check_started = 0.0
         self._last_check_end = -math.inf
@@ -409,6 +412,9 @@ class Monitor:
         awaited = self._state is MonitorState.STREAMING
         if not awaited:
             self._round_trip_times = self._round_trip_times.add(duration)
+        server_connection = reply.get("connectionId")
+        if isinstance(server_connection, int) and not isinstance(server_connection, bool):
+            self._server_connection = int(server_connection)
         self._known = True
         self._hello_ok = server.hello_ok or self._settings.server_api
         self._last_check_end = now
@@ -420,6 +426,7 @@ class Monitor:
                     reply=reply,
                     awaited=awaited,
                     driver_connection_id=self._connection,
+                    server_connection_id=self._server_connection,
                 ),
                 now=now,
             )
@@ -447,6 +454,7 @@ class Monitor:
                     failure=failure,
                     awaited=awaited,
                     driver_connection_id=self._connection,
+                    server_connection_id=self._server_connection,
                 ),
                 now=now,
                 timeout=timeout,
@@ -504,6 +512,7 @@ class Monitor:
         if self._connection is None:
             return []
         connection, self._connection = self._connection, None
+        self._server_connection = None
         self._exhaust_requested = False
         return [
             CloseMonitorConnection(
@@ -632,6 +641,7 @@ class Monitor:
                 connection_id=self._address,
                 awaited=awaited,
                 driver_connection_id=self._connection,
+                server_connection_id=self._server_connection,
             )
         )
 

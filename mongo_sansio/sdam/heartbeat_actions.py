@@ -135,14 +135,18 @@ _HEARTBEAT_EVENTS = (
 
 
 def _naming_connection(
-    outputs: list[TopologyOutput], connection_id: int | None
+    outputs: list[TopologyOutput],
+    report: ReportHeartbeatStarted | ReportHeartbeatSucceeded | ReportHeartbeatFailed,
 ) -> list[TopologyOutput]:
     """The topology's heartbeat events carry the monitor's connection (the logging spec's
-    ``driverConnectionId``); the topology machine does not know it."""
-    if connection_id is None:
+    ``driverConnectionId``) and the server's id for it when known (``serverConnectionId``),
+    both from the monitor's event in ``report``; the topology machine knows neither."""
+    event = report.event
+    driver_id, server_id = event.driver_connection_id, event.server_connection_id
+    if driver_id is None and server_id is None:
         return outputs
     return [
-        attrs.evolve(output, driver_connection_id=connection_id)
+        attrs.evolve(output, driver_connection_id=driver_id, server_connection_id=server_id)
         if isinstance(output, _HEARTBEAT_EVENTS)
         else output
         for output in outputs
@@ -155,13 +159,13 @@ def report_to_topology(topology: Topology, report: MonitorReport) -> list[Topolo
     if isinstance(report, ReportHeartbeatStarted):
         event = report.event
         started = topology.heartbeat_started(event.connection_id, awaited=event.awaited)
-        return _naming_connection(started, event.driver_connection_id)
+        return _naming_connection(started, report)
     if isinstance(report, ReportHeartbeatSucceeded):
         ok = report.event
         succeeded = topology.heartbeat_succeeded(
             ok.connection_id, ok.reply, duration=ok.duration, now=report.now, awaited=ok.awaited
         )
-        return _naming_connection(succeeded, ok.driver_connection_id)
+        return _naming_connection(succeeded, report)
     if isinstance(report, ReportHeartbeatFailed):
         bad = report.event
         failed = topology.heartbeat_failed(
@@ -172,7 +176,7 @@ def report_to_topology(topology: Topology, report: MonitorReport) -> list[Topolo
             awaited=bad.awaited,
             timeout=report.timeout,
         )
-        return _naming_connection(failed, bad.driver_connection_id)
+        return _naming_connection(failed, report)
     if isinstance(report, ReportRoundTripTime):
         return topology.rtt_sample(report.address, report.rtt)
     raise LocalProtocolError(f"not a monitor report: {report!r}")

@@ -141,6 +141,25 @@ def test_handshake_reply_is_the_first_check_and_polling_waits_heartbeat_frequenc
     assert m.handle_timeout(15.0) == []  # nothing due yet
 
 
+def test_heartbeat_events_carry_the_server_connection_id_once_a_reply_told_it() -> None:
+    # the logging spec's serverConnectionId, "if known": the connectionId of the check
+    # connection's hello replies, forgotten with the connection
+    m = monitor()
+    assert one(m.start(0.0), ReportHeartbeatStarted).event.server_connection_id is None
+    out = m.connected(1, hello(connectionId=Int64(7)), now=0.1)
+    assert one(out, ReportHeartbeatSucceeded).event.server_connection_id == 7
+    assert one(m.handle_timeout(10.1), ReportHeartbeatStarted).event.server_connection_id == 7
+    out = m.failed(1, OSError("reset"), now=10.2)  # a known server: checked again at once
+    failed = one(out, ReportHeartbeatFailed)
+    assert failed.event.server_connection_id == 7
+    restarted = one(out, ReportHeartbeatStarted)
+    assert restarted.event.server_connection_id is None  # a new connection: not known yet
+    topology = Topology(TopologySettings(seeds=["a:27017"]), topology_id="t")
+    topology.open()
+    events = report_to_topology(topology, failed)
+    assert [e.server_connection_id for e in events if isinstance(e, ServerHeartbeatFailedEvent)] == [7]
+
+
 def test_handshake_round_trip_time_overrides_the_measured_duration() -> None:
     m = monitor()
     m.start(0.0)
