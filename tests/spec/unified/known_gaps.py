@@ -240,26 +240,8 @@ SPEC_DATA_QUIRKS: dict[str, Predicate] = {
 }
 
 
-def _closed_before_iterated(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """A cursor made by createFindCursor and closed before any iteration."""
-    fresh: set[Any] = set()
-    for operation in _operations(test):
-        name, target = operation.get("name"), operation.get("object")
-        if name == "createFindCursor" and "saveResultAsEntity" in operation:
-            fresh.add(operation["saveResultAsEntity"])
-        elif target in fresh and str(name).startswith("iterate"):
-            fresh.discard(target)
-        elif target in fresh and name == "close":
-            return True
-    return False
-
-
 #: Gaps of this runner, whichever client runs.
-RUNNER_GAPS: dict[str, Predicate] = {
-    "runner gap: createFindCursor returns the driver's lazy cursor without running its find "
-    "(the unified format asks the runner to), so a cursor closed before any iteration sends "
-    "neither find nor killCursors": _closed_before_iterated,
-}
+RUNNER_GAPS: dict[str, Predicate] = {}
 
 
 def gap_reasons(file: Mapping[str, Any], test: Mapping[str, Any], *, driver: str) -> list[str]:

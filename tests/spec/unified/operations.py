@@ -170,6 +170,60 @@ def _search_index(driver: Driver, collection: Any, name: str, args: dict[str, An
     )
 
 
+_TAKEN = object()  # StartedCursor: its first result has been handed out
+_NO_DOCUMENT = object()  # StartedCursor: the first iteration ended without a document
+
+
+class StartedCursor:
+    """A find cursor the runner has iterated once (createFindCursor).
+
+    The unified format asks that createFindCursor run the find, and that a runner for a driver
+    whose find waits for the first iteration (both clients' do) iterate the cursor once and
+    give that result to the test's first iteration.  Everything else goes to the cursor."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+        self._first: Any = _NO_DOCUMENT
+        if hasattr(cursor, "try_next"):
+            document = cursor.try_next()  # one round: the find, and a document if it had one
+            self._first = _NO_DOCUMENT if document is None else document
+        else:
+            try:
+                self._first = next(cursor)
+            except StopIteration:
+                pass
+
+    def _take_first(self) -> Any:
+        first, self._first = self._first, _TAKEN
+        return first
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+    def __iter__(self) -> StartedCursor:
+        return self
+
+    def __next__(self) -> Any:
+        if self._first is _TAKEN:
+            return next(self._cursor)
+        first = self._take_first()
+        if first is _NO_DOCUMENT:
+            raise StopIteration
+        return first
+
+    @property
+    def try_next(self) -> Callable[[], Any]:
+        inner = self._cursor.try_next  # (AttributeError, as hasattr expects, without one)
+
+        def try_next() -> Any:
+            if self._first is _TAKEN:
+                return inner()
+            first = self._take_first()
+            return None if first is _NO_DOCUMENT else first
+
+        return try_next
+
+
 def _find(driver: Driver, collection: Any, name: str, args: dict[str, Any]) -> Any:
     """find, createFindCursor and findOne: the options PyMongo sets on the cursor rather than
     as find's keywords (cursorType as the library's constant, maxAwaitTimeMS by method)."""
@@ -187,7 +241,7 @@ def _find(driver: Driver, collection: Any, name: str, args: dict[str, Any]) -> A
     cursor = call_api(collection, "find", filter_, **_options(driver, args))
     if max_await is not None:
         cursor = call_api(cursor, "max_await_time_ms", max_await)
-    return cursor if name == "createFindCursor" else list(cursor)
+    return StartedCursor(cursor) if name == "createFindCursor" else list(cursor)
 
 
 def _collection(driver: Driver, collection: Any, name: str, arguments: dict[str, Any]) -> Any:
