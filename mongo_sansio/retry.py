@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from mongo_sansio.cmap.errors import PoolClearedError
 from mongo_sansio.errors import (
     MongoError,
     NetworkError,
@@ -63,8 +64,10 @@ _TXN_NUMBERS_UNSUPPORTED: Final = 20
 
 
 def is_retryable_read_error(error: BaseException) -> bool:
-    """A read may try again after ``error``."""
-    if isinstance(error, NetworkError):
+    """A read may try again after ``error``: a network error, a retryable code, or the pool's
+    PoolClearedError (a paused pool at check-out, or the interruption of the connection in
+    use), which the retryable reads spec lists."""
+    if isinstance(error, NetworkError | PoolClearedError):
         return True
     if isinstance(error, ServerError):
         return error.code in RETRYABLE_READ_CODES

@@ -361,10 +361,11 @@ class ClientCore:
                     opening = server.opening.pop(output.connection_id, None)
                     if opening is not None:
                         opening.close()  # cuts its handshake: the open task ends at once
-                else:
-                    if isinstance(output, CloseConnection):
-                        del server.links[output.connection_id]
+                elif isinstance(output, CloseConnection):
+                    del server.links[output.connection_id]
                     link.close()
+                else:  # the operation using it fails with the pool's retryable error
+                    link.close(output.error)
             elif publish is not None:
                 publish(output)
 

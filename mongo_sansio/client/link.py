@@ -106,12 +106,13 @@ class Link:
     def server_connection_id(self) -> int | None:
         return None if self.description is None else self.description.server_connection_id
 
-    def close(self) -> None:
-        """Close the stream (idempotent); the link is broken from now on."""
+    def close(self, error: Exception | None = None) -> None:
+        """Close the stream (idempotent); the link is broken from now on.  ``error``: why,
+        raised to the flow that was using it (see :meth:`Connection.close`)."""
         if self.broken and self.stream is None:
             return
         self.broken = True
-        self.machine.close()
+        self.machine.close(error)
         stream, self.stream = self.stream, None
         if stream is not None:
             try:

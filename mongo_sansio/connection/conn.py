@@ -347,10 +347,14 @@ class Connection:
         except ProtocolError as exc:  # the reader had already failed on earlier bytes
             raise self._fail(exc) from None
 
-    def close(self) -> None:
-        """Give the connection up (the owner closes the socket).  Idempotent."""
+    def close(self, error: Exception | None = None) -> None:
+        """Give the connection up (the owner closes the socket).  Idempotent.  ``error``: why
+        (the pool interrupted it, say); every later input raises it, so a reader that was
+        waiting learns that reason rather than a misuse."""
         if self._state is not _CLOSED:
             self._state = TRANSITIONS[self._state, _I.CLOSE]
+            if error is not None and self._error is None:
+                self._error = error
 
     # -- outputs --------------------------------------------------------------------------
 

@@ -391,6 +391,19 @@ def test_local_misuse_changes_nothing() -> None:
         conn.next_reply()
 
 
+def test_close_with_a_reason_gives_it_to_every_later_input() -> None:
+    # the pool interrupted the connection while a reply was awaited: the reader that wakes up
+    # learns why, not that it misused a closed connection
+    from mongo_sansio.cmap.errors import PoolClearedError
+
+    conn = awaiting()
+    reason = PoolClearedError("a:27017", interrupted=True)
+    conn.close(reason)
+    assert_sticky(conn, reason)
+    conn.close(NetworkError("later"))  # idempotent: the first reason stays
+    assert_sticky(conn, reason)
+
+
 # -- every (state, input) pair, against a model built from the table -----------------------------
 
 _ACTIONS = ["send", "send_exhaust", "send_no_reply", "reply", "streamed", "wrong", "eof", "close"]

@@ -68,6 +68,15 @@ def test_reads_retry_network_errors_and_timeouts_only_among_local_errors() -> No
     assert not is_retryable_read_error(ValueError("not ours"))
 
 
+def test_reads_retry_a_pool_cleared_error() -> None:
+    # the retryable reads spec lists PoolClearedError: a paused pool at check-out, or the
+    # connection in use interrupted by a clear (interruptInUseConnections)
+    from mongo_sansio.cmap.errors import PoolClearedError
+
+    assert is_retryable_read_error(PoolClearedError("a:27017"))
+    assert is_retryable_read_error(PoolClearedError("a:27017", interrupted=True))
+
+
 def test_a_read_error_label_alone_does_not_make_a_read_retryable() -> None:
     assert not is_retryable_read_error(reply_error(2, RETRYABLE_WRITE_ERROR))
 

@@ -188,7 +188,11 @@ def sort_documents(documents: Iterable[Mapping[str, Any]], spec: Any, collation:
 def _match(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
     if not isinstance(argument, Mapping):
         raise location(15959, "the match filter must be an expression in an object")
-    predicate = compile_filter(argument, _collation_of(variables))
+    predicate = compile_filter(
+        argument,
+        _collation_of(variables),
+        where_refused="$where is not allowed inside of a $match aggregation expression",
+    )
     return lambda docs: [d for d in docs if predicate(d)]
 
 

@@ -59,14 +59,20 @@ def matches(document: Mapping[str, Any], filter: Mapping[str, Any], collation: C
     return compile_filter(filter, collation)(document)
 
 
-def compile_filter(filter: Mapping[str, Any] | None, collation: Collation | None = None) -> Predicate:  # noqa: A002
+def compile_filter(
+    filter: Mapping[str, Any] | None,  # noqa: A002
+    collation: Collation | None = None,
+    *,
+    where_refused: str | None = None,
+) -> Predicate:
     """Parse ``filter`` once; the result tests documents (comparing strings under
-    ``collation``, binary when None).  Bad filters raise CommandError."""
+    ``collation``, binary when None).  Bad filters raise CommandError; so does ``$where``
+    where it is not allowed (``where_refused``: mongod's message for the place)."""
     if filter is None:
         return lambda document: True
     if not isinstance(filter, Mapping):
         raise bad_value(f"query filter must be an object, not {type_name(filter)}")
-    tests = [_compile_top_level(key, value, collation) for key, value in filter.items()]
+    tests = [_compile_top_level(key, value, collation, where_refused) for key, value in filter.items()]
     if not tests:
         return lambda document: True
     if len(tests) == 1:
@@ -82,7 +88,9 @@ def is_operator_document(value: Any) -> bool:
     return isinstance(first, str) and first.startswith("$") and first not in _DBREF_KEYS
 
 
-def _compile_top_level(key: str, value: Any, collation: Collation | None) -> Predicate:
+def _compile_top_level(
+    key: str, value: Any, collation: Collation | None, where_refused: str | None
+) -> Predicate:
     if not key.startswith("$"):
         return _compile_field(key, value, collation)
     if key in _LOGICAL:
@@ -92,7 +100,7 @@ def _compile_top_level(key: str, value: Any, collation: Collation | None) -> Pre
         for clause in value:
             if not isinstance(clause, Mapping):
                 raise bad_value(f"{key} argument's entries must be objects")
-            clauses.append(compile_filter(clause, collation))
+            clauses.append(compile_filter(clause, collation, where_refused=where_refused))
         if key == "$and":
             return lambda document: all(c(document) for c in clauses)
         if key == "$or":
@@ -114,7 +122,13 @@ def _compile_top_level(key: str, value: Any, collation: Collation | None) -> Pre
         return lambda document: True
     if key == "$alwaysFalse":
         return lambda document: False
-    if key in ("$where", "$text", "$jsonSchema", "$sampleRate"):
+    if key == "$where":
+        if where_refused is not None:
+            raise bad_value(where_refused)
+        from mongo_sansio.testing.engine.where import compile_where
+
+        return compile_where(value)
+    if key in ("$text", "$jsonSchema", "$sampleRate"):
         raise bad_value(f"{key} is not supported by the simulated server")
     raise bad_value(f"unknown top level operator: {key}")
 
@@ -348,7 +362,9 @@ def _elem_match_test(argument: Any, collation: Collation | None) -> _ValuesTest:
         def element_ok(element: Any) -> bool:
             return value_test([element])
     else:
-        document_test = compile_filter(argument, collation)
+        document_test = compile_filter(
+            argument, collation, where_refused="$elemMatch cannot contain $where expression"
+        )
 
         def element_ok(element: Any) -> bool:
             return isinstance(element, Mapping | list) and document_test(element)

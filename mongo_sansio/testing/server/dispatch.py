@@ -25,6 +25,7 @@ from typing import Any
 from mongo_sansio.bson import Binary, Int64
 from mongo_sansio.sdam.errors import NOT_WRITABLE_PRIMARY_CODES, RECOVERING_CODES, SHUTDOWN_CODES
 from mongo_sansio.testing.engine import CommandError
+from mongo_sansio.testing.engine.where import js_clock
 from mongo_sansio.testing.server import views
 from mongo_sansio.testing.server.api_version import (
     API_TEST_COMMANDS,
@@ -179,11 +180,36 @@ def finish(ctx: Context, outcome: Outcome) -> Outcome:
 
 
 def execute(ctx: Context) -> Outcome:
-    try:
-        return finish(ctx, _execute(ctx))
-    except CommandError as error:
+    with js_clock() as clock:
+        try:
+            outcome = finish(ctx, _execute(ctx))
+        except CommandError as error:
+            spec = COMMANDS.get(ctx.request.name)
+            outcome = finish(ctx, _with_labels(ctx, spec, error_reply(error), error.code))
+    if clock.slept_ms > 0 and isinstance(outcome, dict):
+        return _after_sleep(ctx, outcome, clock.slept_ms)
+    return outcome
+
+
+def _after_sleep(ctx: Context, reply: dict[str, Any], slept_ms: float) -> Outcome:
+    """The reply of a command whose JavaScript slept (``$where`` with sleep()): held back that
+    long, as mongod's thread sleeps before it answers; a maxTimeMS shorter than the sleep
+    ends the command with MaxTimeMSExpired at that time instead.  (The command's effects
+    are already applied: the simulator runs it whole, then waits.)  Only this connection
+    waits."""
+    limit = _max_time_ms(ctx)
+    if limit is not None and limit < slept_ms:
         spec = COMMANDS.get(ctx.request.name)
-        return finish(ctx, _with_labels(ctx, spec, error_reply(error), error.code))
+        error = CommandError(50, "MaxTimeMSExpired", "operation exceeded time limit")
+        ended = finish(ctx, _with_labels(ctx, spec, error_reply(error), error.code))
+        slept_ms = limit
+    else:
+        ended = reply
+
+    def resume(now: float, timed_out: bool) -> Outcome | None:
+        return ended if timed_out else None
+
+    return Waiting(ctx.now + slept_ms / 1000.0, resume)
 
 
 def _execute(ctx: Context) -> Outcome:

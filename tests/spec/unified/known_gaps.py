@@ -197,9 +197,6 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
 
 #: Gaps of the simulator, whichever client runs (reported to the simulator's owner).
 SIMULATOR_GAPS: dict[str, Predicate] = {
-    "simulator gap: no JavaScript ($where, used with sleep() to hold a connection busy)": _mentions(
-        frozenset({"$where"})
-    ),
 }
 
 
