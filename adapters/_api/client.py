@@ -33,7 +33,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
-from mongo_sansio.bson import ObjectId
+from mongo_sansio.bson import ObjectId, Timestamp
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.client import ClientSettings
 from mongo_sansio.client.srv_polling import SrvSource
@@ -459,15 +459,19 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
         causal_consistency: bool | None = None,
         default_transaction_options: TransactionOptions | None = None,
         snapshot: bool | None = False,
+        snapshot_time: Timestamp | None = None,
     ) -> SessionT:
         """A new explicit session (PyMongo's ``start_session``): pass it as ``session=``; a
-        context manager (``with`` / ``async with``) ends it on the way out."""
+        context manager (``with`` / ``async with``) ends it on the way out.  ``snapshot_time``
+        (the snapshot sessions spec's ``snapshotTime``): the snapshot a snapshot session
+        reads at, instead of the one its first read is given."""
         return self._session_class(
             self,
             self._engine.new_session(
                 causal_consistency=causal_consistency,
                 default_transaction_options=default_transaction_options,
                 snapshot=bool(snapshot),
+                snapshot_time=snapshot_time,
             ),
         )
 

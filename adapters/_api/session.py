@@ -138,6 +138,12 @@ class ClientSessionBase(Generic[ClientT, BlockT]):
         return self._session.ended
 
     @property
+    def snapshot_time(self) -> Any:
+        """A snapshot session's snapshot (a Timestamp): the one it was started with, or the
+        ``atClusterTime`` of its first read; None before that, and for other sessions."""
+        return self._session.snapshot_time
+
+    @property
     def in_transaction(self) -> bool:
         return self._session.in_transaction
 

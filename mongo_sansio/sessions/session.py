@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mongo_sansio.bson import Timestamp
 from mongo_sansio.errors import ConfigurationError, InvalidOperation
 from mongo_sansio.sessions.cluster_time import later_cluster_time, timestamp_key
 from mongo_sansio.sessions.server_session import ServerSession
@@ -43,14 +44,23 @@ __all__ = ["Session", "SessionOptions"]
 
 class SessionOptions:
     """PyMongo's ``SessionOptions``: ``causal_consistency`` (default True unless
-    ``snapshot``), ``default_transaction_options``, ``snapshot``."""
+    ``snapshot``), ``default_transaction_options``, ``snapshot``; and the snapshot sessions
+    spec's ``snapshot_time`` (a Timestamp: the snapshot to read at, with ``snapshot`` only)."""
 
     def __init__(
         self,
         causal_consistency: bool | None = None,
         default_transaction_options: TransactionOptions | None = None,
         snapshot: bool | None = False,
+        snapshot_time: Timestamp | None = None,
     ) -> None:
+        if snapshot_time is not None:
+            if not snapshot:
+                raise ConfigurationError("snapshot_time requires a snapshot session (snapshot=True)")
+            if not isinstance(snapshot_time, Timestamp):
+                raise TypeError(
+                    f"snapshot_time must be a Timestamp, not {type(snapshot_time).__name__}"
+                )
         if snapshot:
             if causal_consistency:
                 raise ConfigurationError(
@@ -69,6 +79,7 @@ class SessionOptions:
         self._causal_consistency = causal_consistency
         self._default_transaction_options = default_transaction_options
         self._snapshot = bool(snapshot)
+        self._snapshot_time = snapshot_time
 
     @property
     def causal_consistency(self) -> bool:
@@ -82,6 +93,10 @@ class SessionOptions:
     def snapshot(self) -> bool:
         return self._snapshot
 
+    @property
+    def snapshot_time(self) -> Timestamp | None:
+        return self._snapshot_time
+
 
 class Session:
     """One logical session (see the module docstring)."""
@@ -94,8 +109,11 @@ class Session:
         causal_consistency: bool | None = None,
         snapshot: bool = False,
         default_transaction_options: TransactionOptions | None = None,
+        snapshot_time: Timestamp | None = None,
     ) -> None:
-        self.options = SessionOptions(causal_consistency, default_transaction_options, snapshot)
+        self.options = SessionOptions(
+            causal_consistency, default_transaction_options, snapshot, snapshot_time
+        )
         self.owner = owner
         self.implicit = implicit
         self.snapshot = snapshot
@@ -104,7 +122,8 @@ class Session:
         self.server_session: ServerSession | None = None
         self.cluster_time: Mapping[str, Any] | None = None
         self.operation_time: Any = None
-        self.snapshot_time: Any = None
+        # the snapshot's atClusterTime: given, or that of the first snapshot read's reply
+        self.snapshot_time: Any = snapshot_time
         self.transaction_state = TransactionState.NONE
         self.transaction_options: TransactionOptions | None = None
         self.ended = False

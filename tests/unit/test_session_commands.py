@@ -249,6 +249,23 @@ def test_snapshot_reads_take_the_first_reads_at_cluster_time() -> None:
     assert third["readConcern"]["atClusterTime"] == Timestamp(40, 2)  # the first one stays
 
 
+def test_a_snapshot_time_given_at_the_start_is_read_at_from_the_first_read() -> None:
+    sessions = new_sessions()
+    session = Session(OWNER, implicit=False, snapshot=True, snapshot_time=Timestamp(30, 1))
+    assert session.snapshot_time == session.options.snapshot_time == Timestamp(30, 1)
+    first = prepare(sessions, session, {"find": "c"})
+    assert first["readConcern"] == {"level": "snapshot", "atClusterTime": Timestamp(30, 1)}
+    sessions.absorb(session, {"ok": 1, "cursor": {"id": Int64(0), "atClusterTime": Timestamp(40, 2)}})
+    assert session.snapshot_time == Timestamp(30, 1)  # the given one stays
+
+
+def test_a_snapshot_time_needs_a_snapshot_session_and_a_timestamp() -> None:
+    with pytest.raises(ConfigurationError, match="snapshot=True"):
+        Session(OWNER, implicit=False, snapshot_time=Timestamp(1, 1))
+    with pytest.raises(TypeError, match="Timestamp"):
+        Session(OWNER, implicit=False, snapshot=True, snapshot_time=12345)  # type: ignore[arg-type]
+
+
 # -- transactions --------------------------------------------------------------------------------
 
 

@@ -332,6 +332,12 @@ def _database(driver: Driver, database: Any, name: str, arguments: dict[str, Any
         return call_api(database, "create_collection", collection, **extra, **args)
     if name == "dropCollection":
         return call_api(database, "drop_collection", args.pop("collection"), **_options(driver, args))
+    if name == "modifyCollection":
+        # PyMongo (and so our client) has no helper: the collMod command, as its users run it
+        session = args.pop("session", None)
+        command = {"collMod": args.pop("collection"), **args}
+        extra = {"session": session} if session is not None else {}
+        return call_api(database, "command", command, **extra)
     if name == "listCollections":
         return list(call_api(database, "list_collections", **_options(driver, args)))
     if name == "listCollectionNames":
