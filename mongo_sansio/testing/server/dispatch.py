@@ -19,7 +19,7 @@ bug in a handler (any other exception) becomes InternalError (1) rather than esc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mongo_sansio.bson import Binary, Int64
@@ -184,32 +184,42 @@ def execute(ctx: Context) -> Outcome:
         try:
             outcome = finish(ctx, _execute(ctx))
         except CommandError as error:
-            spec = COMMANDS.get(ctx.request.name)
-            outcome = finish(ctx, _with_labels(ctx, spec, error_reply(error), error.code))
+            outcome = _failed(ctx, COMMANDS.get(ctx.request.name), error)
     if clock.slept_ms > 0 and isinstance(outcome, dict):
-        return _after_sleep(ctx, outcome, clock.slept_ms)
+        # the command's JavaScript slept ($where with sleep()): its reply is held back that
+        # long.  (Its effects are already applied: the simulator runs it whole, then waits.)
+        reply = outcome
+        return _held_back(ctx, COMMANDS.get(ctx.request.name), clock.slept_ms, lambda: reply)
     return outcome
 
 
-def _after_sleep(ctx: Context, reply: dict[str, Any], slept_ms: float) -> Outcome:
-    """The reply of a command whose JavaScript slept (``$where`` with sleep()): held back that
-    long, as mongod's thread sleeps before it answers; a maxTimeMS shorter than the sleep
-    ends the command with MaxTimeMSExpired at that time instead.  (The command's effects
-    are already applied: the simulator runs it whole, then waits.)  Only this connection
-    waits."""
+def _failed(ctx: Context, spec: CommandSpec | None, error: CommandError) -> Outcome:
+    """The reply of a command that failed with ``error``."""
+    return finish(ctx, _with_labels(ctx, spec, error_reply(error), error.code))
+
+
+def _held_back(
+    ctx: Context, spec: CommandSpec | None, wait_ms: float, answer: Callable[[], Outcome]
+) -> Waiting:
+    """``answer()`` after ``wait_ms``, as mongod sleeps on the operation's clock before it
+    answers (a failpoint's blockTimeMS, JavaScript's sleep): a maxTimeMS shorter than the
+    wait ends the command with MaxTimeMSExpired at that time instead.  The wait is a Waiting,
+    so only this connection is held up."""
     limit = _max_time_ms(ctx)
-    if limit is not None and limit < slept_ms:
-        spec = COMMANDS.get(ctx.request.name)
-        error = CommandError(50, "MaxTimeMSExpired", "operation exceeded time limit")
-        ended = finish(ctx, _with_labels(ctx, spec, error_reply(error), error.code))
-        slept_ms = limit
-    else:
-        ended = reply
+    expires = limit is not None and limit < wait_ms
 
     def resume(now: float, timed_out: bool) -> Outcome | None:
-        return ended if timed_out else None
+        if not timed_out:
+            return None
+        ctx.now = now
+        try:
+            if expires:
+                raise CommandError(50, "MaxTimeMSExpired", "operation exceeded time limit")
+            return answer()
+        except CommandError as error:
+            return _failed(ctx, spec, error)
 
-    return Waiting(ctx.now + slept_ms / 1000.0, resume)
+    return Waiting(ctx.now + (limit if expires and limit is not None else wait_ms) / 1000.0, resume)
 
 
 def _execute(ctx: Context) -> Outcome:
@@ -228,24 +238,10 @@ def _execute(ctx: Context) -> Outcome:
     preload_client_metadata(ctx)
     action = ctx.member.failpoints.fail_command(failpoint_target(ctx))
     if action is not None and action.block_ms > 0:
-        # mongod sleeps on the operation's clock: a maxTimeMS shorter than the block ends it
-        # with MaxTimeMSExpired.  The wait is a Waiting, so only this connection is held up.
-        limit = _max_time_ms(ctx)
-        expires = limit is not None and limit < action.block_ms
-        wait_ms = limit if expires and limit is not None else action.block_ms
-
-        def resume(now: float, timed_out: bool) -> Outcome | None:
-            if not timed_out:
-                return None
-            ctx.now = now
-            try:
-                if expires:
-                    raise CommandError(50, "MaxTimeMSExpired", "operation exceeded time limit")
-                return finish(ctx, _after_block(ctx, spec, action))
-            except CommandError as error:
-                return finish(ctx, _with_labels(ctx, spec, error_reply(error), error.code))
-
-        return Waiting(ctx.now + wait_ms / 1000.0, resume)
+        blocked = action
+        return _held_back(
+            ctx, spec, action.block_ms, lambda: finish(ctx, _after_block(ctx, spec, blocked))
+        )
     return _after_block(ctx, spec, action)
 
 
