@@ -37,7 +37,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mongo_sansio.bson._decode_parts import MISS
+from mongo_sansio.bson._decode_parts import I32, MISS
 from mongo_sansio.bson._decode_shapes import ARRAY_BUCKET, bucket_of, compile_decoder
 
 __all__ = ["COMPLETIONS", "Walker", "compile_walker", "remember_shape"]
@@ -170,7 +170,7 @@ def _learn_layout(
         expected.append(hdr)
         if skip:  # the length prefix follows the header (binary: then the subtype)
             fmt.append(f"{hlen}si")
-            expected.append(struct.unpack_from("<i", data, positions[number] + hlen)[0])
+            expected.append(I32(data, positions[number] + hlen)[0])
             rest = span - hlen - 4
         else:
             fmt.append(f"{hlen}s")

@@ -194,12 +194,14 @@ class RawDocument(Mapping[str, Any]):
     def codec_options(self) -> CodecOptions:
         return self._opts
 
-    def _walk(self, target: Any) -> int:
+    def _walk(self, target: Any, root: Any = None) -> int:
         """Walk on, indexing keys, until ``target`` is passed; return its index entry.
 
         Returns -1 when the walk reaches the end without meeting ``target`` (pass None to
         walk to the end).  The walk follows the decoder's shape trie while the document
         looks like those seen before, so known keys need no search and no decoding.
+        ``root``: the trie root a walk from the first element started at, for a walk that
+        goes on from where that one stopped (the shape is remembered when it ends whole).
         """
         pos = self._scan
         if pos < 0:
@@ -224,8 +226,6 @@ class RawDocument(Mapping[str, Any]):
                         number = keys.get(target)
                         return -1 if number is None else positions[number]
             root = node
-        else:
-            root = None
         index = self._index
         if index is UNWALKED:  # the first walk: the view gets an index of its own
             index = self._index = {}
@@ -305,12 +305,9 @@ class RawDocument(Mapping[str, Any]):
             # walks one whole).  A tail that fails is left for the lookups that reach it.
             completions[0] -= 1
             try:
-                self._walk(None)
+                self._walk(None, root)
             except InvalidBSON:
-                return found
-            last = self._node
-            if last is not None and root is TRIE[0] and last[6] == len(self._index):
-                remember_shape(root, last)
+                pass
         return found
 
     def __getitem__(self, key: str) -> Any:
