@@ -10,6 +10,12 @@ specs and keys: :mod:`.indexes`).  Every document stored is first held to mongod
 (16 MiB, 180 levels: :mod:`.limits`), with the error of its path (insert, update/replace,
 upsert); a refused write changes nothing.
 
+A collection may have document validation (:attr:`Collection.validation`, from ``create`` or
+``collMod``: :mod:`.validation`): every document an insert, update, replacement, upsert or
+findAndModify stores is checked first, unless the write passes ``bypass_validation``
+(the command's ``bypassDocumentValidation``).  collMod's index changes (hidden,
+expireAfterSeconds, prepareUnique, then unique) go through :meth:`Collection.modify_index`.
+
 A collection may have a default :class:`~.collation.Collation` (:meth:`Collection.set_collation`,
 from ``create``): its _id index and new indexes take it, and the reads and writes that name no
 collation of their own (``collation=MISSING``) compare strings under it; an operation's own
@@ -33,7 +39,10 @@ from mongo_sansio.testing.engine.indexes import (
     ID_INDEX,
     Index,
     conflicting,
+    duplicate_groups,
+    find_index,
     index_name,
+    plan_index_modification,
     resolve_index,
     validate_index_spec,
 )
@@ -51,6 +60,7 @@ from mongo_sansio.testing.engine.plan import chosen_index
 from mongo_sansio.testing.engine.projection import Projection
 from mongo_sansio.testing.engine.query import compile_filter, is_operator_document
 from mongo_sansio.testing.engine.update import Update, upsert_seed
+from mongo_sansio.testing.engine.validation import Validation
 
 __all__ = ["Collection", "UpdateOutcome", "WriteEvent", "index_name"]
 
@@ -109,6 +119,8 @@ class Collection:
         self._documents: dict[Any, dict[str, Any]] = {}
         self._indexes: dict[str, Index] = {"_id_": Index(dict(ID_INDEX))}
         self.collation: Collation | None = None
+        # the validator and its level and action (None: no validation)
+        self.validation: Validation | None = None
         # mongod's RecordId of each document (showRecordId): given at insert from a counter
         # that never goes back, kept through updates
         self._record_ids: dict[Any, int] = {}
@@ -151,6 +163,7 @@ class Collection:
         other._last_record_id = self._last_record_id
         other._unique_ids = self._unique_ids
         other.collation = self.collation
+        other.validation = self.validation
         other._indexes = {}
         for index_name_, index in self._indexes.items():
             copied = Index(copy_value(index.spec))
@@ -171,15 +184,15 @@ class Collection:
         _check_id(new["_id"])
         return new
 
-    def insert_one(self, document: Mapping[str, Any]) -> Any:
+    def insert_one(self, document: Mapping[str, Any], *, bypass_validation: bool = False) -> Any:
         """Store a copy of ``document`` (an _id is made when absent); returns the _id."""
         new = self._prepare_new(document)
         check_storable(new, "insert")
-        self._store(None, new, "insert")
+        self._store(None, new, "insert", bypass_validation)
         return new["_id"]
 
     def insert_many(
-        self, documents: Sequence[Mapping[str, Any]], *, ordered: bool = True
+        self, documents: Sequence[Mapping[str, Any]], *, ordered: bool = True, bypass_validation: bool = False,
     ) -> tuple[list[Any], list[tuple[int, CommandError]]]:
         """Insert each document; returns the inserted _ids and (position, error) pairs.
         Ordered inserts stop at the first error, as mongod's do."""
@@ -187,26 +200,33 @@ class Collection:
         errors: list[tuple[int, CommandError]] = []
         for position, document in enumerate(documents):
             try:
-                inserted.append(self.insert_one(document))
+                inserted.append(self.insert_one(document, bypass_validation=bypass_validation))
             except CommandError as error:
                 errors.append((position, error))
                 if ordered:
                     break
         return inserted, errors
 
-    def _store(self, old_key: Any, new: dict[str, Any], kind: str) -> None:
+    def _store(self, old_key: Any, new: dict[str, Any], kind: str, bypass_validation: bool = False) -> None:
         """Put ``new`` in place of the document under ``old_key`` (None: a new document),
-        after checking every unique index; nothing changes if one refuses it."""
+        after checking the validator and every unique (or prepareUnique) index; nothing
+        changes if one refuses it."""
         if self._unique_ids:
             new_key = hashable_key(new["_id"])
         else:  # (the key a new document's RecordId will be)
             new_key = old_key if old_key is not None else ("$recordId", self._last_record_id + 1)
         self._check_guard([old_key if old_key is not None else new_key])
         old = self._documents.get(old_key) if old_key is not None else None
+        if self.validation is not None and not bypass_validation:
+            self.validation.check(old, new)
         planned: list[tuple[Index, list[Any], list[Any]]] = []
         for index in self._indexes.values():
             new_entries = index.keys(new)
             old_entries = [k for k, _ in index.keys(old)] if old is not None else []
+            if index.prepare_unique:
+                for key, key_value in new_entries:
+                    if key not in old_entries and self._other_holder(index, key, old_key):
+                        raise self._duplicate(index, key_value)
             if index.unique:
                 for key, key_value in new_entries:
                     owner = index.owners.get(key, MISSING)
@@ -231,6 +251,14 @@ class Collection:
         else:  # pragma: no cover - updates never change _id (ImmutableField)
             del self._documents[old_key]
             self._documents[new_key] = new
+
+    def _other_holder(self, index: Index, key: Any, old_key: Any) -> bool:
+        """Whether a document other than the one under ``old_key`` has ``key`` in ``index``
+        (a prepareUnique index keeps no owners: it may hold duplicates from before)."""
+        return any(
+            stored_key != old_key and any(entry == key for entry, _ in index.keys(document))
+            for stored_key, document in self._documents.items()
+        )
 
     def _new_record_id(self, key: Any) -> None:
         self._last_record_id += 1
@@ -334,7 +362,9 @@ class Collection:
         if limit:
             rows = rows[: abs(limit)]
         if return_key:
-            spec = chosen_index(self.list_indexes(), filter, sort, hint)
+            # (a hidden index is not one the planner may use)
+            visible = [spec for spec in self.list_indexes() if not spec.get("hidden")]
+            spec = chosen_index(visible, filter, sort, hint)
             index = self._indexes[spec["name"]] if spec is not None else None
             results = [self._index_key(index, d) for _, d in rows]
         elif compiled is None:  # (returnKey keeps only the index keys)
@@ -394,6 +424,7 @@ class Collection:
         sort: Mapping[str, Any] | None = None,
         array_filters: list[Any] | None = None,
         collation: OperationCollation = MISSING,
+        bypass_validation: bool = False,
     ) -> UpdateOutcome:
         """update one (or every, with ``multi``) matching document, or upsert one."""
         effective = self._effective(collation)
@@ -407,17 +438,20 @@ class Collection:
         if not rows:
             if not upsert:
                 return UpdateOutcome(0, 0)
-            return UpdateOutcome(0, 0, self._upsert(filter, parsed, now))
+            return UpdateOutcome(0, 0, self._upsert(filter, parsed, now, bypass_validation))
         modified = 0
         for key, document in rows:
             candidate = copy_value(document)
             if parsed.apply(candidate, now=now, filter=filter):
                 check_storable(candidate, "update")
-                self._store(key, candidate, _kind(parsed))
+                self._store(key, candidate, _kind(parsed), bypass_validation)
                 modified += 1
         return UpdateOutcome(len(rows), modified)
 
-    def _upsert(self, filter: Mapping[str, Any] | None, parsed: Update, now: datetime.datetime | None) -> Any:  # noqa: A002
+    def _upsert(
+        self, filter: Mapping[str, Any] | None, parsed: Update, now: datetime.datetime | None,  # noqa: A002
+        bypass_validation: bool = False,
+    ) -> Any:
         seed = upsert_seed(filter)
         if parsed.replacement is not None:
             document = copy_value(parsed.replacement)
@@ -436,7 +470,7 @@ class Collection:
             document = {"_id": document["_id"], **{k: v for k, v in document.items() if k != "_id"}}
         new = self._prepare_new(document)
         check_storable(new, "upsert")
-        self._store(None, new, "insert")
+        self._store(None, new, "insert", bypass_validation)
         return new["_id"]
 
     def delete(
@@ -464,6 +498,7 @@ class Collection:
         now: datetime.datetime | None = None,
         array_filters: list[Any] | None = None,
         collation: OperationCollation = MISSING,
+        bypass_validation: bool = False,
     ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         """findAndModify: returns (the document, or None; lastErrorObject)."""
         if remove and update is not None:
@@ -496,7 +531,7 @@ class Collection:
         if not rows:
             if not upsert:
                 return None, {"n": 0, "updatedExisting": False}
-            upserted_id = self._upsert(query, parsed, now)
+            upserted_id = self._upsert(query, parsed, now, bypass_validation)
             stored = self._documents[hashable_key(upserted_id)]
             return (shape(stored) if new else None), {
                 "n": 1, "updatedExisting": False, "upserted": upserted_id,
@@ -505,7 +540,7 @@ class Collection:
         candidate = copy_value(document)
         if parsed.apply(candidate, now=now, filter=query):
             check_storable(candidate, "update")
-            self._store(key, candidate, _kind(parsed))
+            self._store(key, candidate, _kind(parsed), bypass_validation)
         return shape(candidate if new else document), {"n": 1, "updatedExisting": True}
 
     # --- indexes ---------------------------------------------------------------------------
@@ -556,6 +591,36 @@ class Collection:
         for name in resolved:
             del self._indexes[name]
         return {"nIndexesWas": was, "ok": 1.0}
+
+    def modify_index(self, request: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """collMod's ``index`` (checked by :func:`.indexes.parse_index_modification`): change
+        the index it names; returns the reply's ``*_old``/``*_new`` fields.  A conversion to
+        unique (or a ``dry_run`` of one) fails with CannotConvertIndexToUnique (359) and its
+        ``violations`` while documents share a key."""
+        index = find_index(self._indexes, request, self.namespace)
+        spec, reply, count = plan_index_modification(index, request)
+        if dry_run and count > 1:
+            raise CommandError(72, "InvalidOptions", "unique: true cannot be combined with any other modification in dry run mode.")
+        if "prepareUnique_new" in reply and count > 1:
+            raise CommandError(72, "InvalidOptions", "prepareUnique cannot be combined with any other modification.")
+        if request.get("unique") and not index.unique:
+            violations = duplicate_groups(index, self._documents)
+            if violations:
+                raise CommandError(
+                    359, "CannotConvertIndexToUnique",
+                    "Cannot convert the index to unique. Please resolve conflicting documents before running collMod again.",
+                    violations=violations,
+                )
+        if dry_run:
+            return {}
+        changed = Index(spec)
+        if changed.unique:
+            for key, document in self._documents.items():
+                for entry, _ in changed.keys(document):
+                    changed.owners[entry] = key
+        self._indexes[spec["name"]] = changed
+        return reply
+
 
 def _kind(parsed: Update) -> str:
     return "replace" if parsed.is_replacement else "update"

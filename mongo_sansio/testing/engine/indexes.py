@@ -10,7 +10,8 @@ dropIndexes' questions about the indexes a collection has.
 :class:`Index` turns a document into its index keys.  The engine scans rather than using
 indexes to answer queries, so keys matter only to unique indexes (the _id index among them),
 which compare strings under the index's collation: a unique index with a case-insensitive
-collation refuses "a" beside "A", as mongod's does.  A partial index's filter uses it too.
+collation refuses "a" beside "A", as mongod's does.  An index with ``prepareUnique`` refuses
+new duplicate keys while keeping those it already has (the collection checks it by scanning).  A partial index's filter uses it too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
+from mongo_sansio.bson import Int64
 from mongo_sansio.testing.engine.collation import Collation, parse_collation
 from mongo_sansio.testing.engine.errors import CommandError, bad_value
 from mongo_sansio.testing.engine.order import (
@@ -33,7 +35,10 @@ from mongo_sansio.testing.engine.order import (
 from mongo_sansio.testing.engine.paths import lookup_leaves, split_path
 from mongo_sansio.testing.engine.query import Predicate, compile_filter
 
-__all__ = ["ID_INDEX", "Index", "conflicting", "index_name", "resolve_index", "validate_index_spec"]
+__all__ = [
+    "ID_INDEX", "Index", "conflicting", "duplicate_groups", "find_index", "index_name",
+    "parse_index_modification", "plan_index_modification", "resolve_index", "validate_index_spec",
+]
 
 ID_INDEX = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
 
@@ -60,6 +65,8 @@ class Index:
         self.spec = spec
         self.fields = [(split_path(f), f) for f in spec["key"]]
         self.unique = bool(spec.get("unique")) or spec["name"] == "_id_"
+        # collMod's first step to unique: new duplicate keys are refused, existing ones stay
+        self.prepare_unique = bool(spec.get("prepareUnique")) and not self.unique
         self.sparse = bool(spec.get("sparse"))
         # (a listed collation is mongod's full form, which parses back to itself)
         self.collation = parse_collation(spec["collation"]) if "collation" in spec else None
@@ -186,3 +193,132 @@ def _spec_key(spec: Mapping[str, Any]) -> Any:
 
 def _options(spec: Mapping[str, Any]) -> Any:
     return hashable_key({k: v for k, v in spec.items() if k not in ("v", "key", "name")})
+
+
+# --- collMod's index modifications ------------------------------------------------------------
+
+_INDEX_MOD_FIELDS = {"keyPattern": "object", "name": "string", "hidden": "bool", "expireAfterSeconds": "long",
+                     "prepareUnique": "bool", "unique": "bool", "forceNonUnique": "bool"}
+
+
+def _invalid_options(message: str) -> CommandError:
+    return CommandError(72, "InvalidOptions", message)
+
+
+def parse_index_modification(raw: Any) -> dict[str, Any]:
+    """collMod's ``index`` field, its fields' types checked as mongod's parser checks them."""
+    if not isinstance(raw, Mapping):
+        raise CommandError(14, "TypeMismatch", f"BSON field 'collMod.index' is the wrong type '{type_name(raw)}', "
+                           "expected type 'object'")
+    for field, value in raw.items():
+        wanted = _INDEX_MOD_FIELDS.get(field)
+        if wanted is None:
+            raise CommandError(40415, "Location40415", f"BSON field 'collMod.index.{field}' is an unknown field.")
+        ok = {"object": isinstance(value, Mapping), "string": isinstance(value, str),
+              "bool": isinstance(value, bool), "long": is_number(value)}[wanted]
+        if not ok:
+            raise CommandError(14, "TypeMismatch", f"BSON field 'collMod.index.{field}' is the wrong type "
+                               f"'{type_name(value)}', expected type '{wanted}'")
+    if "name" in raw and "keyPattern" in raw:
+        raise _invalid_options("Cannot specify both key pattern and name.")
+    if "name" not in raw and "keyPattern" not in raw:
+        raise _invalid_options("Must specify either index name or key pattern.")
+    if not any(field in raw for field in ("expireAfterSeconds", "hidden", "unique", "prepareUnique", "forceNonUnique")):
+        raise _invalid_options("no expireAfterSeconds, hidden, unique, or prepareUnique field")
+    if "unique" in raw and "forceNonUnique" in raw:
+        raise _invalid_options("collMod does not support 'unique' and 'forceNonUnique' options at the same time")
+    if "forceNonUnique" in raw:  # (mongod's way back from unique; not simulated)
+        raise _invalid_options("the simulated server does not support collMod 'forceNonUnique'")
+    if "expireAfterSeconds" in raw:
+        seconds = numeric_value(raw["expireAfterSeconds"])
+        if seconds < 0 or seconds > 2**31 - 1:
+            raise _invalid_options(f"TTL index 'expireAfterSeconds' option must be within an acceptable range, "
+                                   f"try a lower number. Value: {render(raw['expireAfterSeconds'])}")
+    return dict(raw)
+
+
+def find_index(indexes: Mapping[str, Index], request: Mapping[str, Any], ns: str) -> Index:
+    """The index a collMod ``index`` names by name or by key pattern (IndexNotFound 27)."""
+    if "name" in request:
+        found = indexes.get(request["name"])
+        if found is None:
+            raise CommandError(27, "IndexNotFound", f"cannot find index {request['name']} for ns {ns}")
+        return found
+    wanted = _spec_key({"key": request["keyPattern"]})
+    matching = [index for index in indexes.values() if _spec_key(index.spec) == wanted]
+    if len(matching) > 1:
+        raise CommandError(
+            181, "AmbiguousIndexKeyPattern",
+            f"index keyPattern {render(dict(request['keyPattern']))} matches {len(matching)} indexes, must use index "
+            f"name. Conflicting indexes:{render(matching[0].spec)}, {render(matching[1].spec)}",
+        )
+    if not matching:
+        raise CommandError(27, "IndexNotFound", f"cannot find index {render(dict(request['keyPattern']))} for ns {ns}")
+    return matching[0]
+
+
+def plan_index_modification(index: Index, request: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """What a collMod ``index`` request changes in ``index``: (the new spec, the reply's
+    ``*_old``/``*_new`` fields, the number of modifications asked), refusing what mongod
+    refuses; the caller checks for duplicates before a conversion to unique."""
+    spec = copy_value(index.spec)
+    reply: dict[str, Any] = {}
+    count = 0
+    is_id = spec["name"] == "_id_"
+    if "expireAfterSeconds" in request:
+        count += 1
+        old = spec.get("expireAfterSeconds")
+        if old is None:
+            if is_id:
+                raise _invalid_options("the _id field does not support TTL indexes")
+            if len(spec["key"]) != 1:
+                raise _invalid_options("TTL indexes are single-field indexes, compound indexes do not support TTL")
+        elif not is_number(old):
+            raise _invalid_options("existing expireAfterSeconds field is not a number")
+        new = int(numeric_value(request["expireAfterSeconds"]))
+        if old is not None:
+            reply["expireAfterSeconds_old"] = Int64(int(numeric_value(old)))
+        reply["expireAfterSeconds_new"] = Int64(new)
+        spec["expireAfterSeconds"] = new
+    if "unique" in request:
+        count += 1
+        if not request["unique"]:
+            raise CommandError(2, "BadValue", "Cannot make index non-unique")
+        if not index.unique:
+            if not index.prepare_unique:
+                raise _invalid_options("Cannot make index unique with 'prepareUnique=false'. Run collMod to set it first.")
+            spec.pop("prepareUnique", None)  # (mongod resets it once the index is unique)
+            spec["unique"] = True
+            reply["unique_new"] = True
+    if "hidden" in request:
+        count += 1
+        if is_id:
+            raise CommandError(2, "BadValue", "can't hide _id index")
+        old_hidden = bool(spec.get("hidden", False))
+        if old_hidden != request["hidden"]:
+            reply["hidden_old"], reply["hidden_new"] = old_hidden, request["hidden"]
+            if request["hidden"]:
+                spec["hidden"] = True
+            else:
+                spec.pop("hidden", None)
+    if "prepareUnique" in request:
+        count += 1
+        if index.prepare_unique != request["prepareUnique"] and not index.unique:
+            reply["prepareUnique_old"], reply["prepareUnique_new"] = index.prepare_unique, request["prepareUnique"]
+            if request["prepareUnique"]:
+                spec["prepareUnique"] = True
+            else:
+                spec.pop("prepareUnique", None)
+    return spec, reply, count
+
+
+def duplicate_groups(index: Index, documents: Mapping[Any, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """mongod's ``violations`` for converting ``index`` to unique: for each key more than one
+    document has, ``{ids: [their _ids]}``."""
+    holders: dict[Any, list[Any]] = {}
+    for document in documents.values():
+        for key, _ in index.keys(document):
+            ids = holders.setdefault(key, [])
+            if not any(hashable_key(known) == hashable_key(document.get("_id")) for known in ids):
+                ids.append(copy_value(document.get("_id")))
+    return [{"ids": ids} for ids in holders.values() if len(ids) > 1]

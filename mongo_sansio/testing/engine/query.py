@@ -128,7 +128,11 @@ def _compile_top_level(
         from mongo_sansio.testing.engine.where import compile_where
 
         return compile_where(value)
-    if key in ("$text", "$jsonSchema", "$sampleRate"):
+    if key == "$jsonSchema":
+        from mongo_sansio.testing.engine.json_schema import compile_schema
+
+        return compile_schema(value).matches
+    if key in ("$text", "$sampleRate"):
         raise bad_value(f"{key} is not supported by the simulated server")
     raise bad_value(f"unknown top level operator: {key}")
 

@@ -48,7 +48,8 @@ command pipeline: auth, primary checks, failpoints, $clusterTime), :mod:`.handsh
 :mod:`.auth` (the SASL side the pure code sees), :mod:`.context` (what handlers get and return),
 :mod:`.commands_hello` (hello and SASL), :mod:`.commands_crud`, :mod:`.commands_admin`,
 :mod:`.cursors`, :mod:`.sessions`, :mod:`.failpoints`, :mod:`.changestreams` ($changeStream
-cursors and collMod), :mod:`.resume_tokens`, :mod:`.update_descriptions` (an update event's
+cursors), :mod:`.coll_mod` (collMod: validation, index options, pre- and post-images),
+:mod:`.resume_tokens`, :mod:`.update_descriptions` (an update event's
 ``updateDescription``).
 """
 

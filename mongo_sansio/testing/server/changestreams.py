@@ -22,7 +22,8 @@ invalidate and a view's events) carries its ``collectionUUID`` (the oplog entry'
 A collection stream is invalidated by a drop or rename of its collection (or the
 drops of a dropDatabase), a database stream by dropDatabase; the cursor closes (id 0) after
 the invalidate.  Pre- and post-images come from the oplog entries written while the
-collection had ``changeStreamPreAndPostImages`` enabled (``create`` option or ``collMod``).
+collection had ``changeStreamPreAndPostImages`` enabled (``create`` option or ``collMod``:
+:mod:`.coll_mod`).
 Resume tokens: :mod:`.resume_tokens`; ``updateDescription``: :mod:`.update_descriptions`.
 """
 
@@ -37,7 +38,7 @@ import attrs
 from mongo_sansio.bson import Int64, RawDocument, Timestamp, encode
 from mongo_sansio.testing.engine import CommandError, run_pipeline
 from mongo_sansio.testing.engine.aggregate import compile_pipeline
-from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome
+from mongo_sansio.testing.server.context import Context, Outcome
 from mongo_sansio.testing.server.cursors import Cursor
 from mongo_sansio.testing.server.handshake import MAX_BSON_OBJECT_SIZE
 from mongo_sansio.testing.server.oplog import OplogEntry, wall_datetime
@@ -50,7 +51,7 @@ from mongo_sansio.testing.server.resume_tokens import (
 from mongo_sansio.testing.server.update_descriptions import bson_equal, update_description
 from mongo_sansio.testing.server.views import SYSTEM_VIEWS, view_event
 
-__all__ = ["ChangeStream", "CHANGE_STREAM_COMMANDS", "RESUMABLE_CODES", "is_change_stream_cursor",
+__all__ = ["ChangeStream", "RESUMABLE_CODES", "is_change_stream_cursor",
            "is_change_stream", "open_change_stream", "update_description"]
 
 SPLIT_STAGE = "$changeStreamSplitLargeEvent"
@@ -614,39 +615,3 @@ def open_change_stream(ctx: Context, target: Any, pipeline: list[Any], batch_siz
         ns, first, batch_size=batch_size, tailable=not stream.invalidated, await_data=True,
         source=_Poll(stream), lsid=_lsid_key(ctx), on_batch=stream.batch_fields,
     )
-
-
-# --- collMod (to turn pre- and post-images on and off) ------------------------------------------
-
-
-def coll_mod(ctx: Context) -> Outcome:
-    """collMod: only ``changeStreamPreAndPostImages: {enabled}`` has an effect; the other
-    options are accepted and ignored."""
-    name = ctx.body.get("collMod")
-    if not isinstance(name, str) or not name:
-        raise CommandError(73, "InvalidNamespace", "collection name has invalid type")
-    found = ctx.cluster.collection(ctx.db, name)
-    if found is None:
-        raise CommandError(26, "NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
-    set_images(ctx, name, ctx.body.get("changeStreamPreAndPostImages"))
-    options = {k: v for k, v in ctx.body.items() if k not in ("collMod", "lsid", "$db", "$clusterTime",
-                                                              "$readPreference", "writeConcern", "txnNumber")}
-    ctx.cluster.log("c", "collMod", f"{ctx.db}.$cmd", command={"collMod": name, **options}, ui=found.uuid)
-    return {"ok": 1.0}
-
-
-def set_images(ctx: Context, name: str, option: Any) -> None:
-    """Apply a ``changeStreamPreAndPostImages`` option (create or collMod) to ``db.name``."""
-    if option is None:
-        return
-    if not isinstance(option, Mapping) or not isinstance(option.get("enabled"), bool):
-        raise CommandError(40414, "Location40414",
-                           "BSON field 'changeStreamPreAndPostImages.enabled' is missing but a required field")
-    ns = f"{ctx.db}.{name}"
-    if option["enabled"]:
-        ctx.cluster.image_namespaces.add(ns)
-    else:
-        ctx.cluster.image_namespaces.discard(ns)
-
-
-CHANGE_STREAM_COMMANDS = [CommandSpec("collMod", coll_mod, access="write")]

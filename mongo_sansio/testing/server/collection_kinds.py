@@ -114,15 +114,18 @@ def listed_collection(
     timeseries: Mapping[str, Any] | None = None,
     collation: Mapping[str, Any] | None = None,
     uuid: Any = None,
+    *,
+    validation: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A collection's listCollections entry; ``collation``: its default (full form), which
-    its _id index has too; ``uuid``: the collection's UUID (``info.uuid``)."""
+    its _id index has too; ``uuid``: the collection's UUID (``info.uuid``); ``validation``:
+    the validator, validationLevel and validationAction options that were set."""
     with_collation = {"collation": dict(collation)} if collation is not None else {}
     if timeseries is not None:
         # (mongod lists a time series collection as the view over its buckets: no UUID)
         options = {**timeseries, **with_collation}
         return {"name": name, "type": "timeseries", "options": options, "info": {"readOnly": False}}
-    options = {**(capped or {}), **with_collation}
+    options = {**(capped or {}), **(validation or {}), **with_collation}
     if clustered is not None:
         options["clusteredIndex"] = dict(clustered)
     info: dict[str, Any] = {"readOnly": False}

@@ -19,6 +19,7 @@ from typing import Any
 from mongo_sansio.bson import Int64, encode
 from mongo_sansio.testing.engine import Collection, CommandError
 from mongo_sansio.testing.engine.collation import parse_collation
+from mongo_sansio.testing.engine.validation import validation_options
 from mongo_sansio.testing.server.collection_kinds import (
     clustered_options,
     listed_collection,
@@ -67,12 +68,16 @@ def create(ctx: Context) -> Outcome:
     # (create's parser knows a collation's fields, so it names them under create.collation)
     given = ctx.body.get("collation")
     collation = parse_collation(given, "create.collation", "create.collation") if given is not None else None
+    validation = validation_options(ctx.body, "create", ctx.db)
+    if validation is not None and "timeseries" in ctx.body:
+        raise CommandError(72, "InvalidOptions", "Document validators are not supported on time-series collections")
     existing = ctx.collection(ctx.db, name)
     if existing is not None:
         # mongod 7.0 and later (SERVER-60064): the same options again are a success with
         # nothing done, as mongos always answered; other options are NamespaceExists
         asked = listed_collection(name, capped_options(ctx.body), clustered_options(ctx.body),
-                                  timeseries_options(ctx.body), collation.document() if collation else None)
+                                  timeseries_options(ctx.body), collation.document() if collation else None,
+                                  validation=validation.listed() if validation is not None else None)
         found = _listed(ctx, name, existing)
         if asked["type"] == found["type"] and asked["options"] == found["options"]:
             return {"ok": 1.0}
@@ -81,8 +86,9 @@ def create(ctx: Context) -> Outcome:
         made = ctx.collection(ctx.db, name, create=True)
         if made is not None:
             made.set_collation(collation)
+            made.validation = validation
         return {"ok": 1.0}
-    from mongo_sansio.testing.server.changestreams import set_images
+    from mongo_sansio.testing.server.coll_mod import set_images
 
     set_images(ctx, name, ctx.body.get("changeStreamPreAndPostImages"))
     capped = capped_options(ctx.body)
@@ -91,6 +97,7 @@ def create(ctx: Context) -> Outcome:
     created = ctx.cluster.collection(ctx.db, name, create=True)
     if created is not None:
         created.set_collation(collation)
+        created.validation = validation
     if timeseries is not None and created is not None:
         ctx.cluster.timeseries[f"{ctx.db}.{name}"] = timeseries
         created.allow_duplicate_ids()
@@ -262,9 +269,10 @@ def _listed(ctx: Context, name: str, found: Collection) -> dict[str, Any]:
     """The listCollections entry of the command database's collection ``name`` (``found``)."""
     ns = f"{ctx.db}.{name}"
     collation = found.collation
+    validation = found.validation.listed() if found.validation is not None else None
     return listed_collection(name, ctx.cluster.capped.get(ns), ctx.cluster.clustered.get(ns),
                              ctx.cluster.timeseries.get(ns), collation.document() if collation else None,
-                             found.uuid)
+                             found.uuid, validation=validation)
 
 
 def list_collections(ctx: Context) -> Outcome:

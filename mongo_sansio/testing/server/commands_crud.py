@@ -9,6 +9,9 @@ Failures are raised as CommandError (the dispatcher turns them into ``ok: 0`` re
 aggregate reads its source and its ``$lookup`` sources with :func:`.views.read`, so a view
 reads as its documents; the other commands on a view are answered by :mod:`.views`.
 
+A write's ``bypassDocumentValidation: true`` (insert, update, findAndModify, and an aggregate
+writing with $out or $merge) skips the target collection's document validation.
+
 A command's ``collation`` (a write statement's own, for update and delete) is parsed as mongod
 parses it and handed to the engine; without one, the collection's default applies (the engine
 resolves that).
@@ -76,6 +79,14 @@ def _collation(holder: Mapping[str, Any], where: str) -> OperationCollation:
     """The collation ``holder`` (a command, or one statement of it) names at ``where``;
     MISSING when it names none (the collection's default then applies)."""
     return parse_collation(holder["collation"], where) if "collation" in holder else MISSING
+
+
+def _bypass(ctx: Context) -> bool:
+    """The command's ``bypassDocumentValidation`` (mongod reads it as a boolean, numbers too)."""
+    value = ctx.body.get("bypassDocumentValidation", False)
+    if not isinstance(value, bool | int | float):
+        raise _type_error("BSON field 'bypassDocumentValidation' is the wrong type, expected type 'bool'")
+    return bool(value)
 
 
 def _items(ctx: Context, field: str) -> list[Any]:
@@ -146,12 +157,13 @@ def _readable(ctx: Context, name: str) -> Collection:
 def insert(ctx: Context) -> Outcome:
     documents = _items(ctx, "documents")
     collection = _target(ctx)
+    bypass = _bypass(ctx)
     counts = {"n": 0}
 
     def run(_index: int, document: Any) -> None:
         if not isinstance(document, Mapping):
             raise CommandError(2, "BadValue", "a document to insert must be an object")
-        collection.insert_one(document)
+        collection.insert_one(document, bypass_validation=bypass)
         counts["n"] += 1
 
     return _statements(ctx, documents, run, lambda errors: _finish_write({"n": counts["n"]}, errors))
@@ -189,6 +201,7 @@ def update(ctx: Context) -> Outcome:
     _check_update_fields(ctx, statements)
     values = _let(ctx)
     collection = _target(ctx)
+    bypass = _bypass(ctx)
     upserted: list[dict[str, Any]] = []
     counts = {"n": 0, "modified": 0}
 
@@ -200,6 +213,7 @@ def update(ctx: Context) -> Outcome:
             multi=bool(statement.get("multi", False)), upsert=bool(statement.get("upsert", False)),
             now=ctx.cluster.write_datetime(), array_filters=statement.get("arrayFilters"),
             sort=statement.get("sort"), collation=_collation(statement, "update.updates.collation"),
+            bypass_validation=bypass,
         )
         if outcome.upserted:
             upserted.append({"index": index, "_id": outcome.upserted_id})
@@ -250,7 +264,7 @@ def find_and_modify(ctx: Context) -> Outcome:
         remove=bool(body.get("remove", False)), new=bool(body.get("new", False)),
         upsert=bool(body.get("upsert", False)), fields=bind_expression(fields, values) if fields else fields,
         now=ctx.cluster.write_datetime(), array_filters=body.get("arrayFilters"),
-        collation=_collation(body, f"{ctx.request.name}.collation"),
+        collation=_collation(body, f"{ctx.request.name}.collation"), bypass_validation=_bypass(ctx),
     )
     return {"lastErrorObject": last_error, "value": value, "ok": 1.0}
 
@@ -459,8 +473,9 @@ def _write_out(ctx: Context, target: tuple[str, str], results: list[dict[str, An
     collection = ctx.cluster.collection(*target, create=True)
     assert collection is not None
     collection.delete({})
+    bypass = _bypass(ctx)
     for document in results:
-        collection.insert_one(document)
+        collection.insert_one(document, bypass_validation=bypass)
 
 
 def _merge_spec(ctx: Context, pipeline: list[Any]) -> dict[str, Any] | None:
@@ -504,6 +519,7 @@ def _write_merge(ctx: Context, merge: dict[str, Any], results: list[dict[str, An
     ctx.cluster.begin_write(ctx.now)
     collection = ctx.cluster.collection(merge["db"], merge["coll"], create=True)
     assert collection is not None
+    bypass = _bypass(ctx)
     for document in results:
         match = {field: document.get(field) for field in merge["on"]}
         existing = collection.find_one(match) if all(f in document for f in merge["on"]) else None
@@ -511,17 +527,18 @@ def _write_merge(ctx: Context, merge: dict[str, Any], results: list[dict[str, An
             if merge["whenNotMatched"] == "fail":
                 raise CommandError(13113, "MergeStageNoMatchingDocument", "$merge could not find a matching document in the target collection for at least one document in the source collection")
             if merge["whenNotMatched"] == "insert":
-                collection.insert_one(document)
+                collection.insert_one(document, bypass_validation=bypass)
             continue
         action = merge["whenMatched"]
         if action == "fail":
             collection.insert_one(document)  # raises the DuplicateKey error mongod reports
         elif action == "replace":
-            collection.update({"_id": existing["_id"]}, {k: v for k, v in document.items() if k != "_id"})
+            collection.update({"_id": existing["_id"]}, {k: v for k, v in document.items() if k != "_id"},
+                              bypass_validation=bypass)
         elif action == "merge":
             fields = {k: v for k, v in document.items() if k != "_id"}
             if fields:
-                collection.update({"_id": existing["_id"]}, {"$set": fields})
+                collection.update({"_id": existing["_id"]}, {"$set": fields}, bypass_validation=bypass)
 
 
 def count(ctx: Context) -> Outcome:

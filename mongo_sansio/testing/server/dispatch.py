@@ -32,11 +32,8 @@ from mongo_sansio.testing.server.api_version import (
     check_pipeline,
     parse_api_parameters,
 )
-from mongo_sansio.testing.server.changestreams import (
-    CHANGE_STREAM_COMMANDS,
-    RESUMABLE_CODES,
-    is_change_stream_cursor,
-)
+from mongo_sansio.testing.server.changestreams import RESUMABLE_CODES, is_change_stream_cursor
+from mongo_sansio.testing.server.coll_mod import COLL_MOD_COMMANDS
 from mongo_sansio.testing.server.commands_admin import ADMIN_COMMANDS
 from mongo_sansio.testing.server.commands_crud import CRUD_COMMANDS
 from mongo_sansio.testing.server.commands_explain import EXPLAIN_COMMANDS
@@ -74,7 +71,7 @@ HELLO_NAMES = ("hello", "isMaster", "ismaster")
 
 COMMANDS: dict[str, CommandSpec] = {
     spec.name: spec
-    for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *ADMIN_COMMANDS, *CHANGE_STREAM_COMMANDS, *TRANSACTION_COMMANDS,
+    for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *ADMIN_COMMANDS, *COLL_MOD_COMMANDS, *TRANSACTION_COMMANDS,
                  *EXPLAIN_COMMANDS, *SEARCH_COMMANDS, *API_TEST_COMMANDS)
 }
 

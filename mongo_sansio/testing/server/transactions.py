@@ -209,6 +209,7 @@ class Transactions:
                 private = txn.view.collections.get((database, name))
                 if private is not None:  # (a create in the transaction may have given one)
                     target.set_collation(private.collation)
+                    target.validation = private.validation
                 indexes = [spec for spec in (private.list_indexes() if private is not None else []) if spec["name"] != "_id_"]
                 if indexes:
                     target.create_indexes(indexes)

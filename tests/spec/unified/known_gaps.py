@@ -195,23 +195,8 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
 }
 
 
-def _converts_an_index(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """A modifyCollection (collMod) that changes an index (prepareUnique, unique)."""
-    return any(
-        operation.get("name") == "modifyCollection"
-        and isinstance(operation.get("arguments"), Mapping)
-        and "index" in operation["arguments"]
-        for operation in _operations(test)
-    )
-
-
 #: Gaps of the simulator, whichever client runs (reported to the simulator's owner).
-SIMULATOR_GAPS: dict[str, Predicate] = {
-    "simulator gap: no document validation (a collection's validator, code 121 with its errInfo)": _uses_argument(
-        "validator"
-    ),
-    "simulator gap: collMod does not change indexes (prepareUnique, then unique)": _converts_an_index,
-}
+SIMULATOR_GAPS: dict[str, Predicate] = {}
 
 
 #: Where PyMongo (the reference driver) differs from the specs, applied with the pymongo driver.
