@@ -135,7 +135,8 @@ class RawDocument(Mapping[str, Any]):
     # then written out by one C-level pass over this slot (wire/encode.py, _encode_all).
     _whole: bytes | None
     # None, or when a shape walker indexed the document: where each element starts, in
-    # order, and then ``_index`` is the shape's shared key table (key -> element number).
+    # order and relative to ``_start`` (so documents of one layout share the tuple), and
+    # then ``_index`` is the shape's shared key table (key -> element number).
     _positions: tuple[int, ...] | None
 
     def __init__(
@@ -224,7 +225,7 @@ class RawDocument(Mapping[str, Any]):
                         self._scan = -1
                         self._node = None
                         number = keys.get(target)
-                        return -1 if number is None else positions[number]
+                        return -1 if number is None else positions[number] + self._start
             root = node
         index = self._index
         if index is UNWALKED:  # the first walk: the view gets an index of its own
@@ -317,7 +318,7 @@ class RawDocument(Mapping[str, Any]):
             if epos < 0:
                 raise KeyError(key)
         elif self._positions is not None:
-            epos = self._positions[epos]
+            epos = self._positions[epos] + self._start
         data = self._data
         t = data[epos]
         # the value follows the header: type byte, the key's UTF-8, NUL

@@ -306,18 +306,24 @@ def agrees_with_careful_view(
     assert outcome(lambda: len(raw)) == outcome(lambda: len(reference))
 
 
+@pytest.mark.parametrize("bytes_per_item", [0, 10_000], ids=["struct-check", "integer-check"])
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(keys, values, min_size=1, max_size=7), st.data())
 def test_layout_checked_views_agree_with_careful_views(
-    document: dict[str, Any], data: st.DataObject
+    bytes_per_item: int, document: dict[str, Any], data: st.DataObject
 ) -> None:
     # a walker that learned the layout of ``document`` meets copies of it with some bytes
     # changed: those where the change spares every header and length take the layout check
-    TRIE[0] = new_root()
-    learned = encode(document)
-    learn(learned)
-    RawDocument(learned)[next(iter(document))]  # the walker's first document: its layout
-    agrees_with_careful_view(learned, document, data, changes=1)
+    # (both ways of checking it: one struct call, or the bytes as one masked integer)
+    kept, _walkers.BYTES_PER_ITEM = _walkers.BYTES_PER_ITEM, bytes_per_item
+    try:
+        TRIE[0] = new_root()
+        learned = encode(document)
+        learn(learned)
+        RawDocument(learned)[next(iter(document))]  # the walker's first document: its layout
+        agrees_with_careful_view(learned, document, data, changes=1)
+    finally:
+        _walkers.BYTES_PER_ITEM = kept
 
 
 def with_body(body: bytes) -> bytes:
