@@ -160,8 +160,10 @@ class CursorBase(Generic[CollectionT]):
         # (no _count: a buffered document leaves returned + buffered, the count, as it was)
         if self._plain_dicts and type(document) is dict:
             return document
-        if type(document) is RawDocument and document.codec_options is self._codec_options:
-            return document  # a batch read as RawDocuments (apply_codec_options's case, inlined)
+        # a batch read as RawDocuments (apply_codec_options's case, inlined; the slot, not
+        # the codec_options property: a property call is a tenth of a document's hand-out)
+        if type(document) is RawDocument and document._opts is self._codec_options:
+            return document
         return apply_codec_options(document, self._codec_options)
 
     def _next_item(self) -> Program[Any]:
