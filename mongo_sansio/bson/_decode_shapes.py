@@ -15,6 +15,10 @@ Embedded documents and arrays go through the ``nested`` and ``array`` helpers, w
 decoders of the element's own trie root; empty ones are made on the spot.  The rare types
 (regex, DBPointer, symbol, code with scope) are read by the general ``value`` helper.
 
+Layouts: a document decoder also learns the byte layout of the documents it decodes and
+tries that first (:mod:`._decode_layouts`): one masked comparison and one struct call for a
+document whose headers, lengths and NULs are those of the learned one.
+
 Refusals: a decoder checks every header, length and the final NUL of its container before
 it decodes any embedded document or array, so a container of another shape that begins alike
 (a getMore reply with a ``postBatchResumeToken`` after its batch, tried against the shape of
@@ -44,6 +48,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mongo_sansio.bson._decode_layouts import LayoutPlan, learn_layout
 from mongo_sansio.bson._decode_parts import (
     EPOCH_NAIVE,
     MAXKEY,
@@ -250,16 +255,31 @@ def compile_decoder(
     if later and is_array and not deep:
         deep = True
         later.insert(0, "    deep = True")
+    # a document's decoder learns layouts (see _decode_layouts) and tries its layout first
+    types = [node[7][6] for node in nodes]
+    layouts = not is_array and LayoutPlan.takes(types)
+    if layouts:
+        elements = [(n, key, t, len(node[7][0])) for n, (key, t, node) in enumerate(zip(keys, types, nodes, strict=True))]
+        names["state"] = [None, True, 0, 0]
+        names["learn"] = learn_layout
+        names["plan"] = LayoutPlan(elements, names, result, later)
     source = "\n".join([
         "def decoder(data, start, end, depth):",
         *(["  deep = False"] if deep else []),
+        *(["  if state[0] is not None:",
+           "    r = state[0](data, start, end, depth)",
+           "    if r is not None:",
+           "      return r"] if layouts else []),
         "  try:",
         "    q = start + 4",
         *body,
         "    if q != end - 1 or data[q]:",
         f"        {last_refusal}",
         *later,
-        f"    return {result}",
+        *([f"    r = {result}",
+           "    if state[1]:",
+           "      learn(state, plan, data, start, end)",
+           "    return r"] if layouts else [f"    return {result}"]),
         "  except error:",
         *(["    if deep:\n        raise fallback"] if deep else []),
         "    return None",

@@ -38,6 +38,8 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mongo_sansio.bson import _decode_layouts
+from mongo_sansio.bson._decode_layouts import time_to_learn
 from mongo_sansio.bson._decode_parts import I32, MISS
 from mongo_sansio.bson._decode_shapes import ARRAY_BUCKET, bucket_of, compile_decoder
 
@@ -137,17 +139,10 @@ def compile_walker(nodes: Sequence[Any]) -> tuple[Walker, dict[str, int]] | None
 # compared with the remembered one (a larger one's headers and prefixes in one struct call).
 # That costs about 0.34 us for the driver benchmark's small document against 0.9 us for its
 # eight segment reads, and the positions, the same for every document of the layout, are one
-# shared tuple.  Documents of one shape often share their
-# layout too (fixed-width strings: ids, codes, timestamps as text; numbers, dates, ObjectIds),
-# and a document of another layout just takes the segment reads.  After RELEARN_AFTER
-# documents of another layout the walker learns the current one, at most MAX_LAYOUTS times;
-# then it stops checking layouts.
-RELEARN_AFTER = 64
-MAX_LAYOUTS = 8
-# Reading the document as an integer costs about 0.65 ns a byte, a struct item about 15 ns:
-# the integer wins on small documents, the struct call on long values.  The integer is used
-# up to this many bytes for each header and length prefix the check compares.
-BYTES_PER_ITEM = 24
+# shared tuple.  Documents of one shape often share their layout too (fixed-width strings: ids, codes, timestamps as text; numbers, dates, ObjectIds),
+# and a document of another layout just takes the segment reads.  When to learn a layout
+# (RELEARN_AFTER, MAX_LAYOUTS) is the policy the shape decoders' layouts follow too
+# (_decode_layouts.time_to_learn), and so is the choice of the integer (BYTES_PER_ITEM).
 
 
 def _learn_layout(
@@ -163,16 +158,8 @@ def _learn_layout(
     ``data``, so they accept those as well, with the same positions.  Its callers have read
     the byte at ``stop`` (the document's trailing NUL), so the slice it reads is never short.
     """
-    if state[0] is not None:
-        state[2] += 1
-        if state[2] < RELEARN_AFTER:
-            return
-        if state[3] >= MAX_LAYOUTS:
-            state[0] = None
-            state[1] = False
-            return
-    state[2] = 0
-    state[3] += 1
+    if not time_to_learn(state):
+        return
     size = stop - q0
     fmt = ["<"]  # a struct format that reads every header and length prefix
     expected: list[Any] = []
@@ -192,7 +179,7 @@ def _learn_layout(
         if span > kept:
             fmt.append(f"{span - kept}x")
         mask[at : at + kept] = b"\xff" * kept
-    if size <= BYTES_PER_ITEM * len(expected):
+    if size <= _decode_layouts.BYTES_PER_ITEM * len(expected):
         wanted = int.from_bytes(mask, "little")
         check = "from_bytes(data[q0:stop], 'little') & mask != expected"
         names: dict[str, Any] = {

@@ -15,7 +15,7 @@ from bson_strategies import plain
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mongo_sansio.bson import _walkers
+from mongo_sansio.bson import _decode_layouts, _walkers
 from mongo_sansio.bson._decode import decode
 from mongo_sansio.bson._decode_parts import TRIE, new_root
 from mongo_sansio.bson._encode import encode
@@ -232,8 +232,8 @@ def test_a_walker_checks_the_layout_it_learned_first() -> None:
 
 
 def test_a_walker_relearns_a_layout_and_then_gives_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_walkers, "RELEARN_AFTER", 2)
-    monkeypatch.setattr(_walkers, "MAX_LAYOUTS", 2)
+    monkeypatch.setattr(_decode_layouts, "RELEARN_AFTER", 2)
+    monkeypatch.setattr(_decode_layouts, "MAX_LAYOUTS", 2)
     learn(tweet("x", "y", []))
     state = next(iter(walkers()))[0].__globals__["state"]
     checkers = []
@@ -315,7 +315,7 @@ def test_layout_checked_views_agree_with_careful_views(
     # a walker that learned the layout of ``document`` meets copies of it with some bytes
     # changed: those where the change spares every header and length take the layout check
     # (both ways of checking it: one struct call, or the bytes as one masked integer)
-    kept, _walkers.BYTES_PER_ITEM = _walkers.BYTES_PER_ITEM, bytes_per_item
+    kept, _decode_layouts.BYTES_PER_ITEM = _decode_layouts.BYTES_PER_ITEM, bytes_per_item
     try:
         TRIE[0] = new_root()
         learned = encode(document)
@@ -323,7 +323,7 @@ def test_layout_checked_views_agree_with_careful_views(
         RawDocument(learned)[next(iter(document))]  # the walker's first document: its layout
         agrees_with_careful_view(learned, document, data, changes=1)
     finally:
-        _walkers.BYTES_PER_ITEM = kept
+        _decode_layouts.BYTES_PER_ITEM = kept
 
 
 def with_body(body: bytes) -> bytes:
