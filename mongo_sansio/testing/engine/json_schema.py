@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import decimal
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sized
+from typing import Any, cast
 
 from mongo_sansio.testing.engine.errors import (
     CommandError,
@@ -347,18 +347,35 @@ def _remainder(value: Any, divisor: Any) -> Any:
     return value % divisor
 
 
-def _length(keyword: str, lower: bool) -> Callable[[Mapping[str, Any]], _Rule]:
+def _bounded_size(
+    keyword: str, lower: bool, kind: type | tuple[type, ...], reason: str
+) -> Callable[[Mapping[str, Any]], _Rule]:
+    """minLength/maxLength (strings), minItems/maxItems (arrays), minProperties/maxProperties
+    (objects): the size of a value of ``kind`` at least, or at most, the keyword's count.  An
+    object's failure reports its number of properties rather than the value, as mongod does."""
+
     def build(schema: Mapping[str, Any]) -> _Rule:
         limit = _count(schema, keyword)
 
         def rule(value: Any) -> list[Failure]:
-            if not isinstance(value, str) or (len(value) >= limit if lower else len(value) <= limit):
+            if not isinstance(value, kind):
                 return []
-            return [_failure(keyword, schema, "specified string length was not satisfied", value)]
+            size = len(cast(Sized, value))
+            if size >= limit if lower else size <= limit:
+                return []
+            if kind is Mapping:
+                return [{"operatorName": keyword, "specifiedAs": {keyword: copy_value(schema[keyword])},
+                         "reason": reason, "numberOfProperties": size}]
+            return [_failure(keyword, schema, reason, value)]
 
         return rule
 
     return build
+
+
+_STRING_LENGTH = "specified string length was not satisfied"
+_ITEM_COUNT = "array did not match specified length"
+_PROPERTY_COUNT = "specified number of properties was not satisfied"
 
 
 def _regex(pattern: Any) -> re.Pattern[str]:
@@ -442,20 +459,6 @@ def _additional_items(schema: Mapping[str, Any]) -> _Rule | None:
     return rule
 
 
-def _item_count(keyword: str, lower: bool) -> Callable[[Mapping[str, Any]], _Rule]:
-    def build(schema: Mapping[str, Any]) -> _Rule:
-        limit = _count(schema, keyword)
-
-        def rule(value: Any) -> list[Failure]:
-            if not isinstance(value, list) or (len(value) >= limit if lower else len(value) <= limit):
-                return []
-            return [_failure(keyword, schema, "array did not match specified length", value)]
-
-        return rule
-
-    return build
-
-
 def _unique_items(schema: Mapping[str, Any]) -> _Rule | None:
     if not _bool(schema, "uniqueItems"):
         return None
@@ -469,21 +472,6 @@ def _unique_items(schema: Mapping[str, Any]) -> _Rule | None:
         return []
 
     return rule
-
-
-def _property_count(keyword: str, lower: bool) -> Callable[[Mapping[str, Any]], _Rule]:
-    def build(schema: Mapping[str, Any]) -> _Rule:
-        limit = _count(schema, keyword)
-
-        def rule(value: Any) -> list[Failure]:
-            if not isinstance(value, Mapping) or (len(value) >= limit if lower else len(value) <= limit):
-                return []
-            return [{"operatorName": keyword, "specifiedAs": {keyword: copy_value(schema[keyword])},
-                     "reason": "specified number of properties was not satisfied", "numberOfProperties": len(value)}]
-
-        return rule
-
-    return build
 
 
 def _schema_list(schema: Mapping[str, Any], keyword: str) -> list[Schema]:
@@ -545,8 +533,8 @@ _BUILDERS: dict[str, Callable[[Mapping[str, Any]], _Rule | None]] = {
     "bsonType": _type_rule("bsonType"),
     "type": _type_rule("type"),
     "pattern": _pattern,
-    "maxLength": _length("maxLength", lower=False),
-    "minLength": _length("minLength", lower=True),
+    "maxLength": _bounded_size("maxLength", False, str, _STRING_LENGTH),
+    "minLength": _bounded_size("minLength", True, str, _STRING_LENGTH),
     "minimum": _bound("minimum", "exclusiveMinimum", lower=True),
     "maximum": _bound("maximum", "exclusiveMaximum", lower=False),
     "exclusiveMinimum": _exclusive,
@@ -554,15 +542,15 @@ _BUILDERS: dict[str, Callable[[Mapping[str, Any]], _Rule | None]] = {
     "multipleOf": _multiple_of,
     "items": _items,
     "additionalItems": _additional_items,
-    "maxItems": _item_count("maxItems", lower=False),
-    "minItems": _item_count("minItems", lower=True),
+    "maxItems": _bounded_size("maxItems", False, list, _ITEM_COUNT),
+    "minItems": _bounded_size("minItems", True, list, _ITEM_COUNT),
     "uniqueItems": _unique_items,
     "properties": _properties,
     "patternProperties": _pattern_properties,
     "additionalProperties": _additional_properties,
     "required": _required,
-    "maxProperties": _property_count("maxProperties", lower=False),
-    "minProperties": _property_count("minProperties", lower=True),
+    "maxProperties": _bounded_size("maxProperties", False, Mapping, _PROPERTY_COUNT),
+    "minProperties": _bounded_size("minProperties", True, Mapping, _PROPERTY_COUNT),
     "allOf": _combination("allOf"),
     "anyOf": _combination("anyOf"),
     "oneOf": _combination("oneOf"),
