@@ -145,6 +145,40 @@ def compile_walker(nodes: Sequence[Any]) -> tuple[Walker, dict[str, int]] | None
 # (_decode_layouts.time_to_learn), and so is the choice of the integer (BYTES_PER_ITEM).
 
 
+class LayoutPositions(tuple[int, ...]):
+    """The positions a layout check gives for every document of its layout, with the
+    layout's key table (:func:`_layout_table`) as ``table``."""
+
+    table: dict[str, Any]
+
+
+# value types whose place and length a layout fixes, read straight by RawDocument lookups
+LAYOUT_STRING, LAYOUT_INT32, LAYOUT_DOUBLE = 0x02, 0x10, 0x01
+
+
+def _layout_table(
+    walks: list[Any], data: bytes, start: int, positions: tuple[int, ...]
+) -> dict[str, Any]:
+    """The key table of a layout: like the shape's (key -> element number), but a string,
+    int32 or double maps to ``(type, value start, value end, element number)``, relative to
+    the document's start (a string's end excludes its NUL): every document of the layout
+    has that value there, so a lookup reads it without reading the header or the length."""
+    table: dict[str, Any] = {}
+    for number, walk in enumerate(walks):
+        key, hlen, t = walk[2], walk[4], walk[6]
+        value = positions[number] + hlen
+        if t == LAYOUT_STRING:
+            n = I32(data, start + value)[0]
+            table[key] = (t, value + 4, value + 3 + n, number)
+        elif t == LAYOUT_INT32:
+            table[key] = (t, value, value + 4, number)
+        elif t == LAYOUT_DOUBLE:
+            table[key] = (t, value, value + 8, number)
+        else:
+            table[key] = number
+    return table
+
+
 def _learn_layout(
     state: list[Any], walks: list[Any], data: bytes, positions: tuple[int, ...], q0: int,
     stop: int,
@@ -190,7 +224,8 @@ def _learn_layout(
     else:
         check = "unpack(data, q0) != expected"  # (the length check keeps it in bounds)
         names = {"unpack": struct.Struct("".join(fmt)).unpack_from, "expected": tuple(expected)}
-    names["positions"] = positions
+    names["positions"] = LayoutPositions(positions)
+    names["positions"].table = _layout_table(walks, data, q0 - 4, positions)
     source = "\n".join([
         "def fixed(data, q0, stop):",
         f"    if stop - q0 != {size} or {check}:",

@@ -33,6 +33,7 @@ from typing import Any, Final, overload
 
 from mongo_sansio.bson._decode import KIND_ARRAY, as_bytes, document_end, read_document, read_value
 from mongo_sansio.bson._decode_parts import (
+    DOUBLE,
     I32,
     I64,
     LEARN_BUDGET,
@@ -44,7 +45,7 @@ from mongo_sansio.bson._decode_parts import (
     value_end,
 )
 from mongo_sansio.bson._walkers import COMPLETIONS as completions
-from mongo_sansio.bson._walkers import remember_shape
+from mongo_sansio.bson._walkers import LAYOUT_INT32, LAYOUT_STRING, remember_shape
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.errors import InvalidBSON
 from mongo_sansio.bson.types import Int64
@@ -128,7 +129,7 @@ class RawDocument(Mapping[str, Any]):
     _start: int
     _end: int
     _opts: CodecOptions
-    _index: dict[str, int]  # key -> where its element starts (or its number, see below)
+    _index: dict[str, Any]  # key -> where its element starts (or its number, see below)
     _scan: int  # where the walk goes on, or -1 once it has reached the end
     _node: Any  # the walk's place in the decoder's shape trie, or None
     # ``_data`` when the document spans all of it, else None: a batch of whole documents is
@@ -136,7 +137,9 @@ class RawDocument(Mapping[str, Any]):
     _whole: bytes | None
     # None, or when a shape walker indexed the document: where each element starts, in
     # order and relative to ``_start`` (so documents of one layout share the tuple), and
-    # then ``_index`` is the shape's shared key table (key -> element number).
+    # then ``_index`` is the shape's shared key table (key -> element number), or when a
+    # layout check took the document the layout's (_walkers._layout_table: some values'
+    # places as well).
     _positions: tuple[int, ...] | None
 
     def __init__(
@@ -220,12 +223,18 @@ class RawDocument(Mapping[str, Any]):
                     if positions is not None:
                         if pair is not walkers[0]:
                             _to_front(buckets, data[pos] << 8 | data[pos + 1], walkers, pair)
-                        keys = self._index = pair[1]  # shared: never written to
+                        # shared, never written to: the shape's key table, or the layout's
+                        keys = self._index = pair[1] if type(positions) is tuple else positions.table
                         self._positions = positions
                         self._scan = -1
                         self._node = None
                         number = keys.get(target)
-                        return -1 if number is None else positions[number] + self._start
+                        if number is None:
+                            return -1
+                        if type(number) is tuple:  # (a layout's entry: its number is last)
+                            number = number[3]
+                        found: int = positions[number] + self._start
+                        return found
             root = node
         index = self._index
         if index is UNWALKED:  # the first walk: the view gets an index of its own
@@ -317,7 +326,13 @@ class RawDocument(Mapping[str, Any]):
             epos = self._walk(key)
             if epos < 0:
                 raise KeyError(key)
+            if self._positions is not None:  # a walker indexed it: its layout may fix the value
+                entry = self._index.get(key)
+                if type(entry) is tuple:
+                    return self._fixed_value(entry)
         elif self._positions is not None:
+            if type(epos) is tuple:
+                return self._fixed_value(epos)
             epos = self._positions[epos] + self._start
         data = self._data
         t = data[epos]
@@ -355,6 +370,22 @@ class RawDocument(Mapping[str, Any]):
             value = I64(data, vpos)[0]
             return Int64(value) if -2147483648 <= value <= 2147483647 else value
         return _value(data, t, vpos, stop, self._opts)
+
+    def _fixed_value(self, entry: tuple[int, int, int, int]) -> Any:
+        """The value a layout's key table places (see _walkers._layout_table): the layout
+        check has matched its header, length and NUL already."""
+        t, value, end, _number = entry
+        start = self._start
+        data = self._data
+        if t == LAYOUT_STRING:
+            try:
+                return data[start + value : start + end].decode("utf-8", self._opts.unicode_decode_error_handler)
+            except UnicodeDecodeError as exc:
+                # (at its length prefix, as the element-by-element lookup reports it)
+                raise InvalidBSON(f"invalid UTF-8 in a string ({exc.reason})", start + value - 4) from None
+        if t == LAYOUT_INT32:
+            return I32(data, start + value)[0]
+        return DOUBLE(data, start + value)[0]
 
     def get(self, key: str, default: Any = None) -> Any:
         try:  # (one lookup, not a membership test and then another)

@@ -348,3 +348,23 @@ def test_lengths_below_the_minimum_are_refused_as_by_the_careful_walk(
     assert outcome(lambda: raw["a"]) == outcome(lambda: reference["a"]) == ("value", encode({"v": 1}))
     assert outcome(lambda: list(raw)) == outcome(lambda: list(reference)) == ("invalid", None)
     assert raw._positions is None
+
+
+def test_a_layout_places_strings_and_numbers_and_a_bad_string_fails_alone() -> None:
+    def row(name: str, n: int, score: float) -> bytes:
+        return encode({"_id": n, "name": name, "score": score, "tags": ["a"], "n": Int64(n)})
+
+    learn(row("abcd", 1, 1.5))
+    first = RawDocument(row("abcd", 1, 1.5))
+    assert first["name"] == "abcd"  # the walker's first document: the layout is learned
+    state = next(iter(walkers()))[0].__globals__["state"]
+    assert state[0] is not None
+    same = RawDocument(row("wxyz", 7, -2.25))
+    assert (same["score"], same["_id"], same["name"]) == (-2.25, 7, "wxyz")
+    assert same["tags"] == ["a"] and same["n"] == 7 and type(same._positions) is _walkers.LayoutPositions
+    data = row("wxyz", 7, -2.25)
+    bad = RawDocument(data.replace(b"wxyz", b"\xff\xfexy"))
+    assert bad["_id"] == 7 and bad["score"] == -2.25
+    with pytest.raises(InvalidBSON, match="invalid UTF-8"):
+        bad["name"]
+    assert careful(data.replace(b"wxyz", b"\xff\xfexy"))["_id"] == 7
