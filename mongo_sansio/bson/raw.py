@@ -373,11 +373,14 @@ class RawDocument(Mapping[str, Any]):
 
     def _fixed_value(self, entry: tuple[int, int, int, int]) -> Any:
         """The value a layout's key table places (see _walkers._layout_table): the layout
-        check has matched its header, length and NUL already."""
+        check has matched its header and length prefix already; a string's NUL is checked
+        here."""
         t, value, end, _number = entry
         start = self._start
         data = self._data
         if t == LAYOUT_STRING:
+            if data[start + end]:  # (the layout fixed the length, not the NUL after the text)
+                raise bad_string("string", end - value + 1, start + value - 4)
             try:
                 return data[start + value : start + end].decode("utf-8", self._opts.unicode_decode_error_handler)
             except UnicodeDecodeError as exc:

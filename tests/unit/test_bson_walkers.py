@@ -368,3 +368,22 @@ def test_a_layout_places_strings_and_numbers_and_a_bad_string_fails_alone() -> N
     with pytest.raises(InvalidBSON, match="invalid UTF-8"):
         bad["name"]
     assert careful(data.replace(b"wxyz", b"\xff\xfexy"))["_id"] == 7
+
+
+@pytest.mark.parametrize("bytes_per_item", [0, 10_000], ids=["struct-check", "integer-check"])
+def test_a_layout_placed_string_without_its_nul_fails(
+    bytes_per_item: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the layout fixes a string's header and length, not the NUL after its text (found by
+    # the layout property under CI's derandomized examples)
+    monkeypatch.setattr(_decode_layouts, "BYTES_PER_ITEM", bytes_per_item)
+    document = {"f": 0.0, "s": "ab"}
+    learn(encode(document))
+    assert RawDocument(encode(document))["s"] == "ab"  # the walker's first: its layout
+    corrupt = encode(document)[:-2] + b"\x01\x00"  # the string's NUL, then the document's
+    with pytest.raises(InvalidBSON, match="not NUL-terminated"):
+        careful(corrupt)["s"]
+    view = RawDocument(corrupt)
+    assert view["f"] == 0.0
+    with pytest.raises(InvalidBSON, match="not NUL-terminated"):
+        view["s"]
