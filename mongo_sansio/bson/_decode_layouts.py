@@ -26,9 +26,12 @@ decoders, helpers and :class:`~._decode_shapes.Fallback`).  The integer read cos
 :data:`BYTES_PER_ITEM` bytes for each structural item; larger ones keep the segment reads.
 
 The learning policy is shared with the walkers of :mod:`._walkers`: a state list
-``[layout or None, still learning, misses since the last layout, layouts learned]``; after
-:data:`RELEARN_AFTER` documents of another layout the current one is learned, at most
-:data:`MAX_LAYOUTS` times, and then learning stops.
+``[layout or None, still learning, misses, layouts learned]``.  A document the layout does not
+take is a miss; a document it takes sets the misses back to 0.  After :data:`RELEARN_AFTER`
+misses in a row (no document of the layout in between) the current document's layout is
+learned, at most :data:`MAX_LAYOUTS` times; then the layout is dropped and learning stops.
+So a layout that most documents share is kept however many other documents come between
+them, and documents whose layouts keep changing soon stop paying for a check.
 """
 
 from __future__ import annotations
@@ -86,8 +89,8 @@ class LayoutPlan:
 
 def time_to_learn(state: list[Any]) -> bool:
     """The shared policy (see the module docs), called with a document the layout in
-    ``state[0]`` (if any) did not take: whether to learn this one's layout now.  Stops the
-    learning for good after :data:`MAX_LAYOUTS` layouts."""
+    ``state[0]`` (if any) did not take: whether to learn this one's layout now.  Drops the
+    layout and stops the learning for good after :data:`MAX_LAYOUTS` layouts."""
     if state[0] is not None:
         state[2] += 1
         if state[2] < RELEARN_AFTER:
@@ -162,6 +165,7 @@ def learn_layout(state: list[Any], plan: LayoutPlan, data: bytes, start: int, en
         "def layout(data, start, end, depth):",
         f"  if end - start != {size} or from_bytes(data[start:end], 'little') & mask != expected:",
         "    return None",
+        "  state[2] = 0",  # a document of the layout: the misses start again (see time_to_learn)
         "  try:",
         *([read] if read else []),
         *lines,
@@ -176,6 +180,7 @@ def learn_layout(state: list[Any], plan: LayoutPlan, data: bytes, start: int, en
         "mask": wanted,
         "expected": int.from_bytes(data[start:end], "little") & wanted,
         "unpack": unpack,
+        "state": state,
     }
     exec(compile(source, "<mongo_sansio layout decoder>", "exec"), scope)  # noqa: S102
     state[0] = scope["layout"]

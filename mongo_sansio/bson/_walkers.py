@@ -139,9 +139,10 @@ def compile_walker(nodes: Sequence[Any]) -> tuple[Walker, dict[str, int]] | None
 # compared with the remembered one (a larger one's headers and prefixes in one struct call).
 # That costs about 0.34 us for the driver benchmark's small document against 0.9 us for its
 # eight segment reads, and the positions, the same for every document of the layout, are one
-# shared tuple.  Documents of one shape often share their layout too (fixed-width strings: ids, codes, timestamps as text; numbers, dates, ObjectIds),
-# and a document of another layout just takes the segment reads.  When to learn a layout
-# (RELEARN_AFTER, MAX_LAYOUTS) is the policy the shape decoders' layouts follow too
+# shared tuple.  Documents of one shape often share their layout too (fixed-width strings:
+# ids, codes, timestamps as text; numbers, dates, ObjectIds), and a document of another
+# layout just takes the segment reads.  When to learn a layout (RELEARN_AFTER misses in a
+# row, at most MAX_LAYOUTS times) is the policy the shape decoders' layouts follow too
 # (_decode_layouts.time_to_learn), and so is the choice of the integer (BYTES_PER_ITEM).
 
 
@@ -186,8 +187,8 @@ def _learn_layout(
     """Called by a walker that indexed ``data`` (first element at ``q0``) by its segment
     reads, while it learns; ``positions`` are relative to the document's start, ``q0 - 4``.
 
-    ``state``: [layout checker or None, still learning, misses since the last layout,
-    layouts learned].  The checker accepts exactly the documents whose headers and length
+    ``state``: [layout checker or None, still learning, misses in a row (a document the
+    checker takes sets them back to 0), layouts learned].  The checker accepts exactly the documents whose headers and length
     prefixes equal those of ``data`` and whose size is the same: the segment reads accepted
     ``data``, so they accept those as well, with the same positions.  Its callers have read
     the byte at ``stop`` (the document's trailing NUL), so the slice it reads is never short.
@@ -224,12 +225,14 @@ def _learn_layout(
     else:
         check = "unpack(data, q0) != expected"  # (the length check keeps it in bounds)
         names = {"unpack": struct.Struct("".join(fmt)).unpack_from, "expected": tuple(expected)}
+    names["state"] = state
     names["positions"] = LayoutPositions(positions)
     names["positions"].table = _layout_table(walks, data, q0 - 4, positions)
     source = "\n".join([
         "def fixed(data, q0, stop):",
         f"    if stop - q0 != {size} or {check}:",
         "        return None",
+        "    state[2] = 0",  # a document of the layout: the misses start again
         "    return positions",
     ])
     exec(compile(source, "<mongo_sansio layout check>", "exec"), names)  # noqa: S102

@@ -132,3 +132,18 @@ def test_layout_decoders_agree_with_the_general_decoder(document: dict[str, Any]
         mutated[data.draw(st.integers(4, len(mutated) - 1))] = data.draw(st.integers(0, 255))
     bad = bytes(mutated)
     assert outcome(lambda: decode(bad)) == outcome(lambda: decode(bad, GENERAL))
+
+
+def test_a_layout_most_documents_share_is_kept_among_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_decode_layouts, "RELEARN_AFTER", 3)
+    common = {"s": "abcd", "n": 1}
+    for _ in range(3):
+        decode(encode(common))
+    state = top_state()
+    layout = state[0]
+    assert layout is not None
+    for length in range(1, 40):  # two documents of other layouts between each common one
+        for other in ({"s": "x" * length, "n": 2}, {"s": "y" * (length + 40), "n": 3}):
+            assert decode(encode(other)) == other
+        assert decode(encode(common)) == common
+    assert state[0] is layout and state[3] == 1  # never relearned
