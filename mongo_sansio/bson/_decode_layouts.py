@@ -89,16 +89,17 @@ class LayoutPlan:
 
 def time_to_learn(state: list[Any]) -> bool:
     """The shared policy (see the module docs), called with a document the layout in
-    ``state[0]`` (if any) did not take: whether to learn this one's layout now.  Drops the
-    layout and stops the learning for good after :data:`MAX_LAYOUTS` layouts."""
+    ``state[0]`` (if any) did not take: whether to learn this one's layout now.  With no
+    layout (none learned yet, or the last document was too long for one) it is learned at
+    once.  After :data:`MAX_LAYOUTS` layouts the layout is dropped and learning stops."""
     if state[0] is not None:
         state[2] += 1
         if state[2] < RELEARN_AFTER:
             return False
-        if state[3] >= MAX_LAYOUTS:
-            state[0] = None
-            state[1] = False
-            return False
+    if state[3] >= MAX_LAYOUTS:
+        state[0] = None
+        state[1] = False
+        return False
     state[2] = 0
     state[3] += 1
     return True
@@ -155,7 +156,7 @@ def learn_layout(state: list[Any], plan: LayoutPlan, data: bytes, start: int, en
             lines.append(f"    n{number} = {n}")
             pos = vpos + n
     if size > BYTES_PER_ITEM * items:
-        state[1] = False  # documents this long keep the segment reads: learning stops
+        state[0] = None  # a document this long keeps the segment reads (one of the tries)
         return
     wanted = int.from_bytes(mask, "little")
     names = plan.names

@@ -92,11 +92,18 @@ def test_bad_values_in_a_known_layout_fail_as_by_the_general_decoder(after: byte
         decode(bad)
 
 
-def test_long_documents_keep_the_segment_reads() -> None:
-    document = {"a": "x" * 5000, "b": 1}
+def test_long_documents_keep_the_segment_reads_and_a_short_one_still_gets_a_layout() -> None:
+    long = {"a": "x" * 5000, "b": 1}
     for _ in range(3):
-        assert decode(encode(document)) == document
+        assert decode(encode(long)) == long
     state = top_state()
+    assert state[0] is None and state[1] is True
+    short = {"a": "x", "b": 1}
+    assert decode(encode(short)) == short
+    assert state[0] is not None
+    # long ones count as misses until a relearn, then each is a try, until the last one
+    for _ in range(_decode_layouts.RELEARN_AFTER + _decode_layouts.MAX_LAYOUTS):
+        assert decode(encode(long)) == long
     assert state[0] is None and state[1] is False
 
 
