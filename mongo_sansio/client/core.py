@@ -156,6 +156,10 @@ class ClientCore:
             Authenticator(settings.credential, nonce=nonce())
         self._topology = Topology(settings.topology, topology_id=topology_id)
         self._described: dict[Address, ConnectionDescription] = {}
+        # (see selecting._known_server): (description, window of a primary read, of a write)
+        self.selection_windows: tuple[Any, Any, Any] = (None, None, None)
+        # address -> (its server description, connection description, their ServerInfo)
+        self._server_infos: dict[Address, tuple[Any, Any, ServerInfo]] = {}
         self._topology_waiters: list[Signal] = []
         self._monitor_ids = 0
         self._kill_queue: deque[KillCursor] = deque()
@@ -235,9 +239,17 @@ class ClientCore:
         server = self._topology.description.servers.get(address)
         if server is None:
             raise LocalProtocolError(f"{address!r} is not in the topology")
-        return describe_server(
-            self.transport_address(address), server, self._described.get(address)
-        )
+        described = self._described.get(address)
+        # a ServerInfo is frozen and depends only on these two (and the fixed seeds): kept
+        # while both are the same objects
+        kept = self._server_infos.get(address)
+        if kept is not None and kept[0] is server and kept[1] is described:
+            return kept[2]
+        info = describe_server(self.transport_address(address), server, described)
+        if len(self._server_infos) >= 64:  # (addresses come and go with the topology)
+            self._server_infos.clear()
+        self._server_infos[address] = (server, described, info)
+        return info
 
     # -- server selection -----------------------------------------------------------------------
 

@@ -22,11 +22,15 @@ from typing import TYPE_CHECKING, Any
 from mongo_sansio.client.runtime import Wait
 from mongo_sansio.errors import MongoError
 from mongo_sansio.flow import Now, SelectServer
+from mongo_sansio.sdam.description import ServerDescription
 from mongo_sansio.selection import (
+    PRIMARY,
     SelectionCriteria,
     ServerSelectionTimeoutError,
+    choose,
     describe_topology,
     select_server,
+    selection_window,
 )
 from mongo_sansio.selection.events import (
     ServerSelectionFailed,
@@ -62,14 +66,7 @@ def select(
         # The common case first: a suitable server is known and nobody listens for the
         # events, so no clock reading and no waiter are needed (the loop below would pick
         # the same server: selection does not depend on the time).
-        server = select_server(
-            core.description,
-            criteria,
-            heartbeat_frequency=settings.heartbeat_frequency,
-            local_threshold=settings.local_threshold,
-            draw=core.draw,
-            operation_counts=core.in_use_counts(),
-        )
+        server = _known_server(core, criteria)
         if server is not None:
             return core.server_info(server.address)
     start = yield Now()
@@ -137,7 +134,56 @@ def select(
         raise
 
 
+# The criteria of nearly every selection, made once: what a selection with them finds is
+# then remembered for the current topology description (_known_server).
+_PRIMARY_READ = SelectionCriteria.for_read(PRIMARY)
+_WRITE = SelectionCriteria.for_write()
+
+
+def _known_server(core: ClientCore, criteria: SelectionCriteria) -> ServerDescription | None:
+    """What :func:`select_server` would choose now, without waiting (None: nothing suits).
+
+    For the two common criteria the latency window is remembered with the description it
+    came from, in one tuple swapped whole (flows of other threads may select meanwhile): a
+    description is never changed, a new one replaces it, so the same object gives the same
+    window.  Only the choice among several servers is made anew (it is random, and weighs
+    the operations in progress)."""
+    description = core.description
+    settings = core.settings.topology
+    if criteria is _PRIMARY_READ or criteria is _WRITE:
+        slot = 1 if criteria is _PRIMARY_READ else 2
+        memo = core.selection_windows
+        window = memo[slot] if memo[0] is description else None
+        if window is None:
+            window = selection_window(
+                description,
+                criteria,
+                heartbeat_frequency=settings.heartbeat_frequency,
+                local_threshold=settings.local_threshold,
+            )
+            kept = list(memo) if memo[0] is description else [description, None, None]
+            kept[slot] = window
+            core.selection_windows = (kept[0], kept[1], kept[2])
+    else:
+        window = selection_window(
+            description,
+            criteria,
+            heartbeat_frequency=settings.heartbeat_frequency,
+            local_threshold=settings.local_threshold,
+        )
+    if not window:
+        return None
+    if len(window) == 1:
+        return window[0]
+    return choose(window, core.draw, core.in_use_counts())
+
+
 def criteria_for(core: ClientCore, request: SelectServer) -> SelectionCriteria:
+    if not request.deprioritized:
+        if request.for_writes:
+            return _WRITE
+        if request.read_preference is PRIMARY:
+            return _PRIMARY_READ
     deprioritized = frozenset(core.sdam_address(a) for a in request.deprioritized)
     if request.for_writes:
         return SelectionCriteria.for_write(deprioritized=deprioritized)

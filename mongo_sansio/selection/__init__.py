@@ -41,6 +41,7 @@ from mongo_sansio.selection.rules import (
     choose,
     in_latency_window,
     select_server,
+    selection_window,
     staleness,
     suitable_servers,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "in_latency_window",
     "choose",
     "select_server",
+    "selection_window",
     "SelectionState",
     "Selected",
     "RequestCheckAndWait",

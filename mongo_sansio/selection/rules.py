@@ -376,6 +376,25 @@ def select_server(
 ) -> ServerDescription | None:
     """One selection attempt: compatibility, suitability, the server selector, the latency
     window, the choice.  None when nothing is suitable now."""
+    window = selection_window(
+        topology, criteria, heartbeat_frequency=heartbeat_frequency, local_threshold=local_threshold
+    )
+    if not window:
+        return None
+    return choose(window, draw, operation_counts)
+
+
+def selection_window(
+    topology: TopologyDescription,
+    criteria: SelectionCriteria,
+    *,
+    heartbeat_frequency: float,
+    local_threshold: float,
+) -> tuple[ServerDescription, ...]:
+    """Everything of :func:`select_server` but the choice: compatibility, suitability, the
+    server selector and the latency window (empty when nothing is suitable now).  Without a
+    server selector it depends only on its arguments, so a caller may keep it for as long as
+    the topology description is the same object."""
     check_compatible(topology)
     suitable: Sequence[ServerDescription] = suitable_servers(
         topology, criteria, heartbeat_frequency
@@ -384,7 +403,4 @@ def select_server(
         # keep only what was offered: a selector cannot make an unsuitable server suitable
         offered = {sd.address for sd in suitable}
         suitable = tuple(sd for sd in criteria.server_selector(suitable) if sd.address in offered)
-    window = in_latency_window(suitable, local_threshold)
-    if not window:
-        return None
-    return choose(window, draw, operation_counts)
+    return in_latency_window(suitable, local_threshold)
