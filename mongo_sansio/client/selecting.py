@@ -149,31 +149,24 @@ def _known_server(core: ClientCore, criteria: SelectionCriteria) -> ServerDescri
     window.  Only the choice among several servers is made anew (it is random, and weighs
     the operations in progress)."""
     description = core.description
-    settings = core.settings.topology
-    if criteria is _PRIMARY_READ or criteria is _WRITE:
-        slot = 1 if criteria is _PRIMARY_READ else 2
-        memo = core.selection_windows
-        window = memo[slot] if memo[0] is description else None
-        if window is None:
-            window = selection_window(
-                description,
-                criteria,
-                heartbeat_frequency=settings.heartbeat_frequency,
-                local_threshold=settings.local_threshold,
-            )
-            kept = list(memo) if memo[0] is description else [description, None, None]
-            kept[slot] = window
-            core.selection_windows = (kept[0], kept[1], kept[2])
-    else:
+    slot = 1 if criteria is _PRIMARY_READ else 2 if criteria is _WRITE else 0
+    memo = core.selection_windows
+    window = memo[slot] if slot and memo[0] is description else None
+    if window is None:
+        settings = core.settings.topology
         window = selection_window(
             description,
             criteria,
             heartbeat_frequency=settings.heartbeat_frequency,
             local_threshold=settings.local_threshold,
         )
+        if slot:
+            kept = list(memo) if memo[0] is description else [description, None, None]
+            kept[slot] = window
+            core.selection_windows = (kept[0], kept[1], kept[2])
     if not window:
         return None
-    if len(window) == 1:
+    if len(window) == 1:  # (choose's own answer, without counting the operations in use)
         return window[0]
     return choose(window, core.draw, core.in_use_counts())
 
