@@ -42,7 +42,10 @@ from typing import Any
 
 from mongo_sansio.bson._decode_parts import I32
 
-__all__ = ["BYTES_PER_ITEM", "MAX_LAYOUTS", "RELEARN_AFTER", "LayoutPlan", "learn_layout", "time_to_learn"]
+__all__ = [
+    "BYTES_PER_ITEM", "MAX_LAYOUTS", "RELEARN_AFTER", "LayoutPlan", "learn_layout", "masked_check",
+    "time_to_learn",
+]
 
 RELEARN_AFTER = 64
 MAX_LAYOUTS = 8
@@ -105,6 +108,18 @@ def time_to_learn(state: list[Any]) -> bool:
     return True
 
 
+def masked_check(mask: bytearray, learned: bytes) -> dict[str, Any]:
+    """The names of the generated check ``from_bytes(<the document's bytes>, 'little') & mask
+    != expected`` (true for a document of another layout): ``mask`` is 0xFF on the bytes that
+    must equal those of ``learned``, the learned document's bytes over the same span."""
+    wanted = int.from_bytes(mask, "little")
+    return {
+        "from_bytes": int.from_bytes,
+        "mask": wanted,
+        "expected": int.from_bytes(learned, "little") & wanted,
+    }
+
+
 def learn_layout(state: list[Any], plan: LayoutPlan, data: bytes, start: int, end: int) -> None:
     """Called by a document decoder that decoded ``data[start:end]`` while it learns: sets
     ``state[0]`` to a layout decoder for that document's layout (when it is small enough)."""
@@ -158,7 +173,6 @@ def learn_layout(state: list[Any], plan: LayoutPlan, data: bytes, start: int, en
     if size > BYTES_PER_ITEM * items:
         state[0] = None  # a document this long keeps the segment reads (one of the tries)
         return
-    wanted = int.from_bytes(mask, "little")
     names = plan.names
     unpack = struct.Struct("".join(reads)).unpack_from
     read = f"    {', '.join(targets)}, = unpack(data, start)" if targets else ""
@@ -175,13 +189,6 @@ def learn_layout(state: list[Any], plan: LayoutPlan, data: bytes, start: int, en
         "  except error:",
         "    return None",
     ])
-    scope = {
-        **names,
-        "from_bytes": int.from_bytes,
-        "mask": wanted,
-        "expected": int.from_bytes(data[start:end], "little") & wanted,
-        "unpack": unpack,
-        "state": state,
-    }
+    scope = {**names, **masked_check(mask, data[start:end]), "unpack": unpack, "state": state}
     exec(compile(source, "<mongo_sansio layout decoder>", "exec"), scope)  # noqa: S102
     state[0] = scope["layout"]

@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mongo_sansio.bson import _decode_layouts
-from mongo_sansio.bson._decode_layouts import time_to_learn
+from mongo_sansio.bson._decode_layouts import masked_check, time_to_learn
 from mongo_sansio.bson._decode_parts import I32, MISS
 from mongo_sansio.bson._decode_shapes import ARRAY_BUCKET, bucket_of, compile_decoder
 
@@ -215,13 +215,8 @@ def _learn_layout(
             fmt.append(f"{span - kept}x")
         mask[at : at + kept] = b"\xff" * kept
     if size <= _decode_layouts.BYTES_PER_ITEM * len(expected):
-        wanted = int.from_bytes(mask, "little")
         check = "from_bytes(data[q0:stop], 'little') & mask != expected"
-        names: dict[str, Any] = {
-            "from_bytes": int.from_bytes,
-            "mask": wanted,
-            "expected": int.from_bytes(data[q0:stop], "little") & wanted,
-        }
+        names: dict[str, Any] = masked_check(mask, data[q0:stop])
     else:
         check = "unpack(data, q0) != expected"  # (the length check keeps it in bounds)
         names = {"unpack": struct.Struct("".join(fmt)).unpack_from, "expected": tuple(expected)}
