@@ -25,6 +25,7 @@ from mongo_sansio.flow import Now, SelectServer
 from mongo_sansio.sdam.description import ServerDescription
 from mongo_sansio.selection import (
     PRIMARY,
+    Mode,
     SelectionCriteria,
     ServerSelectionTimeoutError,
     choose,
@@ -175,7 +176,9 @@ def criteria_for(core: ClientCore, request: SelectServer) -> SelectionCriteria:
     if not request.deprioritized:
         if request.for_writes:
             return _WRITE
-        if request.read_preference is PRIMARY:
+        # any primary read preference equals PRIMARY (that mode allows no tags, staleness or
+        # hedge), and the one a collection holds is often an equal copy, not PRIMARY itself
+        if request.read_preference.mode is Mode.PRIMARY:
             return _PRIMARY_READ
     deprioritized = frozenset(core.sdam_address(a) for a in request.deprioritized)
     if request.for_writes:
