@@ -97,9 +97,13 @@ Step: TypeAlias = Run | Call
 Program: TypeAlias = Generator[Step, Any, T]
 
 
-@attrs.frozen
 class _Done:
-    value: Any
+    """A program's result (a plain slotted class: one is made per operation)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
 def _advance(program: Program[Any], value: Any, error: BaseException | None) -> Step | _Done:
@@ -111,14 +115,16 @@ def _advance(program: Program[Any], value: Any, error: BaseException | None) -> 
         return _Done(stop.value)
 
 
-async def _feed(program: Program[T], perform: Callable[[Step], Awaitable[Any]]) -> T:
-    """Carry out ``program``'s steps with ``perform`` until it returns.  Whatever a step
-    raises (a server error, the callback's exception, a cancellation) is thrown into the
+async def _feed(
+    program: Program[T], perform: Callable[[Any, Step], Awaitable[Any]], engine: Any
+) -> T:
+    """Carry out ``program``'s steps with ``perform(engine, step)`` until it returns.  Whatever
+    a step raises (a server error, the callback's exception, a cancellation) is thrown into the
     program, which decides; a program that does not catch it ends with it."""
     step = _advance(program, None, None)
     while not isinstance(step, _Done):
         try:
-            value = await perform(step)
+            value = await perform(engine, step)
         except BaseException as error:
             step = _advance(program, None, error)
         else:
@@ -127,20 +133,31 @@ async def _feed(program: Program[T], perform: Callable[[Step], Awaitable[Any]]) 
     return result
 
 
+async def _perform_blocking(engine: Any, step: Step) -> Any:
+    if isinstance(step, Run):
+        return engine.run(
+            step.flow,
+            session=step.session,
+            timeout=step.timeout,
+            codec_options=step.codec_options,
+        )
+    return step.function(*step.args)
+
+
+async def _perform_async(engine: Any, step: Step) -> Any:
+    if isinstance(step, Run):
+        return await engine.run(
+            step.flow,
+            session=step.session,
+            timeout=step.timeout,
+            codec_options=step.codec_options,
+        )
+    return await step.function(*step.args)
+
+
 def run_blocking(engine: Any, program: Program[T]) -> T:
     """Run ``program`` on a synchronous engine (blocking threads or gevent)."""
-
-    async def perform(step: Step) -> Any:
-        if isinstance(step, Run):
-            return engine.run(
-                step.flow,
-                session=step.session,
-                timeout=step.timeout,
-                codec_options=step.codec_options,
-            )
-        return step.function(*step.args)
-
-    coroutine = _feed(program, perform)
+    coroutine = _feed(program, _perform_blocking, engine)
     try:
         coroutine.send(None)
     except StopIteration as done:
@@ -152,18 +169,7 @@ def run_blocking(engine: Any, program: Program[T]) -> T:
 
 async def run_async(engine: Any, program: Program[T]) -> T:
     """Run ``program`` on an :class:`~.._async_engine.AsyncEngine` (asyncio or trio)."""
-
-    async def perform(step: Step) -> Any:
-        if isinstance(step, Run):
-            return await engine.run(
-                step.flow,
-                session=step.session,
-                timeout=step.timeout,
-                codec_options=step.codec_options,
-            )
-        return await step.function(*step.args)
-
-    return await _feed(program, perform)
+    return await _feed(program, _perform_async, engine)
 
 
 class Blocking:
