@@ -146,8 +146,10 @@ class _Operation:
         return self.context
 
     def used(self, session: Session) -> None:
-        if not any(seen is session for seen in self.sessions):
-            self.sessions.append(session)
+        for seen in self.sessions:  # (a loop: any() over a generator costs a frame per call)
+            if seen is session:
+                return
+        self.sessions.append(session)
 
     def finish(self) -> None:
         """The operation ended: the caller's session is free again; implicit sessions nothing

@@ -169,6 +169,17 @@ class WriteSummary:
         the caller's list."""
         n = reply_count(reply, "n")
         modified = reply_count(reply, "nModified") if self.command == "update" else 0
+        get = reply.get
+        if (
+            get("writeErrors") is None
+            and get("upserted") is None
+            and get("writeConcernError") is None
+            and get("errorLabels") is None
+        ):  # the usual reply: counts only
+            self.replies.append(reply)
+            self.n += n
+            self.n_modified += modified
+            return
         upserted = [_shifted(d, offset, "upserted") for d in _documents(reply, "upserted")]
         errors = [_shifted(d, offset, "writeErrors") for d in _documents(reply, "writeErrors")]
         concern = reply.get("writeConcernError")
