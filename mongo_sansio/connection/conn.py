@@ -415,11 +415,10 @@ class Connection:
 
     def _accept(self, message: Any) -> Reply:
         """Check ``message`` against the outstanding request and move the machine."""
-        where = format_address(self.address)
         if self._state is not _AWAITING:
             raise self._fail(
                 ProtocolError(
-                    f"{where} sent a message (responseTo {message.response_to}) "
+                    f"{format_address(self.address)} sent a message (responseTo {message.response_to}) "
                     "while no request was outstanding"
                 )
             )
@@ -427,25 +426,25 @@ class Connection:
         if message.response_to != expected:
             raise self._fail(
                 ProtocolError(
-                    f"{where} sent a reply to request {message.response_to}, "
+                    f"{format_address(self.address)} sent a reply to request {message.response_to}, "
                     f"but the reply to request {expected} was awaited"
                 )
             )
         if self._expect_legacy:
             if not isinstance(message, OpReply):
                 raise self._fail(
-                    ProtocolError(f"{where} answered an OP_QUERY with op code {message.op_code}")
+                    ProtocolError(f"{format_address(self.address)} answered an OP_QUERY with op code {message.op_code}")
                 )
-            document = self._legacy_document(message, where)
+            document = self._legacy_document(message, format_address(self.address))
             more_to_come = False
         else:
             if not isinstance(message, OpMsg):
                 raise self._fail(
-                    ProtocolError(f"{where} answered an OP_MSG with op code {message.op_code}")
+                    ProtocolError(f"{format_address(self.address)} answered an OP_MSG with op code {message.op_code}")
                 )
             document = message.body
             if type(document) is not dict and not isinstance(document, Mapping):
-                raise self._fail(ProtocolError(f"{where} sent a reply body that is not a document"))
+                raise self._fail(ProtocolError(f"{format_address(self.address)} sent a reply body that is not a document"))
             raw = self._raw_batches
             if raw is not None and type(document) is RawDocument:
                 try:
@@ -454,12 +453,12 @@ class Connection:
                         1 - REPLY_NESTING_ROOM,
                     )  # fmt: skip
                 except InvalidBSON as exc:
-                    raise self._fail(ProtocolError(f"{where} sent a bad reply: {exc}")) from None
+                    raise self._fail(ProtocolError(f"{format_address(self.address)} sent a bad reply: {exc}")) from None
             more_to_come = message.more_to_come
             if more_to_come and not self._exhaust_allowed:
                 raise self._fail(
                     ProtocolError(
-                        f"{where} set moreToCome on a reply to request {expected}, "
+                        f"{format_address(self.address)} set moreToCome on a reply to request {expected}, "
                         "which did not allow exhaust"
                     )
                 )
