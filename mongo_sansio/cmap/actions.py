@@ -36,11 +36,15 @@ __all__ = [
 
 
 def _positive(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+    if type(value) is int and value > 0:  # (the pool's own counters: no isinstance calls)
+        return
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{attribute.name} must be a positive integer, not {value!r}")
 
 
 def _non_negative(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+    if type(value) is int and value >= 0:
+        return
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ValueError(f"{attribute.name} must be a non-negative integer, not {value!r}")
 

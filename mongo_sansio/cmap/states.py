@@ -31,12 +31,20 @@ __all__ = [
 
 
 class PoolState(enum.Enum):
+    # Members are singletons compared by identity: hashed by identity too, in C (Enum's own
+    # __hash__ is a Python call, paid by every transition-table lookup on the hot path).
+    __hash__ = object.__hash__
+
     PAUSED = "paused"
     READY = "ready"
     CLOSED = "closed"
 
 
 class PoolInput(enum.Enum):
+    # Members are singletons compared by identity: hashed by identity too, in C (Enum's own
+    # __hash__ is a Python call, paid by every transition-table lookup on the hot path).
+    __hash__ = object.__hash__
+
     READY = "ready"
     CLEAR = "clear"  # not load-balanced: bumps the generation, pauses, empties the wait queue
     CLEAR_SERVICE = "clear(serviceId)"  # load-balanced: bumps one service's generation only

@@ -100,12 +100,20 @@ __all__ = [
 
 
 class ConnectionState(enum.Enum):
+    # Members are singletons compared by identity: hashed by identity too, in C (Enum's own
+    # __hash__ is a Python call, paid by every transition-table lookup on the hot path).
+    __hash__ = object.__hash__
+
     IDLE = "IDLE"
     AWAITING_REPLY = "AWAITING_REPLY"
     CLOSED = "CLOSED"
 
 
 class ConnectionInput(enum.Enum):
+    # Members are singletons compared by identity: hashed by identity too, in C (Enum's own
+    # __hash__ is a Python call, paid by every transition-table lookup on the hot path).
+    __hash__ = object.__hash__
+
     SEND = "send"
     SEND_NO_REPLY = "send moreToCome"
     REPLY = "reply"
