@@ -281,9 +281,20 @@ class ClientCore:
 
     # -- check-out and check-in -----------------------------------------------------------------
 
-    def check_out(self, address: tuple[str, int], deadline: float | None = None) -> Flow:
+    def check_out(
+        self,
+        address: tuple[str, int],
+        deadline: float | None = None,
+        generations: dict[tuple[str, int], int] | None = None,
+    ) -> Flow:
         """Wait for a connection to the server at ``address`` from its pool (the wait queue,
         waitQueueTimeoutMS or the operation's ``deadline``); returns the :class:`Link`.
+
+        A check-out that fails notes the pool's generation at its start in ``generations``
+        (the operation's, by address): an error met while opening a connection for it was
+        told to SDAM already, by the opening flow and with that generation, so the same error
+        reported again by the operation is stale and changes nothing (one description change,
+        one pool clear).
 
         Closing this flow while it waits leaves the queue cleanly; a connection the pool
         handed over meanwhile goes back."""
@@ -295,6 +306,7 @@ class ClientCore:
         self.last_now = now
         timeout = None if deadline is None else max(0.0, deadline - now)
         pool = server.pool
+        generation = pool.generation
         waiter = Waiter()
         waiter_id = pool.check_out(now, timeout=timeout)
         server.waiters[waiter_id] = waiter
@@ -324,6 +336,8 @@ class ClientCore:
             raise
         if waiter.error is not None:
             error = waiter.error
+            if generations is not None:
+                generations[address] = generation
             if isinstance(error, MongoError):
                 raise error
             raise LocalProtocolError(f"check-out failed: {error!r}") from error

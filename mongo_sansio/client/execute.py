@@ -265,7 +265,7 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
     if session is None:
         session = operation.session()
     operation.used(session)
-    link = yield from core.check_out(server.address, deadline)
+    link = yield from core.check_out(server.address, deadline, operation.generations)
     body: Mapping[str, Any] = request.body
     try:
         pooled = link.pooled
