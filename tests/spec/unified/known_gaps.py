@@ -200,6 +200,25 @@ SIMULATOR_GAPS: dict[str, Predicate] = {}
 
 
 #: Where PyMongo (the reference driver) differs from the specs, applied with the pymongo driver.
+def _pool_cleared_before_auth_failure_close(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A fail point makes saslContinue answer with an error, and the test expects the pool
+    cleared before the connection that failed to authenticate is closed."""
+    auth_error = any(
+        "saslContinue" in data.get("failCommands", ()) and "errorCode" in data
+        for operation in _operations(test)
+        if operation.get("name") == "failPoint"
+        for data in [operation.get("arguments", {}).get("failPoint", {}).get("data", {})]
+        if isinstance(data, Mapping)
+    )
+    if not auth_error:
+        return False
+    for expected in test.get("expectEvents", []):
+        names = [next(iter(event), "") for event in expected.get("events", [])]
+        if "poolClearedEvent" in names and "connectionClosedEvent" in names:
+            return names.index("poolClearedEvent") < names.index("connectionClosedEvent")
+    return False
+
+
 PYMONGO_DIFFERENCES: dict[str, Predicate] = {
     "PyMongo under the runner's timeout() stand-in for timeoutMS: tailable cursors, change "
     "streams, transactions and close do not follow the CSOT spec": lambda file, test: any(
@@ -217,6 +236,8 @@ PYMONGO_DIFFERENCES: dict[str, Predicate] = {
     "PyMongo 4.20 has no rawData option (the runner's rawData goes into the command, even "
     "to servers before 8.2)": _uses_argument("rawData"),
     "PyMongo logs 'Waiting for suitable server to become available' at debug (the spec says info)": _waiting_logged_at_info,
+    "PyMongo closes a connection whose authentication failed before it clears the pool (the "
+    "SDAM spec clears the pool first)": _pool_cleared_before_auth_failure_close,
 }
 
 

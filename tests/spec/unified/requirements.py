@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import attrs
 
 from .matching import is_number
 
 __all__ = ["Deployment", "requirements_reason", "version_tuple"]
+
+#: the mechanisms a simulated deployment with access control offers its users
+SIMULATED_MECHANISMS = ("SCRAM-SHA-1", "SCRAM-SHA-256")
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -43,16 +47,20 @@ class Deployment:
     server_version: str
     replset: str | None = None
     auth: bool = False
+    credentials: tuple[str, str] | None = None  # (user, password) of the admin database
     serverless: bool = False
     csfle: bool = False
     simulator: Any = None
     server_parameter: Callable[[str], Any] | None = None
 
     def uri(self, *, direct: bool = False) -> str:
+        user = ""
+        if self.credentials is not None:
+            user = f"{quote(self.credentials[0], safe='')}:{quote(self.credentials[1], safe='')}@"
         if direct or self.topology == "single":
-            return f"mongodb://{self.members[0]}/"
+            return f"mongodb://{user}{self.members[0]}/"
         options = f"?replicaSet={self.replset}" if self.replset else ""
-        return f"mongodb://{','.join(self.members)}/{options}"
+        return f"mongodb://{user}{','.join(self.members)}/{options}"
 
     def describe(self) -> str:
         kind = "a replica set" if self.topology == "replicaset" else "a standalone"
@@ -96,8 +104,8 @@ def unmet(requirement: Mapping[str, Any], deployment: Deployment) -> str | None:
                 return "must not run on a serverless deployment"
         if key == "auth" and bool(value) != deployment.auth:
             return "needs authentication enabled" if value else "needs authentication disabled"
-        if key == "authMechanism":
-            return f"needs the {value} authentication mechanism (the simulated deployment runs without auth)"
+        if key == "authMechanism" and (not deployment.auth or value not in SIMULATED_MECHANISMS):
+            return f"needs the {value} authentication mechanism (the simulator offers SCRAM only)"
         if key == "csfle":
             supported = deployment.csfle
             if value is False and supported:

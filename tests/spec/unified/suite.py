@@ -4,8 +4,10 @@
   ``tests/spec/_specs.py``), id ``file: description``, parsed with the driver's Extended JSON
   parser; with our driver, the reason-named marks of :mod:`.known_gaps`.
 * :class:`DeploymentPool` -- simulators started lazily per topology (a replica set; a
-  standalone when the simulator offers ``standalone=True``), reused by every test of a module.
-* :func:`run_case` -- pick the first deployment whose topology meets the file's and the test's
+  standalone when the simulator offers ``standalone=True``) and per access control: one
+  without, and, for files that ask for ``auth: true``, one whose clients authenticate with
+  SCRAM as a user of the admin database; each reused by every test of a module.
+* :func:`run_case` -- pick the first deployment that meets the file's and the test's
   runOnRequirements (else skip with the reason), run the test, and turn
   :class:`~.matching.UnsupportedInTest` into a skip naming what is missing.
 """
@@ -38,6 +40,8 @@ else:
 __all__ = ["DeploymentPool", "run_case", "unified_cases"]
 
 TOPOLOGIES = ("replicaset", "single")
+#: the user that clients of an auth-enabled deployment authenticate as (admin database)
+AUTH_USER = ("unified-runner", "simulated-secret")
 CLOSE_TIMEOUT_SECONDS = 10.0
 #: one test's time limit (the watchdog of tests/spec/conftest.py, 60 s, ends the whole run)
 TEST_TIME_LIMIT_SECONDS = 20.0
@@ -76,22 +80,25 @@ class DeploymentPool:
 
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
-        self._deployments: dict[str, Deployment] = {}
+        self._deployments: dict[tuple[str, bool], Deployment] = {}
         self._simulators: list[Any] = []
 
     def available(self) -> tuple[str, ...]:
         return TOPOLOGIES if standalone_supported() else TOPOLOGIES[:1]
 
-    def get(self, topology: str) -> Deployment:
-        if topology not in self._deployments:
-            self._deployments[topology] = self._start(topology)
-        return self._deployments[topology]
+    def get(self, topology: str, *, auth: bool = False) -> Deployment:
+        """The deployment of ``topology``; ``auth``: one that runs with access control."""
+        key = (topology, auth)
+        if key not in self._deployments:
+            self._deployments[key] = self._start(topology, auth)
+        return self._deployments[key]
 
-    def _start(self, topology: str) -> Deployment:
+    def _start(self, topology: str, auth: bool) -> Deployment:
+        users = {AUTH_USER[0]: AUTH_USER[1]} if auth else None
         if topology == "single":
-            simulator = SimulatedReplicaSet(standalone=True)
+            simulator = SimulatedReplicaSet(standalone=True, auth=users)
         else:
-            simulator = SimulatedReplicaSet(members=3)
+            simulator = SimulatedReplicaSet(members=3, auth=users)
         simulator.start()
         self._simulators.append(simulator)
         deployment = Deployment(
@@ -99,6 +106,8 @@ class DeploymentPool:
             topology=topology,
             server_version="0",
             replset=simulator.replset if topology == "replicaset" else None,
+            auth=auth,
+            credentials=AUTH_USER if auth else None,
             simulator=simulator,
         )
         client = self.driver.client_class(deployment.uri(), serverSelectionTimeoutMS=10000)
@@ -143,10 +152,15 @@ def _server_parameter(driver: Driver, deployment: Deployment, name: str) -> Any:
 
 
 def choose_deployment(pool: DeploymentPool, file: Any, test: Any) -> Deployment:
-    """The first deployment meeting both requirement lists, else skip with the reason."""
+    """The first deployment meeting both requirement lists, else skip with the reason.
+    Deployments with access control are tried (and started) only for requirements that
+    name authentication."""
     reasons = []
-    for topology in pool.available():
-        deployment = pool.get(topology)
+    candidates = [(topology, False) for topology in pool.available()]
+    if _asks_for_auth(file) or _asks_for_auth(test):
+        candidates += [(topology, True) for topology in pool.available()]
+    for topology, auth in candidates:
+        deployment = pool.get(topology, auth=auth)
         reason = requirements_reason(file.get("runOnRequirements"), deployment) or requirements_reason(
             test.get("runOnRequirements"), deployment
         )
@@ -154,6 +168,13 @@ def choose_deployment(pool: DeploymentPool, file: Any, test: Any) -> Deployment:
             return deployment
         reasons.append(reason)
     pytest.skip("; ".join(dict.fromkeys(reasons)) or "no deployment")
+
+
+def _asks_for_auth(document: Any) -> bool:
+    return any(
+        requirement.get("auth") is True or "authMechanism" in requirement
+        for requirement in document.get("runOnRequirements") or ()
+    )
 
 
 class TestTimeLimit(BaseException):
