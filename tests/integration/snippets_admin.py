@@ -77,9 +77,7 @@ def rename_a_collection(client: Any, ns: Any) -> Any:
     return sorted(db.list_collection_names()), clash, db.taken.count_documents({})
 
 
-@snippet(
-    simulator_gap="collection validators are stored but not applied (mongod: DocumentValidationFailure, 121)"
-)
+@snippet
 def validator_refuses_a_document(client: Any, ns: Any) -> Any:
     db = client[DB]
     db.create_collection("checked", validator={"name": {"$exists": True}})

@@ -138,7 +138,7 @@ def collation_case_insensitive(client: Any, ns: Any) -> Any:
     return (counted, found) if (counted, found) == (2, [1, 2]) else "not as mongod"
 
 
-@snippet(simulator_gap="explain is not served")
+@snippet
 def cursor_explain(client: Any, ns: Any) -> Any:
     plan = seeded(client, 3).find({"x": 1}).explain()
     return "queryPlanner" in plan, plan["ok"]
@@ -163,7 +163,7 @@ def aggregate_group_accumulators(client: Any, ns: Any) -> Any:
     return list(coll.aggregate(pipeline))
 
 
-@snippet(simulator_gap="$documents (a database aggregate with no collection) is not served")
+@snippet
 def database_aggregate_of_documents(client: Any, ns: Any) -> Any:
     return list(client[DB].aggregate([{"$documents": [{"a": 1}, {"a": 2}]}, {"$match": {"a": 2}}]))
 
@@ -327,7 +327,7 @@ def bulk_write_error_as_operation_failure(client: Any, ns: Any) -> Any:
     return "not raised"
 
 
-@snippet(simulator_gap="find accepts a filter that is not a document (mongod: TypeMismatch, 14)")
+@snippet
 def error_labels_and_details_of_a_command_error(client: Any, ns: Any) -> Any:
     try:
         client[DB].command({"find": "things", "filter": "not a document"})

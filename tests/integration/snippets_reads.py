@@ -426,7 +426,7 @@ def find_with_hint_by_name_and_by_keys(client: Any, ns: Any) -> Any:
     return by_name, by_keys
 
 
-@snippet(simulator_gap="a hint naming no index is accepted (mongod: BadValue, code 2)")
+@snippet
 def find_with_a_hint_naming_no_index(client: Any, ns: Any) -> Any:
     coll = seeded(client, 4)
     try:

@@ -23,7 +23,7 @@ from typing import Any
 
 from mongo_sansio.testing.engine.order import is_number, numeric_value
 
-__all__ = ["chosen_index"]
+__all__ = ["chosen_index", "hint_names_an_index"]
 
 # predicates no index bounds can serve (the planner leaves them to the fetch)
 _UNINDEXABLE = frozenset({"$size", "$where", "$expr", "$text"})
@@ -54,6 +54,16 @@ def chosen_index(
         if sort and _gives_sort(spec, sort):
             return spec
     return None
+
+
+def hint_names_an_index(indexes: Sequence[Mapping[str, Any]], hint: Any) -> bool:
+    """Whether ``hint`` may be used: none, the collection scan (``{$natural: ...}``), or the
+    name or key pattern of one of ``indexes`` (mongod refuses any other with BadValue)."""
+    if hint is None or hint == {} or hint == "":
+        return True
+    if isinstance(hint, Mapping) and "$natural" in hint:
+        return True
+    return _hinted(indexes, hint) is not None
 
 
 def _hinted(indexes: Sequence[Mapping[str, Any]], hint: Any) -> Mapping[str, Any] | None:

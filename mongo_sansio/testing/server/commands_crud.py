@@ -27,7 +27,9 @@ from mongo_sansio.testing.engine import MISSING, Collection, CommandError, run_p
 from mongo_sansio.testing.engine.aggregate import lite_parse_pipeline
 from mongo_sansio.testing.engine.collation import parse_collation
 from mongo_sansio.testing.engine.collection import OperationCollation
+from mongo_sansio.testing.engine.errors import bad_value
 from mongo_sansio.testing.engine.order import Missing
+from mongo_sansio.testing.engine.plan import hint_names_an_index
 from mongo_sansio.testing.engine.variables import bind_expression, bind_filter, let_values
 from mongo_sansio.testing.server.api_version import check_same
 from mongo_sansio.testing.server.coll_stats import coll_stats_document, is_coll_stats
@@ -289,6 +291,14 @@ def find(ctx: Context) -> Outcome:
     collation = _collation(ctx.body, "find.collation")
     tailable, await_data = check_tailable(ctx, ns)
     collection = _readable(ctx, name)
+    hint = ctx.body.get("hint")
+    if ctx.collection(ctx.db, name) is not None and not hint_names_an_index(
+        [spec for spec in collection.list_indexes() if not spec.get("hidden")], hint
+    ):  # (on a collection that does not exist, mongod's plan is the empty one: no error)
+        raise bad_value(
+            "planner returned error :: caused by :: hint provided does not correspond to an "
+            "existing index"
+        )
     values = _let(ctx)
     projection = _doc(ctx, "projection")
     documents = collection.find(
