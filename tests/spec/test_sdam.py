@@ -3,8 +3,9 @@
 Each file is one test: a fresh :class:`Topology` built from the file's URI, then for every
 phase its hello responses (``{}`` is a network error) and application errors are fed in, and
 the phase's outcome is compared with the topology description (or, in ``monitoring/``, with
-the SDAM events published since the previous phase).  ``unified/`` needs a live server and the
-unified test runner, so its files are reported as skipped.
+the SDAM events published since the previous phase).  ``unified/`` is in the unified test
+format: ``test_sdam_unified.py`` runs it against the simulated deployment, so its files are
+reported as skipped here.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ from mongo_sansio.sdam import (
 
 SUITE = "server-discovery-and-monitoring/tests"
 UNIFIED_REASON = (
-    "unified-format SDAM tests drive a live MongoDB deployment through the unified test runner "
-    "(not part of the pure core's suite)"
+    "a unified-format test: tests/spec/test_sdam_unified.py runs it against the simulated "
+    "deployment (this module runs the machine-level tests)"
 )
 
 

@@ -35,7 +35,8 @@ from mongo_sansio.selection import (
 
 SUITE = "server-selection/tests"
 LIVE_SERVER_REASON = (
-    "needs a running server: unified-format logging tests observe a live client's log messages"
+    "a unified-format logging test: tests/spec/test_server_selection_logging.py runs it "
+    "against the simulated deployment"
 )
 SEED = 20240601
 
