@@ -29,19 +29,25 @@ from .driver import Driver
 from .entities import join_background_closes
 from .known_gaps import gap_reasons
 from .matching import UnsupportedInTest
-from .requirements import Deployment, requirements_reason
+from .requirements import Deployment, requirements_reason, version_tuple
 from .runner import TestRunner
 
 if TYPE_CHECKING:
     from adapters.sim import SimulatedReplicaSet
 else:
     from mongo_sansio.adapters.sim import SimulatedReplicaSet
+from mongo_sansio.testing.server.commands_admin import VERSIONS
 
 __all__ = ["DeploymentPool", "run_case", "unified_cases"]
 
 TOPOLOGIES = ("replicaset", "single")
 #: the user that clients of an auth-enabled deployment authenticate as (admin database)
 AUTH_USER = ("unified-runner", "simulated-secret")
+#: the simulator's wire versions: 21 answers as mongod 7.0 (every deployment's default), 25
+#: as 8.0 (with 8.0's commands and options), started only for tests that need a newer server
+DEFAULT_WIRE_VERSION = 21
+NEWER_WIRE_VERSION = 25
+NEWER_SERVER = (8, 0, 99)  # the newest minServerVersion the newer simulator meets
 CLOSE_TIMEOUT_SECONDS = 10.0
 #: one test's time limit (the watchdog of tests/spec/conftest.py, 60 s, ends the whole run)
 TEST_TIME_LIMIT_SECONDS = 20.0
@@ -86,19 +92,22 @@ class DeploymentPool:
     def available(self) -> tuple[str, ...]:
         return TOPOLOGIES if standalone_supported() else TOPOLOGIES[:1]
 
-    def get(self, topology: str, *, auth: bool = False) -> Deployment:
-        """The deployment of ``topology``; ``auth``: one that runs with access control."""
-        key = (topology, auth)
+    def get(
+        self, topology: str, *, auth: bool = False, wire_version: int = DEFAULT_WIRE_VERSION
+    ) -> Deployment:
+        """The deployment of ``topology``; ``auth``: one that runs with access control;
+        ``wire_version``: the server version it answers as (see NEWER_WIRE_VERSION)."""
+        key = (topology, auth, wire_version)
         if key not in self._deployments:
-            self._deployments[key] = self._start(topology, auth)
+            self._deployments[key] = self._start(topology, auth, wire_version)
         return self._deployments[key]
 
-    def _start(self, topology: str, auth: bool) -> Deployment:
+    def _start(self, topology: str, auth: bool, wire_version: int) -> Deployment:
         users = {AUTH_USER[0]: AUTH_USER[1]} if auth else None
         if topology == "single":
-            simulator = SimulatedReplicaSet(standalone=True, auth=users)
+            simulator = SimulatedReplicaSet(standalone=True, auth=users, max_wire_version=wire_version)
         else:
-            simulator = SimulatedReplicaSet(members=3, auth=users)
+            simulator = SimulatedReplicaSet(members=3, auth=users, max_wire_version=wire_version)
         simulator.start()
         self._simulators.append(simulator)
         deployment = Deployment(
@@ -153,14 +162,21 @@ def _server_parameter(driver: Driver, deployment: Deployment, name: str) -> Any:
 
 def choose_deployment(pool: DeploymentPool, file: Any, test: Any) -> Deployment:
     """The first deployment meeting both requirement lists, else skip with the reason.
-    Deployments with access control are tried (and started) only for requirements that
-    name authentication."""
+    Deployments with access control, or answering as a newer server, are tried (and
+    started) only for requirements that name authentication, or a newer server."""
     reasons = []
-    candidates = [(topology, False) for topology in pool.available()]
-    if _asks_for_auth(file) or _asks_for_auth(test):
-        candidates += [(topology, True) for topology in pool.available()]
-    for topology, auth in candidates:
-        deployment = pool.get(topology, auth=auth)
+    auths = [False, True] if _asks_for_auth(file) or _asks_for_auth(test) else [False]
+    wire_versions = [DEFAULT_WIRE_VERSION]
+    if _asks_for_newer_server(file) or _asks_for_newer_server(test):
+        wire_versions.append(NEWER_WIRE_VERSION)
+    candidates = [
+        (topology, auth, wire_version)
+        for wire_version in wire_versions
+        for auth in auths
+        for topology in pool.available()
+    ]
+    for topology, auth, wire_version in candidates:
+        deployment = pool.get(topology, auth=auth, wire_version=wire_version)
         reason = requirements_reason(file.get("runOnRequirements"), deployment) or requirements_reason(
             test.get("runOnRequirements"), deployment
         )
@@ -168,6 +184,16 @@ def choose_deployment(pool: DeploymentPool, file: Any, test: Any) -> Deployment:
             return deployment
         reasons.append(reason)
     pytest.skip("; ".join(dict.fromkeys(reasons)) or "no deployment")
+
+
+def _asks_for_newer_server(document: Any) -> bool:
+    """Some requirement names a minServerVersion that only the newer simulator meets."""
+    default = version_tuple(VERSIONS[DEFAULT_WIRE_VERSION][0])
+    return any(
+        default < version_tuple(requirement["minServerVersion"]) <= NEWER_SERVER
+        for requirement in document.get("runOnRequirements") or ()
+        if "minServerVersion" in requirement
+    )
 
 
 def _asks_for_auth(document: Any) -> bool:
