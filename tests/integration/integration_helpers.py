@@ -1,6 +1,7 @@
 """Helpers the integration tests share, whichever client they drive (no PyMongo import here):
-polling a change stream, a TLS set-up the simulator serves and a client can trust, and the
-``mongo-sansio`` command run as a child process."""
+polling a change stream, a failCommand fail point set once on the primary, a TLS set-up the
+simulator serves and a client can trust, and the ``mongo-sansio`` command run as a child
+process."""
 
 from __future__ import annotations
 
@@ -28,6 +29,21 @@ def next_changes(stream: Any, count: int, timeout: float = 5.0) -> list[dict[str
         if change is not None:
             out.append(change)
     return out
+
+
+def fail_once(simulator: Any, command: str, **data: Any) -> None:
+    """Make the next ``command`` on ``simulator``'s primary fail as ``data`` says (a
+    failCommand fail point's data: ``closeConnection``, ``errorCode``, ``appName``...)."""
+    primary = simulator.primary
+    assert primary is not None
+    simulator.configure_failpoint(
+        primary,
+        {
+            "configureFailPoint": "failCommand",
+            "mode": {"times": 1},
+            "data": {"failCommands": [command], **data},
+        },
+    )
 
 
 class TrustedTls(NamedTuple):

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import pytest
+from integration_helpers import fail_once
 
 from mongo_sansio import monitoring
 from mongo_sansio.adapters.blocking import MongoClient
@@ -91,19 +92,6 @@ def _client(kind: str, rs: SimulatedReplicaSet, tally: Tally) -> Any:
     )
 
 
-def _fail_sasl_continue_once(rs: SimulatedReplicaSet, **data: Any) -> None:
-    primary = rs.primary
-    assert primary is not None
-    rs.configure_failpoint(
-        primary,
-        {
-            "configureFailPoint": "failCommand",
-            "mode": {"times": 1},
-            "data": {"failCommands": ["saslContinue"], "appName": APP, **data},
-        },
-    )
-
-
 def _settle(tally: Tally, expected: tuple[int, int] = (0, 0)) -> tuple[int, int]:
     """The counts once they reach ``expected`` (or after 5 s), and a moment later: PyMongo
     publishes its server events from a queue a background thread empties every half
@@ -130,7 +118,7 @@ def test_an_authentication_failure_is_reported_once(
     client = _client(kind, rs, tally)
     try:
         collection = client.get_database("handshake").get_collection(f"c_{kind}")
-        _fail_sasl_continue_once(rs, **fault)  # before the pool's first connection
+        fail_once(rs, "saslContinue", appName=APP, **fault)  # before the pool's first connection
         unknown_before, cleared_before = _settle(tally)
         with pytest.raises(Exception) as failure:
             collection.insert_one({"fault": str(fault)})

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import pytest
+from integration_helpers import fail_once
 
 from mongo_sansio import monitoring
 from mongo_sansio.adapters.blocking import MongoClient
@@ -60,19 +61,6 @@ def open_client(
     client = MongoClient(rs.uri, event_listeners=[commands], **{**OPTIONS, **options})
     clients.append(client)
     return client, commands
-
-
-def fail_once(rs: SimulatedReplicaSet, command: str, **data: Any) -> None:
-    primary = rs.primary
-    assert primary is not None
-    rs.configure_failpoint(
-        primary,
-        {
-            "configureFailPoint": "failCommand",
-            "mode": {"times": 1},
-            "data": {"failCommands": [command], **data},
-        },
-    )
 
 
 # -- retryable writes ---------------------------------------------------------------------------
