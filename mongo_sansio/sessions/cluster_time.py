@@ -47,12 +47,14 @@ def later_cluster_time(
 ) -> Mapping[str, Any] | None:
     """The greater of two ``$clusterTime`` documents (``current`` on a tie or when the
     candidate is not valid)."""
-    candidate = cluster_time_of(candidate)
-    if candidate is None:
+    if candidate is None or not (type(candidate) is dict or isinstance(candidate, Mapping)):
+        return current
+    key = timestamp_key(candidate.get("clusterTime"))  # (read once: validity and order)
+    if key is None:
         return current
     if current is None:
         return candidate
-    if timestamp_key(candidate["clusterTime"]) > timestamp_key(current["clusterTime"]):  # type: ignore[operator]
+    if key > timestamp_key(current["clusterTime"]):  # type: ignore[operator]
         return candidate
     return current
 
