@@ -609,9 +609,9 @@ def open_change_stream(ctx: Context, target: Any, pipeline: list[Any], batch_siz
     stream = ChangeStream(ctx, db, coll, spec, list(pipeline[1:]))
     stream.batch_size = batch_size or None
     first = stream.scan(limit=stream.batch_size)
-    from mongo_sansio.testing.server.commands_crud import _lsid_key
+    from mongo_sansio.testing.server.commands_crud import lsid_key
 
     return ctx.member.cursors.open(
         ns, first, batch_size=batch_size, tailable=not stream.invalidated, await_data=True,
-        source=_Poll(stream), lsid=_lsid_key(ctx), on_batch=stream.batch_fields,
+        source=_Poll(stream), lsid=lsid_key(ctx), on_batch=stream.batch_fields,
     )

@@ -26,7 +26,7 @@ from typing import Any
 from mongo_sansio.testing.engine import MISSING, Collection, CommandError, run_pipeline
 from mongo_sansio.testing.engine.aggregate import lite_parse_pipeline
 from mongo_sansio.testing.engine.collation import parse_collation
-from mongo_sansio.testing.engine.collection import OperationCollation
+from mongo_sansio.testing.engine.collection import OperationCollation, UpdateOutcome
 from mongo_sansio.testing.engine.errors import bad_value
 from mongo_sansio.testing.engine.order import Missing
 from mongo_sansio.testing.engine.plan import hint_names_an_index
@@ -83,7 +83,7 @@ def _collation(holder: Mapping[str, Any], where: str) -> OperationCollation:
     return parse_collation(holder["collation"], where) if "collation" in holder else MISSING
 
 
-def _bypass(ctx: Context) -> bool:
+def bypass_validation(ctx: Context) -> bool:
     """The command's ``bypassDocumentValidation`` (mongod reads it as a boolean, numbers too)."""
     value = ctx.body.get("bypassDocumentValidation", False)
     if not isinstance(value, bool | int | float):
@@ -101,13 +101,16 @@ def _items(ctx: Context, field: str) -> list[Any]:
     return value
 
 
-def _statements(ctx: Context, items: list[Any], run: Callable[[int, Any], None],
-                finish: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> Outcome:
+def run_statements(ctx: Context, items: list[Any], run: Callable[[int, Any], None],
+                   finish: Callable[[list[dict[str, Any]]], dict[str, Any]],
+                   error_entry: Callable[[int, CommandError], dict[str, Any]] | None = None) -> Outcome:
     """Run a write command's statements in order (``run(index, statement)``), collecting write
     errors (an ordered command stops at the first).  A statement that meets a document an
     open transaction holds waits for it, then the command goes on from that statement.  In a
     transaction, a transient error (a write conflict) fails the whole command instead, as
-    mongod's does."""
+    mongod's does.  ``error_entry`` shapes a statement's error (default: a writeErrors entry;
+    bulkWrite gives its own cursor entry); ``finish`` gets the list of them."""
+    shape = _write_error if error_entry is None else error_entry
     ordered = ctx.body.get("ordered", True) is not False
     errors: list[dict[str, Any]] = []
 
@@ -120,7 +123,7 @@ def _statements(ctx: Context, items: list[Any], run: Callable[[int, Any], None],
             except CommandError as error:
                 if ctx.txn is not None and error.code in TRANSIENT_CODES:
                     raise
-                errors.append(_write_error(index, error))
+                errors.append(shape(index, error))
                 if ordered or ctx.txn is not None:
                     break
         return finish(errors)
@@ -145,21 +148,44 @@ def _target(ctx: Context) -> Collection:
     return collection
 
 
-def _readable(ctx: Context, name: str) -> Collection:
-    """The collection a read (or a delete) runs on; a missing one reads as empty.  mongod
-    parses the filter, projection and sort before it looks for the collection, so a bad
-    query fails the same way whether the collection exists or not: running on an empty
-    stand-in keeps that one parsing path."""
-    found = ctx.collection(ctx.db, name)
+def readable_collection(ctx: Context, name: str, database: str | None = None) -> Collection:
+    """The collection a read (or a delete) runs on (in the command's database unless
+    ``database``); a missing one reads as empty.  mongod parses the filter, projection and
+    sort before it looks for the collection, so a bad query fails the same way whether the
+    collection exists or not: running on an empty stand-in keeps that one parsing path."""
+    database = ctx.db if database is None else database
+    found = ctx.collection(database, name)
     if found is not None:
         return found
-    return Collection(ctx.db, name, id_factory=ctx.cluster.new_object_id)
+    return Collection(database, name, id_factory=ctx.cluster.new_object_id)
+
+
+def apply_update(ctx: Context, collection: Collection, query: Any, mods: Any, statement: Mapping[str, Any],
+                 values: dict[str, Any], *, bypass: bool, where: str) -> UpdateOutcome:
+    """One update statement on ``collection``: ``query`` and ``mods`` (an update document,
+    a replacement or a pipeline) with the statement's ``multi``, ``upsert``,
+    ``arrayFilters``, ``sort`` and ``collation`` (``where`` names that field in errors), the
+    command's ``let`` ``values`` bound in.  The update and bulkWrite commands share it."""
+    return collection.update(
+        bind_filter(query, values), _bind_update(mods, values),
+        multi=bool(statement.get("multi", False)), upsert=bool(statement.get("upsert", False)),
+        now=ctx.cluster.write_datetime(), array_filters=statement.get("arrayFilters"),
+        sort=statement.get("sort"), collation=_collation(statement, where), bypass_validation=bypass,
+    )
+
+
+def apply_delete(ctx: Context, database: str, name: str, query: Any, statement: Mapping[str, Any],
+                 values: dict[str, Any], *, limit: int, where: str) -> int:
+    """One delete statement (``limit`` 1: the first match only); how many it deleted.  The
+    delete and bulkWrite commands share it."""
+    collation = _collation(statement, where)
+    return readable_collection(ctx, name, database).delete(bind_filter(query, values), limit=limit, collation=collation)
 
 
 def insert(ctx: Context) -> Outcome:
     documents = _items(ctx, "documents")
     collection = _target(ctx)
-    bypass = _bypass(ctx)
+    bypass = bypass_validation(ctx)
     counts = {"n": 0}
 
     def run(_index: int, document: Any) -> None:
@@ -168,10 +194,10 @@ def insert(ctx: Context) -> Outcome:
         collection.insert_one(document, bypass_validation=bypass)
         counts["n"] += 1
 
-    return _statements(ctx, documents, run, lambda errors: _finish_write({"n": counts["n"]}, errors))
+    return run_statements(ctx, documents, run, lambda errors: _finish_write({"n": counts["n"]}, errors))
 
 
-def _let(ctx: Context) -> dict[str, Any]:
+def command_let(ctx: Context) -> dict[str, Any]:
     """The command's ``let`` variables (bound into filters and pipelines before they compile)."""
     return let_values(ctx.body.get("let"))
 
@@ -201,22 +227,17 @@ def _check_update_fields(ctx: Context, statements: list[Any]) -> None:
 def update(ctx: Context) -> Outcome:
     statements = _items(ctx, "updates")
     _check_update_fields(ctx, statements)
-    values = _let(ctx)
+    values = command_let(ctx)
     collection = _target(ctx)
-    bypass = _bypass(ctx)
+    bypass = bypass_validation(ctx)
     upserted: list[dict[str, Any]] = []
     counts = {"n": 0, "modified": 0}
 
     def run(index: int, statement: Any) -> None:
         if not isinstance(statement, Mapping) or "q" not in statement or "u" not in statement:
             raise CommandError(40414, "Location40414", "BSON field 'update.updates.q' is missing but a required field")
-        outcome = collection.update(
-            bind_filter(statement["q"], values), _bind_update(statement["u"], values),
-            multi=bool(statement.get("multi", False)), upsert=bool(statement.get("upsert", False)),
-            now=ctx.cluster.write_datetime(), array_filters=statement.get("arrayFilters"),
-            sort=statement.get("sort"), collation=_collation(statement, "update.updates.collation"),
-            bypass_validation=bypass,
-        )
+        outcome = apply_update(ctx, collection, statement["q"], statement["u"], statement, values,
+                               bypass=bypass, where="update.updates.collation")
         if outcome.upserted:
             upserted.append({"index": index, "_id": outcome.upserted_id})
             counts["n"] += 1
@@ -235,12 +256,12 @@ def update(ctx: Context) -> Outcome:
             reply["upserted"] = upserted
         return _finish_write(reply, errors)
 
-    return _statements(ctx, statements, run, finish)
+    return run_statements(ctx, statements, run, finish)
 
 
 def delete(ctx: Context) -> Outcome:
     statements = _items(ctx, "deletes")
-    values = _let(ctx)
+    values = command_let(ctx)
     name = collection_name(ctx)
     counts = {"n": 0}
 
@@ -250,15 +271,15 @@ def delete(ctx: Context) -> Outcome:
         limit = statement["limit"]
         if limit not in (0, 1):
             raise CommandError(9, "FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
-        collation = _collation(statement, "delete.deletes.collation")
-        counts["n"] += _readable(ctx, name).delete(bind_filter(statement["q"], values), limit=int(limit), collation=collation)
+        counts["n"] += apply_delete(ctx, ctx.db, name, statement["q"], statement, values, limit=int(limit),
+                                    where="delete.deletes.collation")
 
-    return _statements(ctx, statements, run, lambda errors: _finish_write({"n": counts["n"]}, errors))
+    return run_statements(ctx, statements, run, lambda errors: _finish_write({"n": counts["n"]}, errors))
 
 
 def find_and_modify(ctx: Context) -> Outcome:
     body = ctx.body
-    values = _let(ctx)
+    values = command_let(ctx)
     collection = _target(ctx)
     fields = _doc(ctx, "fields")
     value, last_error = collection.find_and_modify(
@@ -266,7 +287,7 @@ def find_and_modify(ctx: Context) -> Outcome:
         remove=bool(body.get("remove", False)), new=bool(body.get("new", False)),
         upsert=bool(body.get("upsert", False)), fields=bind_expression(fields, values) if fields else fields,
         now=ctx.cluster.write_datetime(), array_filters=body.get("arrayFilters"),
-        collation=_collation(body, f"{ctx.request.name}.collation"), bypass_validation=_bypass(ctx),
+        collation=_collation(body, f"{ctx.request.name}.collation"), bypass_validation=bypass_validation(ctx),
     )
     return {"lastErrorObject": last_error, "value": value, "ok": 1.0}
 
@@ -290,7 +311,7 @@ def find(ctx: Context) -> Outcome:
     batch_size = _batch_size(ctx, None)
     collation = _collation(ctx.body, "find.collation")
     tailable, await_data = check_tailable(ctx, ns)
-    collection = _readable(ctx, name)
+    collection = readable_collection(ctx, name)
     hint = ctx.body.get("hint")
     if ctx.collection(ctx.db, name) is not None and not hint_names_an_index(
         [spec for spec in collection.list_indexes() if not spec.get("hidden")], hint
@@ -299,7 +320,7 @@ def find(ctx: Context) -> Outcome:
             "planner returned error :: caused by :: hint provided does not correspond to an "
             "existing index"
         )
-    values = _let(ctx)
+    values = command_let(ctx)
     projection = _doc(ctx, "projection")
     documents = collection.find(
         bind_filter(_doc(ctx, "filter"), values), bind_expression(projection, values) if projection else projection,
@@ -312,11 +333,11 @@ def find(ctx: Context) -> Outcome:
     return ctx.member.cursors.open(
         ns, documents, batch_size=batch_size, limit=limit,
         single_batch=bool(ctx.body.get("singleBatch", False)),
-        lsid=_lsid_key(ctx), tailable=tailable, await_data=await_data, source=source,
+        lsid=lsid_key(ctx), tailable=tailable, await_data=await_data, source=source,
     )
 
 
-def _lsid_key(ctx: Context) -> bytes | None:
+def lsid_key(ctx: Context) -> bytes | None:
     from mongo_sansio.testing.server.sessions import session_key
 
     return session_key(ctx.request.lsid)
@@ -446,7 +467,7 @@ def aggregate(ctx: Context) -> Outcome:
     if merge is not None:
         _write_merge(ctx, merge, results)
         results = []
-    return ctx.member.cursors.open(ns, results, batch_size=batch_size, lsid=_lsid_key(ctx))
+    return ctx.member.cursors.open(ns, results, batch_size=batch_size, lsid=lsid_key(ctx))
 
 
 def _out_target(ctx: Context, pipeline: list[Any]) -> tuple[str, str] | None:
@@ -483,7 +504,7 @@ def _write_out(ctx: Context, target: tuple[str, str], results: list[dict[str, An
     collection = ctx.cluster.collection(*target, create=True)
     assert collection is not None
     collection.delete({})
-    bypass = _bypass(ctx)
+    bypass = bypass_validation(ctx)
     for document in results:
         collection.insert_one(document, bypass_validation=bypass)
 
@@ -529,7 +550,7 @@ def _write_merge(ctx: Context, merge: dict[str, Any], results: list[dict[str, An
     ctx.cluster.begin_write(ctx.now)
     collection = ctx.cluster.collection(merge["db"], merge["coll"], create=True)
     assert collection is not None
-    bypass = _bypass(ctx)
+    bypass = bypass_validation(ctx)
     for document in results:
         match = {field: document.get(field) for field in merge["on"]}
         existing = collection.find_one(match) if all(f in document for f in merge["on"]) else None
@@ -552,7 +573,7 @@ def _write_merge(ctx: Context, merge: dict[str, Any], results: list[dict[str, An
 
 
 def count(ctx: Context) -> Outcome:
-    collection = _readable(ctx, collection_name(ctx))
+    collection = readable_collection(ctx, collection_name(ctx))
     skip = _int(ctx, "skip", 0) or 0
     limit = _int(ctx, "limit", 0) or 0
     if skip < 0:
@@ -562,7 +583,7 @@ def count(ctx: Context) -> Outcome:
 
 
 def distinct(ctx: Context) -> Outcome:
-    collection = _readable(ctx, collection_name(ctx))
+    collection = readable_collection(ctx, collection_name(ctx))
     key = ctx.body.get("key")
     if not isinstance(key, str):
         raise _type_error("BSON field 'distinct.key' is the wrong type, expected type 'string'")
