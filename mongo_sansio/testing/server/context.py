@@ -101,6 +101,9 @@ class Context:
     snapshot: SnapshotView | None = None
     # The Stable API parameters the command declared (set by the dispatcher once checked).
     api: ApiParameters | None = None
+    # What a retry of this retryable write is answered from, when that is not the reply
+    # itself (bulkWrite keeps every result: its reply's cursor may hold only some of them).
+    retry_record: dict[str, Any] | None = None
 
     @property
     def body(self) -> Mapping[str, Any]:
@@ -140,3 +143,9 @@ class CommandSpec:
     access: str = "any"  # "read": a secondary needs secondaryOk; "write": primary only
     requires_auth: bool = True
     retryable_write: bool = False
+    # The lowest maxWireVersion the simulator answers the command at (below: CommandNotFound,
+    # as an older mongod that does not have it).
+    min_wire_version: int = 0
+    # Turns the record of an executed retryable write (the reply, or ``retry_record``) into the
+    # answer to its retry; None: the record is the answer.
+    replay: Callable[[Context, dict[str, Any]], dict[str, Any]] | None = None

@@ -35,6 +35,7 @@ from mongo_sansio.testing.server.api_version import (
 from mongo_sansio.testing.server.changestreams import RESUMABLE_CODES, is_change_stream_cursor
 from mongo_sansio.testing.server.coll_mod import COLL_MOD_COMMANDS
 from mongo_sansio.testing.server.commands_admin import ADMIN_COMMANDS
+from mongo_sansio.testing.server.commands_bulk import BULK_COMMANDS, failed_first_op
 from mongo_sansio.testing.server.commands_crud import CRUD_COMMANDS
 from mongo_sansio.testing.server.commands_explain import EXPLAIN_COMMANDS
 from mongo_sansio.testing.server.commands_hello import HELLO_COMMANDS
@@ -71,8 +72,8 @@ HELLO_NAMES = ("hello", "isMaster", "ismaster")
 
 COMMANDS: dict[str, CommandSpec] = {
     spec.name: spec
-    for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *ADMIN_COMMANDS, *COLL_MOD_COMMANDS, *TRANSACTION_COMMANDS,
-                 *EXPLAIN_COMMANDS, *SEARCH_COMMANDS, *API_TEST_COMMANDS)
+    for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *BULK_COMMANDS, *ADMIN_COMMANDS, *COLL_MOD_COMMANDS,
+                 *TRANSACTION_COMMANDS, *EXPLAIN_COMMANDS, *SEARCH_COMMANDS, *API_TEST_COMMANDS)
 }
 
 RETRYABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
@@ -222,7 +223,7 @@ def _held_back(
 def _execute(ctx: Context) -> Outcome:
     request = ctx.request
     spec = COMMANDS.get(request.name)
-    if spec is None:
+    if spec is None or spec.min_wire_version > ctx.cluster.max_wire_version:
         raise CommandError(59, "CommandNotFound", f"no such command: '{request.name}'")
     # mongod checks the Stable API declaration first thing after finding the command
     ctx.api = parse_api_parameters(request.name, ctx.body)
@@ -302,6 +303,8 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
     if retryable and txn_number is not None:
         stored = ctx.cluster.sessions.replay(request.lsid, txn_number)
         if stored is not None:
+            if spec.replay is not None:
+                stored = spec.replay(ctx, stored)
             return _add_write_concern_error(ctx, spec, stored)
         failed = _failed_before_commit(ctx)
         if failed is not None:
@@ -317,10 +320,12 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
         if ctx.snapshot is not None:
             stamp_snapshot(outcome, ctx.snapshot)
         _remember_api(ctx, outcome)
-        if ctx.txn is not None and outcome.get("writeErrors") and request.name not in (COMMIT, ABORT):
+        failed_writes = outcome.get("writeErrors") or outcome.get("nErrors")  # (bulkWrite: nErrors)
+        if ctx.txn is not None and failed_writes and request.name not in (COMMIT, ABORT):
             ctx.cluster.transactions.abort(ctx.txn, "a write in the transaction failed")
         if retryable and txn_number is not None and outcome.get("ok") == 1.0:
-            ctx.cluster.sessions.record(request.lsid, txn_number, outcome)
+            record = outcome if ctx.retry_record is None else ctx.retry_record
+            ctx.cluster.sessions.record(request.lsid, txn_number, record)
         if retryable and ctx.member.failpoints.close_after_write():
             return Close("onPrimaryTransactionalWrite failpoint closed the connection after the write")
         return _add_write_concern_error(ctx, spec, outcome)
@@ -351,7 +356,8 @@ def _failed_before_commit(ctx: Context) -> Outcome | None:
     executed (a retry runs it again), and it drops the connection first unless
     ``closeConnection`` is false.  Then the client sees the error: as the statement's write
     error for insert, update and delete (mongod's write path turns a statement's failure into
-    one), as the command's error for findAndModify.  The simulator fails the first statement."""
+    one), as the first op's error in bulkWrite's results, as the command's error for
+    findAndModify.  The simulator fails the first statement."""
     found = ctx.member.failpoints.fail_before_commit()
     if found is None:
         return None
@@ -361,6 +367,8 @@ def _failed_before_commit(ctx: Context) -> Outcome | None:
     error = CommandError(code, code_name(code), f"Failing write for txnNumber {ctx.request.txn_number} due to failpoint. "
                          "The write must not be reflected.")
     name = ctx.request.name
+    if name == "bulkWrite":
+        return failed_first_op(ctx, error)
     if name not in ("insert", "update", "delete"):
         raise error
     reply: dict[str, Any] = {"n": 0, "nModified": 0} if name == "update" else {"n": 0}
