@@ -188,3 +188,14 @@ def test_fail_command_and_transactions() -> None:
     commit = client.command({"commitTransaction": 1, **txn2}, db="admin")
     assert commit["code"] == 251
     assert _find(client, "test", "a") == [{"_id": 1}]
+
+
+def test_an_op_on_a_view_fails_as_a_statement_on_a_view_does() -> None:
+    client = _client()
+    client.command({"create": "v", "viewOn": "a", "pipeline": []})
+    reply = _bulk(client, [{"insert": 0, "document": {"_id": 1}}, {"insert": 1, "document": {"_id": 1}}],
+                  [{"ns": "test.v"}, {"ns": "test.a"}], ordered=False)
+    error, done = reply["cursor"]["firstBatch"]
+    assert (error["idx"], error["code"], error["errmsg"]) == (0, 166, "Namespace test.v is a view, not a collection")
+    assert done == {"ok": 1.0, "idx": 1, "n": 1}
+    assert client.command({"listCollections": 1, "filter": {"name": "v"}})["cursor"]["firstBatch"][0]["type"] == "view"

@@ -43,6 +43,7 @@ from mongo_sansio.testing.server.commands_crud import (
     run_statements,
 )
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome
+from mongo_sansio.testing.server.views import definition, view_write_error
 
 __all__ = ["BULK_COMMANDS", "failed_first_op"]
 
@@ -144,6 +145,8 @@ def bulk_write(ctx: Context) -> Outcome:
     def run(index: int, parsed: tuple[str, int, Mapping[str, Any]]) -> None:
         kind, ns_index, op = parsed
         database, name = namespaces[ns_index]
+        if definition(ctx, database, name) is not None:
+            raise view_write_error(database, name)  # (the op's error, as a statement's on a view)
         if kind == "insert":
             document = op["document"]
             if not isinstance(document, Mapping):

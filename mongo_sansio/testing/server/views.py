@@ -44,7 +44,7 @@ from mongo_sansio.testing.engine.errors import failed_to_parse
 from mongo_sansio.testing.server.context import Context, Outcome
 from mongo_sansio.testing.server.oplog import OplogEntry
 
-__all__ = ["SYSTEM_VIEWS", "intercept", "listed_views", "read", "view_event"]
+__all__ = ["SYSTEM_VIEWS", "definition", "intercept", "listed_views", "read", "view_event", "view_write_error"]
 
 SYSTEM_VIEWS = "system.views"
 MAX_DEPTH = 20  # mongod's ViewGraph::kMaxViewDepth
@@ -65,7 +65,8 @@ def _not_on_view(message: str) -> CommandError:
     return CommandError(_NOT_ON_VIEW, "CommandNotSupportedOnView", message)
 
 
-def _is_a_view(db: str, name: str) -> CommandError:
+def view_write_error(db: str, name: str) -> CommandError:
+    """The error of a write statement on a view (bulkWrite's ops get it too)."""
     return _not_on_view(f"Namespace {db}.{name} is a view, not a collection")
 
 
@@ -304,7 +305,7 @@ def _aggregate(ctx: Context, view: View) -> Outcome | None:
     if isinstance(first, Mapping) and any(name in first for name in ("$changeStream", "$collStats", "$indexStats")):
         # ($collStats and $indexStats describe a collection's storage; the simulator refuses
         # them on a view with the code of the other collection-only operations)
-        raise _is_a_view(ctx.db, view.name)
+        raise view_write_error(ctx.db, view.name)
     _operation_collation(ctx, view)
     if view.collation is None or "collation" in ctx.body:
         return None
@@ -324,7 +325,7 @@ def _write(ctx: Context, view: View) -> Outcome:
     given = ctx.request.sequences.get(field, ctx.body.get(field))
     count = len(given) if isinstance(given, list) else 1
     ordered = ctx.body.get("ordered", True) is not False or ctx.txn is not None
-    error = _is_a_view(ctx.db, view.name)
+    error = view_write_error(ctx.db, view.name)
     reply: dict[str, Any] = {"n": 0}
     if ctx.request.name == "update":
         reply["nModified"] = 0
