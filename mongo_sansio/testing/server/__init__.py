@@ -46,7 +46,8 @@ Modules: :mod:`.replset` (cluster state, members, elections), :mod:`.oplog` (the
 :mod:`.connection` (:class:`ServerConnection`, one client connection), :mod:`.dispatch` (the
 command pipeline: auth, primary checks, failpoints, $clusterTime), :mod:`.handshake` (hello),
 :mod:`.auth` (the SASL side the pure code sees), :mod:`.context` (what handlers get and return),
-:mod:`.commands_hello` (hello and SASL), :mod:`.commands_crud`, :mod:`.commands_admin`,
+:mod:`.commands_hello` (hello and SASL), :mod:`.commands_crud`, :mod:`.commands_bulk`
+(8.0's bulkWrite), :mod:`.commands_admin`,
 :mod:`.cursors`, :mod:`.sessions`, :mod:`.failpoints`, :mod:`.changestreams` ($changeStream
 cursors), :mod:`.coll_mod` (collMod: validation, index options, pre- and post-images),
 :mod:`.resume_tokens`, :mod:`.update_descriptions` (an update event's
