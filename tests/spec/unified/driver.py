@@ -199,6 +199,14 @@ def pymongo_driver() -> Driver:
         details = getattr(error, "details", None)
         return details.get("codeName") if isinstance(details, Mapping) else None
 
+    def code(error: BaseException) -> Any:
+        # (a NotPrimaryError is an AutoReconnect: no ``code``, the server's reply in details)
+        value = getattr(error, "code", None)
+        details = getattr(error, "details", None)
+        if value is None and isinstance(details, Mapping):
+            value = details.get("code")
+        return value
+
     def labels(error: BaseException) -> frozenset[str]:
         return frozenset(getattr(error, "_error_labels", ()) or ())
 
@@ -247,7 +255,7 @@ def pymongo_driver() -> Driver:
         base_error=(errors.PyMongoError,),
         server_error=(errors.OperationFailure,),
         timeout_error=lambda error: bool(getattr(error, "timeout", False)),
-        error_code=lambda error: getattr(error, "code", None),
+        error_code=code,
         error_code_name=code_name,
         error_labels=labels,
         error_details=lambda error: getattr(error, "details", None),

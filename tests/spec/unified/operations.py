@@ -55,6 +55,22 @@ def entity_kind(entity: Any) -> str:
     return cls.__name__
 
 
+def _client_bulk_entry(result: Any) -> Any:
+    """One op's result in MongoClient.bulkWrite's verbose results: the format's update result
+    there has no upsertedCount, and its upsertedId is absent unless the op upserted (an _id
+    of null is still an upsert: a library that says whether it upserted is asked)."""
+    document = to_document(result)
+    if not isinstance(document, dict) or "matchedCount" not in document:
+        return document
+    document.pop("upsertedCount", None)
+    upserted = getattr(result, "did_upsert", None)
+    if upserted is None:
+        upserted = document.get("upsertedId") is not None
+    if not upserted:
+        document.pop("upsertedId", None)
+    return document
+
+
 def to_document(result: Any) -> Any:
     """Model objects as documents; everything else as it is."""
     if result is None or isinstance(result, (Mapping, list, str, int, float, bytes)):
@@ -69,7 +85,9 @@ def to_document(result: Any) -> Any:
             continue
         if key == "insertedIds" and isinstance(value, list):
             value = dict(enumerate(value))
-        if isinstance(value, Mapping):
+        if key in ("insertResults", "updateResults", "deleteResults") and isinstance(value, Mapping):
+            value = {str(k): _client_bulk_entry(v) for k, v in value.items()}
+        elif isinstance(value, Mapping):
             value = {str(k): to_document(v) for k, v in value.items()}
         document[key] = value
     if hasattr(result, "upserted_ids") and "upsertedIds" in document and document["upsertedIds"] is None:
