@@ -201,21 +201,27 @@ SIMULATOR_GAPS: dict[str, Predicate] = {}
 
 #: Where PyMongo (the reference driver) differs from the specs, applied with the pymongo driver.
 def _pool_cleared_before_auth_failure_close(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """A fail point makes saslContinue answer with an error, and the test expects the pool
-    cleared before the connection that failed to authenticate is closed."""
-    auth_error = any(
-        "saslContinue" in data.get("failCommands", ()) and "errorCode" in data
+    """A fail point makes saslContinue fail (an error or a closed connection), and the test
+    expects the pool cleared before the connection that failed to authenticate is closed,
+    in its events or its log messages."""
+    auth_failure = any(
+        "saslContinue" in data.get("failCommands", ())
         for operation in _operations(test)
         if operation.get("name") == "failPoint"
         for data in [operation.get("arguments", {}).get("failPoint", {}).get("data", {})]
         if isinstance(data, Mapping)
     )
-    if not auth_error:
+    if not auth_failure:
         return False
-    for expected in test.get("expectEvents", []):
-        names = [next(iter(event), "") for event in expected.get("events", [])]
-        if "poolClearedEvent" in names and "connectionClosedEvent" in names:
-            return names.index("poolClearedEvent") < names.index("connectionClosedEvent")
+    orders = [
+        ([next(iter(event), "") for event in expected.get("events", [])], "poolClearedEvent", "connectionClosedEvent")
+        for expected in test.get("expectEvents", [])
+    ] + [
+        ([m.get("data", {}).get("message", "") for m in _expected_logs(test)], "Connection pool cleared", "Connection closed")
+    ]
+    for names, cleared, closed in orders:
+        if cleared in names and closed in names:
+            return names.index(cleared) < names.index(closed)
     return False
 
 
