@@ -14,6 +14,7 @@ from types import MappingProxyType
 
 import attrs
 
+from mongo_sansio._state_enum import StateEnum
 from mongo_sansio.bson.objectid import ObjectId
 from mongo_sansio.cmap.events import CheckOutFailedReason
 
@@ -30,21 +31,13 @@ __all__ = [
 ]
 
 
-class PoolState(enum.Enum):
-    # Members are singletons compared by identity: hashed by identity too, in C (Enum's own
-    # __hash__ is a Python call, paid by every transition-table lookup on the hot path).
-    __hash__ = object.__hash__
-
+class PoolState(StateEnum):
     PAUSED = "paused"
     READY = "ready"
     CLOSED = "closed"
 
 
-class PoolInput(enum.Enum):
-    # Members are singletons compared by identity: hashed by identity too, in C (Enum's own
-    # __hash__ is a Python call, paid by every transition-table lookup on the hot path).
-    __hash__ = object.__hash__
-
+class PoolInput(StateEnum):
     READY = "ready"
     CLEAR = "clear"  # not load-balanced: bumps the generation, pauses, empties the wait queue
     CLEAR_SERVICE = "clear(serviceId)"  # load-balanced: bumps one service's generation only

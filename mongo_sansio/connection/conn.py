@@ -49,12 +49,12 @@ No command can be sent until a reply without moreToCome arrives; to stop a strea
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
 
+from mongo_sansio._state_enum import StateEnum
 from mongo_sansio.bson._decode import _is_raw
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.errors import InvalidBSON
@@ -99,21 +99,13 @@ __all__ = [
 ]
 
 
-class ConnectionState(enum.Enum):
-    # Members are singletons compared by identity: hashed by identity too, in C (Enum's own
-    # __hash__ is a Python call, paid by every transition-table lookup on the hot path).
-    __hash__ = object.__hash__
-
+class ConnectionState(StateEnum):
     IDLE = "IDLE"
     AWAITING_REPLY = "AWAITING_REPLY"
     CLOSED = "CLOSED"
 
 
-class ConnectionInput(enum.Enum):
-    # Members are singletons compared by identity: hashed by identity too, in C (Enum's own
-    # __hash__ is a Python call, paid by every transition-table lookup on the hot path).
-    __hash__ = object.__hash__
-
+class ConnectionInput(StateEnum):
     SEND = "send"
     SEND_NO_REPLY = "send moreToCome"
     REPLY = "reply"
@@ -277,12 +269,12 @@ class Connection:
         self._check_open("send a command")
         if self._state is not _IDLE:
             raise LocalProtocolError(
-                f"cannot send a command to {format_address(self.address)} while the reply "
+                f"cannot send a command to {self._where} while the reply "
                 f"to request {self._expected_response_to} is awaited"
             )
         if self._eof:
             raise LocalProtocolError(
-                f"cannot send a command: {format_address(self.address)} closed the connection"
+                f"cannot send a command: {self._where} closed the connection"
             )
         if not isinstance(db, str) or not db or "\x00" in db:
             raise LocalProtocolError(f"database name must be a non-empty string, not {db!r}")
@@ -386,7 +378,7 @@ class Connection:
             if isinstance(exc, TruncatedMessage):
                 raise self._fail(
                     NetworkError(
-                        f"connection to {format_address(self.address)} closed in the middle "
+                        f"connection to {self._where} closed in the middle "
                         f"of a reply ({exc})"
                     )
                 ) from exc
@@ -397,7 +389,7 @@ class Connection:
             if self._state is _AWAITING:
                 raise self._fail(
                     NetworkError(
-                        f"connection to {format_address(self.address)} closed before the "
+                        f"connection to {self._where} closed before the "
                         f"reply to request {self._expected_response_to}"
                     )
                 )
@@ -421,12 +413,17 @@ class Connection:
         self._error = error
         return error
 
+    @property
+    def _where(self) -> str:
+        """The server as errors name it (formatted only when an error is raised)."""
+        return format_address(self.address)
+
     def _accept(self, message: Any) -> Reply:
         """Check ``message`` against the outstanding request and move the machine."""
         if self._state is not _AWAITING:
             raise self._fail(
                 ProtocolError(
-                    f"{format_address(self.address)} sent a message (responseTo {message.response_to}) "
+                    f"{self._where} sent a message (responseTo {message.response_to}) "
                     "while no request was outstanding"
                 )
             )
@@ -434,25 +431,25 @@ class Connection:
         if message.response_to != expected:
             raise self._fail(
                 ProtocolError(
-                    f"{format_address(self.address)} sent a reply to request {message.response_to}, "
+                    f"{self._where} sent a reply to request {message.response_to}, "
                     f"but the reply to request {expected} was awaited"
                 )
             )
         if self._expect_legacy:
             if not isinstance(message, OpReply):
                 raise self._fail(
-                    ProtocolError(f"{format_address(self.address)} answered an OP_QUERY with op code {message.op_code}")
+                    ProtocolError(f"{self._where} answered an OP_QUERY with op code {message.op_code}")
                 )
-            document = self._legacy_document(message, format_address(self.address))
+            document = self._legacy_document(message, self._where)
             more_to_come = False
         else:
             if not isinstance(message, OpMsg):
                 raise self._fail(
-                    ProtocolError(f"{format_address(self.address)} answered an OP_MSG with op code {message.op_code}")
+                    ProtocolError(f"{self._where} answered an OP_MSG with op code {message.op_code}")
                 )
             document = message.body
             if type(document) is not dict and not isinstance(document, Mapping):
-                raise self._fail(ProtocolError(f"{format_address(self.address)} sent a reply body that is not a document"))
+                raise self._fail(ProtocolError(f"{self._where} sent a reply body that is not a document"))
             raw = self._raw_batches
             if raw is not None and type(document) is RawDocument:
                 try:
@@ -461,12 +458,12 @@ class Connection:
                         1 - REPLY_NESTING_ROOM,
                     )  # fmt: skip
                 except InvalidBSON as exc:
-                    raise self._fail(ProtocolError(f"{format_address(self.address)} sent a bad reply: {exc}")) from None
+                    raise self._fail(ProtocolError(f"{self._where} sent a bad reply: {exc}")) from None
             more_to_come = message.more_to_come
             if more_to_come and not self._exhaust_allowed:
                 raise self._fail(
                     ProtocolError(
-                        f"{format_address(self.address)} set moreToCome on a reply to request {expected}, "
+                        f"{self._where} set moreToCome on a reply to request {expected}, "
                         "which did not allow exhaust"
                     )
                 )
