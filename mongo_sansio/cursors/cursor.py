@@ -43,6 +43,7 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio._numbers import is_int
 from mongo_sansio.bson import Int64
 from mongo_sansio.command import run_command, run_command_quietly
 from mongo_sansio.errors import (
@@ -99,10 +100,6 @@ class Namespace:
         return f"{self.db}.{self.coll}"
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _cursor_section(
     reply: Mapping[str, Any], batch_field: str
 ) -> tuple[Mapping[str, Any], int, Sequence[Any]]:
@@ -115,7 +112,7 @@ def _cursor_section(
     if type(section) is not dict and not isinstance(section, Mapping):
         raise RemoteProtocolError("cursor reply has no 'cursor' document")
     cursor_id = section.get("id")
-    if type(cursor_id) is not int and (not isinstance(cursor_id, int) or isinstance(cursor_id, bool)):
+    if not is_int(cursor_id):
         raise RemoteProtocolError(f"cursor reply has no integer 'cursor.id' (got {cursor_id!r})")
     batch = section.get(batch_field)
     if type(batch) is not list and (
@@ -159,11 +156,11 @@ class Cursor:
         comment: Any = None,
         post_batch_resume_token: Mapping[str, Any] | None = None,
     ) -> None:
-        if batch_size is not None and (not _is_int(batch_size) or batch_size < 0):
+        if batch_size is not None and (not is_int(batch_size) or batch_size < 0):
             raise LocalProtocolError(
                 f"batchSize must be a non-negative integer, got {batch_size!r}"
             )
-        if not _is_int(limit):
+        if not is_int(limit):
             raise LocalProtocolError(f"limit must be an integer, got {limit!r}")
         self.cursor_id = cursor_id
         self.namespace = namespace

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMappin
 from itertools import chain, islice
 from typing import Any, Final
 
+from mongo_sansio._numbers import is_int
 from mongo_sansio.bson import CodecOptions, RawDocument, encode
 from mongo_sansio.errors import ConfigurationError, LocalProtocolError
 from mongo_sansio.flow import ServerInfo
@@ -104,12 +105,8 @@ def check_filter(value: Any, name: str = "filter") -> Mapping[str, Any]:
     return {} if value is None else check_mapping(value, name)
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def check_int(value: Any, name: str) -> int:
-    if not _is_int(value):
+    if not is_int(value):
         raise ArgumentTypeError(f"{name} must be an integer, not {_type_name(value)}")
     return int(value)
 
@@ -178,7 +175,7 @@ def has_write_stage(pipeline: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def _direction(value: Any, name: str, *, index_types: bool) -> Any:
-    if _is_int(value) and value in (1, -1):
+    if is_int(value) and value in (1, -1):
         return value
     if isinstance(value, Mapping):  # {"$meta": "textScore"}
         return value

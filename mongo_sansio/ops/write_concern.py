@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import attrs
 
+from mongo_sansio._numbers import is_int
 from mongo_sansio.errors import ConfigurationError
 
 __all__ = [
@@ -25,14 +26,10 @@ __all__ = [
 ]
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _check_w(_instance: Any, _attribute: Any, value: object) -> None:
     if value is None or isinstance(value, str):
         return
-    if not _is_int(value) or value < 0:  # type: ignore[operator]
+    if not is_int(value) or value < 0:
         raise ConfigurationError(
             f"w: must be a non-negative integer or a tag/mode name such as 'majority', "
             f"got {value!r}"
@@ -40,7 +37,7 @@ def _check_w(_instance: Any, _attribute: Any, value: object) -> None:
 
 
 def _check_wtimeout(_instance: Any, _attribute: Any, value: object) -> None:
-    if value is not None and (not _is_int(value) or value < 0):  # type: ignore[operator]
+    if value is not None and (not is_int(value) or value < 0):
         raise ConfigurationError(
             f"wtimeoutMS: must be a non-negative integer (milliseconds), got {value!r}"
         )
