@@ -362,9 +362,7 @@ class Collection:
         if limit:
             rows = rows[: abs(limit)]
         if return_key:
-            # (a hidden index is not one the planner may use)
-            visible = [spec for spec in self.list_indexes() if not spec.get("hidden")]
-            spec = chosen_index(visible, filter, sort, hint)
+            spec = chosen_index(self.planner_indexes(), filter, sort, hint)
             index = self._indexes[spec["name"]] if spec is not None else None
             results = [self._index_key(index, d) for _, d in rows]
         elif compiled is None:  # (returnKey keeps only the index keys)
@@ -548,6 +546,11 @@ class Collection:
     def list_indexes(self) -> list[dict[str, Any]]:
         """The index specs as listIndexes returns them."""
         return [copy_value(index.spec) for index in self._indexes.values()]
+
+    def planner_indexes(self) -> list[dict[str, Any]]:
+        """The specs of the indexes the planner may scan or a hint may name (a hidden
+        index is not one of them)."""
+        return [spec for spec in self.list_indexes() if not spec.get("hidden")]
 
     def create_indexes(self, specs: Sequence[Mapping[str, Any]], *, created_collection: bool = False) -> dict[str, Any]:
         """createIndexes: validate, build (checking uniqueness over existing data), reply."""

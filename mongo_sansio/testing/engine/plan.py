@@ -36,7 +36,7 @@ def chosen_index(
     hint: Any = None,
 ) -> Mapping[str, Any] | None:
     """The spec of the index the planner would scan, or None for a collection scan."""
-    if hint is not None and hint != {} and hint != "":
+    if not _no_hint(hint):
         return _hinted(indexes, hint)
     fields = _constrained_fields(filter or {})
     candidates = [spec for spec in indexes if _key_fields(spec)[0] in fields]
@@ -59,15 +59,20 @@ def chosen_index(
 def hint_names_an_index(indexes: Sequence[Mapping[str, Any]], hint: Any) -> bool:
     """Whether ``hint`` may be used: none, the collection scan (``{$natural: ...}``), or the
     name or key pattern of one of ``indexes`` (mongod refuses any other with BadValue)."""
-    if hint is None or hint == {} or hint == "":
-        return True
-    if isinstance(hint, Mapping) and "$natural" in hint:
-        return True
-    return _hinted(indexes, hint) is not None
+    return _no_hint(hint) or _natural(hint) or _hinted(indexes, hint) is not None
+
+
+def _no_hint(hint: Any) -> bool:
+    return hint is None or hint == {} or hint == ""
+
+
+def _natural(hint: Any) -> bool:
+    """A hint for the collection scan (``{$natural: 1}`` or ``-1``)."""
+    return isinstance(hint, Mapping) and "$natural" in hint
 
 
 def _hinted(indexes: Sequence[Mapping[str, Any]], hint: Any) -> Mapping[str, Any] | None:
-    if isinstance(hint, Mapping) and "$natural" in hint:
+    if _natural(hint):
         return None
     for spec in indexes:
         if spec.get("name") == hint or (isinstance(hint, Mapping) and _same_key(spec["key"], hint)):

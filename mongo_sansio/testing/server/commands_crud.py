@@ -314,7 +314,7 @@ def find(ctx: Context) -> Outcome:
     collection = readable_collection(ctx, name)
     hint = ctx.body.get("hint")
     if ctx.collection(ctx.db, name) is not None and not hint_names_an_index(
-        [spec for spec in collection.list_indexes() if not spec.get("hidden")], hint
+        collection.planner_indexes(), hint
     ):  # (on a collection that does not exist, mongod's plan is the empty one: no error)
         raise bad_value(
             "planner returned error :: caused by :: hint provided does not correspond to an "

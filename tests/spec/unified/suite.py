@@ -86,7 +86,8 @@ class DeploymentPool:
 
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
-        self._deployments: dict[tuple[str, bool], Deployment] = {}
+        # by (topology, auth, wire version)
+        self._deployments: dict[tuple[str, bool, int], Deployment] = {}
         self._simulators: list[Any] = []
 
     def available(self) -> tuple[str, ...]:
@@ -104,10 +105,8 @@ class DeploymentPool:
 
     def _start(self, topology: str, auth: bool, wire_version: int) -> Deployment:
         users = {AUTH_USER[0]: AUTH_USER[1]} if auth else None
-        if topology == "single":
-            simulator = SimulatedReplicaSet(standalone=True, auth=users, max_wire_version=wire_version)
-        else:
-            simulator = SimulatedReplicaSet(members=3, auth=users, max_wire_version=wire_version)
+        shape: dict[str, Any] = {"standalone": True} if topology == "single" else {"members": 3}
+        simulator = SimulatedReplicaSet(**shape, auth=users, max_wire_version=wire_version)
         simulator.start()
         self._simulators.append(simulator)
         deployment = Deployment(
