@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from async_kit import CANCELLED, KITS, Kit
-from integration_helpers import trusted_tls
+from integration_helpers import fail_once, trusted_tls
 
 from mongo_sansio.adapters._async_engine import AsyncEngine
 from mongo_sansio.adapters._timeout import timeout
@@ -73,20 +73,7 @@ def in_use(engine: AsyncEngine) -> int:
 
 
 def block_next_find(rs: SimulatedReplicaSet, milliseconds: int) -> None:
-    primary = rs.primary
-    assert primary is not None
-    rs.configure_failpoint(
-        primary,
-        {
-            "configureFailPoint": "failCommand",
-            "mode": {"times": 1},
-            "data": {
-                "failCommands": ["find"],
-                "blockConnection": True,
-                "blockTimeMS": milliseconds,
-            },
-        },
-    )
+    fail_once(rs, "find", blockConnection=True, blockTimeMS=milliseconds)
 
 
 @pytest.fixture
@@ -254,14 +241,7 @@ def test_pool_clear_wakes_the_monitor_blocked_on_an_awaitable_hello(
 
             await kit.wait_for(awaiting, 5)  # the monitor now waits on a streamed hello
             await kit.sleep(0.1)
-            rs.configure_failpoint(
-                rs.primary or "",
-                {
-                    "configureFailPoint": "failCommand",
-                    "mode": {"times": 1},
-                    "data": {"failCommands": ["find"], "closeConnection": True},
-                },
-            )
+            fail_once(rs, "find", closeConnection=True)
             mark = len(events)
             with pytest.raises(NetworkError):
                 await engine.run(COLLECTION.find_one({"_id": 1}))

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from client_tap import Tap, mongo_sansio_threads, wait_for
+from integration_helpers import fail_once
 
 from mongo_sansio.adapters.blocking import MongoClient
 from mongo_sansio.adapters.sim import SimulatedReplicaSet
@@ -86,16 +87,7 @@ def test_a_blocked_command_under_timeout_ms_fails_fast(rs: SimulatedReplicaSet) 
     try:
         collection = client.test.blocked
         collection.insert_one({"_id": 1})
-        primary = rs.primary
-        assert primary is not None
-        rs.configure_failpoint(
-            primary,
-            {
-                "configureFailPoint": "failCommand",
-                "mode": {"times": 1},
-                "data": {"failCommands": ["find"], "blockConnection": True, "blockTimeMS": 4000},
-            },
-        )
+        fail_once(rs, "find", blockConnection=True, blockTimeMS=4000)
         start = time.monotonic()
         with pytest.raises(MongoError) as info:
             collection.find_one({"_id": 1})
@@ -115,15 +107,7 @@ def test_a_dropped_connection_clears_the_pool(rs: SimulatedReplicaSet) -> None:
         collection = client.test.dropped
         collection.insert_one({"_id": 1})
         primary = rs.primary
-        assert primary is not None
-        rs.configure_failpoint(
-            primary,
-            {
-                "configureFailPoint": "failCommand",
-                "mode": {"times": 1},
-                "data": {"failCommands": ["find"], "closeConnection": True},
-            },
-        )
+        fail_once(rs, "find", closeConnection=True)
         with pytest.raises(NetworkError):
             collection.find_one({"_id": 1})
         cleared = tap.of(PoolCleared)
@@ -219,16 +203,7 @@ def test_timeout_ms_on_a_database_or_collection_bounds_its_operations(
             collection = client.test.get_collection("levels", timeoutMS=400)
         else:
             collection = plain.with_options(timeoutMS=400)
-        primary = rs.primary
-        assert primary is not None
-        rs.configure_failpoint(
-            primary,
-            {
-                "configureFailPoint": "failCommand",
-                "mode": {"times": 1},
-                "data": {"failCommands": ["find"], "blockConnection": True, "blockTimeMS": 3000},
-            },
-        )
+        fail_once(rs, "find", blockConnection=True, blockTimeMS=3000)
         start = time.monotonic()
         with pytest.raises(MongoError) as info:
             collection.find_one({"_id": 1})
