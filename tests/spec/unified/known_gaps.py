@@ -204,13 +204,7 @@ def _pool_cleared_before_auth_failure_close(file: Mapping[str, Any], test: Mappi
     """A fail point makes saslContinue fail (an error or a closed connection), and the test
     expects the pool cleared before the connection that failed to authenticate is closed,
     in its events or its log messages."""
-    auth_failure = any(
-        "saslContinue" in data.get("failCommands", ())
-        for operation in _operations(test)
-        if operation.get("name") == "failPoint"
-        for data in [operation.get("arguments", {}).get("failPoint", {}).get("data", {})]
-        if isinstance(data, Mapping)
-    )
+    auth_failure = any("saslContinue" in data.get("failCommands", ()) for data in _failpoint_data(test))
     if not auth_failure:
         return False
     orders = [
