@@ -134,14 +134,20 @@ class EngineBase:
         explicit session (a runtime's ``ClientSession``), None for an implicit one;
         ``codec_options`` encode the operation's commands (None: the defaults)."""
         self.own_core()
+        now = self._monotonic()
         deadline = operation_deadline(
-            self._monotonic(), context=current_deadline(), own=timeout, client=self.settings.timeout
+            now, context=current_deadline(), own=timeout, client=self.settings.timeout
         )
         with self.lock:
             self.core.require_open()
         core_session = None if session is None else session.core_session(self)
         return drive(
-            self.core, flow, deadline=deadline, session=core_session, codec_options=codec_options
+            self.core,
+            flow,
+            deadline=deadline,
+            session=core_session,
+            codec_options=codec_options,
+            now=now,
         )
 
     def new_session(self, **options: Any) -> Session:

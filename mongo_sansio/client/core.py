@@ -286,6 +286,8 @@ class ClientCore:
         address: tuple[str, int],
         deadline: float | None = None,
         generations: dict[tuple[str, int], int] | None = None,
+        *,
+        now: float | None = None,
     ) -> Flow:
         """Wait for a connection to the server at ``address`` from its pool (the wait queue,
         waitQueueTimeoutMS or the operation's ``deadline``); returns the :class:`Link`.
@@ -294,7 +296,7 @@ class ClientCore:
         (the operation's, by address): an error met while opening a connection for it was
         told to SDAM already, by the opening flow and with that generation, so the same error
         reported again by the operation is stale and changes nothing (one description change,
-        one pool clear).
+        one pool clear).  ``now``: the time, when the caller has just read it (None: read here).
 
         Closing this flow while it waits leaves the queue cleanly; a connection the pool
         handed over meanwhile goes back."""
@@ -302,7 +304,8 @@ class ClientCore:
         server = self._servers.get(self.sdam_address(address))
         if server is None:
             raise server_gone(address)
-        now = yield Now()
+        if now is None:
+            now = yield Now()
         self.last_now = now
         timeout = None if deadline is None else max(0.0, deadline - now)
         pool = server.pool

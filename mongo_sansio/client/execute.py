@@ -39,6 +39,7 @@ from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.client.events import CommandMonitor
 from mongo_sansio.client.link import exchange
 from mongo_sansio.client.runtime import Signal, Wait
+from mongo_sansio.client.selecting import select_known
 from mongo_sansio.client.sessions import TRANSIENT_TRANSACTION_ERROR
 from mongo_sansio.command import run_command_quietly
 from mongo_sansio.errors import (
@@ -102,6 +103,7 @@ class _Operation:
         "context",
         "codec_options",
         "unlimited",
+        "clock",
     )
 
     def __init__(
@@ -110,8 +112,12 @@ class _Operation:
         deadline: float | None,
         operation_id: int | None,
         explicit: Session | None,
+        clock: float | None = None,
     ) -> None:
         self.core = core
+        #: the time the operation started, until something may have waited since (a
+        #: selection that waits, a sleep): the first check-out reads no clock then
+        self.clock = clock
         #: timeoutMS=0 / timeout(0): CSOT rules (retry while failing, no legacy socket
         #: timeout) but no limit; ``deadline`` is then None for every wait and exchange
         self.unlimited = deadline == math.inf
@@ -171,6 +177,7 @@ def drive(
     deadline: float | None = None,
     session: Session | None = None,
     codec_options: CodecOptions | None = None,
+    now: float | None = None,
 ) -> Flow:
     """Run the operation ``flow`` on ``core``; returns its result (see the module docstring).
     ``session`` is the caller's explicit session (None: an implicit one when needed);
@@ -189,7 +196,7 @@ def drive(
             )
         session.in_use = True
     operation = _Operation(
-        core, deadline, core.next_request_id() if core.publish is not None else None, session
+        core, deadline, core.next_request_id() if core.publish is not None else None, session, now
     )
     operation.codec_options = codec_options
     answer: Any = None
@@ -207,11 +214,13 @@ def drive(
                     answer = yield from run_command(core, request, operation)
                 elif kind is SelectServer:
                     try:
-                        answer = yield from core.select_server(
-                            _in_transaction(operation, request),
-                            operation.deadline,
-                            operation_id=operation.operation_id,
-                        )
+                        request = _in_transaction(operation, request)
+                        answer = select_known(core, request)
+                        if answer is None:
+                            operation.clock = None  # (this selection may wait)
+                            answer = yield from core.select_server(
+                                request, operation.deadline, operation_id=operation.operation_id
+                            )
                     except MongoError as failure:
                         context = operation.context
                         if context is not None and context.in_transaction:
@@ -223,7 +232,10 @@ def drive(
                     now = yield Now()
                     generation = operation.generations.get(request.address)
                     core.mark_server_unknown(request, now, generation=generation)
-                elif kind is Now or kind is Sleep:
+                elif kind is Now:
+                    answer = yield request
+                elif kind is Sleep:
+                    operation.clock = None
                     answer = yield request
                 elif kind is Random:
                     answer = core.jitter()
@@ -265,7 +277,8 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
     if session is None:
         session = operation.session()
     operation.used(session)
-    link = yield from core.check_out(server.address, deadline, operation.generations)
+    clock, operation.clock = operation.clock, None
+    link = yield from core.check_out(server.address, deadline, operation.generations, now=clock)
     body: Mapping[str, Any] = request.body
     try:
         pooled = link.pooled

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.client.runtime import Wait
 from mongo_sansio.errors import MongoError
-from mongo_sansio.flow import Now, SelectServer
+from mongo_sansio.flow import Now, SelectServer, ServerInfo
 from mongo_sansio.sdam.description import ServerDescription
 from mongo_sansio.selection import (
     PRIMARY,
@@ -44,9 +44,20 @@ from mongo_sansio.selection.events import (
 if TYPE_CHECKING:
     from mongo_sansio.client.core import ClientCore
 
-__all__ = ["select", "criteria_for"]
+__all__ = ["select", "select_known", "criteria_for"]
 
 Flow = Generator[Any, Any, Any]
+
+
+def select_known(core: ClientCore, request: SelectServer) -> ServerInfo | None:
+    """The server :func:`select` would return at once, without waiting or publishing (None:
+    none suits now, or selection events are listened for: run :func:`select`).  Selection
+    does not depend on the time, so the common case needs no clock reading and no flow."""
+    if core.publish is not None:
+        return None
+    core.require_open()
+    server = _known_server(core, criteria_for(core, request))
+    return None if server is None else core.server_info(server.address)
 
 
 def select(

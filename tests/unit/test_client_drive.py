@@ -10,7 +10,16 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from client_harness import Drop, FakeServer, Hang, Later, Loop, Trickle, make_core
+from client_harness import (
+    Drop,
+    FakeServer,
+    Hang,
+    Later,
+    Loop,
+    Trickle,
+    make_core,
+    standalone_hello,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_client_flows import A, ping, standalone_core
@@ -55,6 +64,29 @@ class TestDrive:
         loop.run(drive(core, ping(), deadline=start + 2.0))
         sent = server.commands("ping")[-1].body
         assert abs(sent["maxTimeMS"] - 1900) <= 1
+
+    def test_an_operation_started_just_now_reads_no_clock_before_its_command(self) -> None:
+        # (no listener: a known server is selected without a flow, so nothing can have
+        # waited between the operation's start and its check-out)
+        loop = Loop(FakeServer(A))
+        core = make_core(loop, "mongodb://a/?directConnection=true")
+        loop.run(core.select_server(SelectServer()))
+        loop.run(drive(core, ping()))  # a pooled connection for the next one
+        asked: list[str] = []
+        loop.run(_recording(drive(core, ping(), now=loop.now), asked))
+        assert asked == ["SendAll", "Receive"]
+
+    def test_a_selection_that_waits_makes_the_check_out_read_the_clock(self) -> None:
+        server = FakeServer(A)
+        server.hello_behaviour = Later(0.5, standalone_hello())
+        loop = Loop(server)
+        core = make_core(loop, "mongodb://a/?directConnection=true")
+        asked: list[str] = []
+        start = loop.now
+        loop.run(_recording(drive(core, ping(), now=start), asked))
+        assert "Wait" in asked
+        assert "Now" in asked[asked.index("Wait") :]  # the start time is stale by then
+        assert core.last_now >= start + 0.5
 
     def test_deadline_below_the_round_trip_sends_nothing(self) -> None:
         server = FakeServer(A)
@@ -261,3 +293,15 @@ class TestWakeUps:
         assert loop.now == pytest.approx(start + 0.3)
         assert core.pool(A).total_connection_count <= 2
         assert core.pool(A).in_use_connection_count == 0
+
+
+def _recording(flow: Any, asked: list[str]) -> Any:
+    """``flow``, noting the name of every primitive it asks the runtime for."""
+    answer: Any = None
+    while True:
+        try:
+            request = flow.send(answer)
+        except StopIteration as stop:
+            return stop.value
+        asked.append(type(request).__name__)
+        answer = yield request
