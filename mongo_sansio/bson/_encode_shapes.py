@@ -37,7 +37,16 @@ from typing import Any
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS
 from mongo_sansio.bson.decimal128 import Decimal128
 from mongo_sansio.bson.objectid import ObjectId
-from mongo_sansio.bson.types import Code, Int64, MaxKey, MinKey, Regex, Timestamp, Undefined
+from mongo_sansio.bson.types import (
+    Binary,
+    Code,
+    Int64,
+    MaxKey,
+    MinKey,
+    Regex,
+    Timestamp,
+    Undefined,
+)
 
 __all__ = ["shaped"]
 
@@ -302,6 +311,12 @@ def _compile_element(out: _Builder, n: int, key_cstring: bytes, value: Any) -> b
         out.header(0x05, key_cstring)
         out.field("i", f"len({v})", 4)
         out.constant(b"\x00")  # subtype 0
+        out.piece(v)
+    elif t is Binary:
+        # (the old subtype 2 repeats the length inside the payload: left to the general one)
+        out.lines.append(f"    if {v}.subtype == 2:\n        return None")
+        out.header(0x05, key_cstring)
+        out.field("iB", f"len({v}), {v}.subtype", 5)
         out.piece(v)
     elif t is ObjectId:
         out.header(0x07, key_cstring)

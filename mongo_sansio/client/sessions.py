@@ -95,7 +95,10 @@ class ClientSessions:
 
     def absorb(self, session: Session | None, reply: Mapping[str, Any]) -> None:
         self.clock.absorb(reply)
-        if session is not None:
+        # An implicit session's times are never read: the cluster time it would keep is never
+        # later than the client's (which learns from the same replies), and it is neither
+        # causally consistent nor a snapshot session (only explicit sessions are)
+        if session is not None and not session.implicit:
             session.absorb_reply(reply)
 
     def failed(self, session: Session | None, body: Mapping[str, Any], error: MongoError) -> None:

@@ -20,7 +20,16 @@ from mongo_sansio.bson import _encode_shapes as shapes
 from mongo_sansio.bson._encode import encode
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS
 from mongo_sansio.bson.errors import InvalidDocument
-from mongo_sansio.bson.types import Code, Int64, MaxKey, MinKey, Regex, Timestamp, Undefined
+from mongo_sansio.bson.types import (
+    Binary,
+    Code,
+    Int64,
+    MaxKey,
+    MinKey,
+    Regex,
+    Timestamp,
+    Undefined,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -63,6 +72,7 @@ EVERY_TYPE = {
     "t": True,
     "n": None,
     "b": b"\x00\x01",
+    "bin": Binary(b"\x00\x01\x02", 4),  # a session id's subtype (every command's lsid)
     "d": {"x": 1, "y": [1, "two", {"z": None}]},
     "l": [1, 2.5, "three", [], {}],
     "dt": datetime.datetime(2020, 1, 2, 3, 4, 5, 678000),
@@ -95,6 +105,9 @@ def test_the_second_document_of_a_shape_compiles_its_encoder() -> None:
         ("cws", Code("g()")),  # the scope went away
         ("code", Code("f()", {"a": 1})),  # a scope came
         ("re", Regex("a\x00", "")),  # NUL in a pattern: the general error
+        ("bin", Binary(b"\x07" * 16, 5)),  # another subtype and length, same encoder
+        ("bin", Binary(b"\x07", 2)),  # the old subtype repeats its length: the general one
+        ("bin", b"\x07"),  # plain bytes (subtype 0) where a Binary was
         ("l", list(range(300))),  # over the shape size: general for the array
         ("l", list(range(2000))),
         ("d", {"x": 2**63}),  # an error inside an embedded document, with its path
@@ -251,3 +264,14 @@ def test_a_deep_document_that_fails_at_the_bottom_is_given_up_once_not_retried_p
     bad = nest(12, 2**31)  # an int64 at every level: each encoder fails after its child
     assert outcome(lambda: encode(bad)) == outcome(lambda: general(bad))
     assert len(calls) <= 2 * 12  # (retrying at every level took about 2**12 calls)
+
+
+def test_binary_values_are_encoded_by_their_shape_as_by_the_general_encoder() -> None:
+    # options the shape path does not serve: the general encoder's bytes, to compare with
+    general_only = DEFAULT_CODEC_OPTIONS.with_options(max_document_size=16 * 1024 * 1024)
+    command = {"ping": 1, "lsid": {"id": Binary(bytes(16), 4)}}
+    warm(command)
+    assert compiled(command) and compiled(command["lsid"])  # the session id has an encoder
+    for value in (Binary(b"\x07" * 16, 5), Binary(b"", 128), Binary(b"xy", 0), Binary(b"xy", 2)):
+        changed = {"ping": 1, "lsid": {"id": value}}
+        assert encode(changed) == encode(changed, general_only)
