@@ -39,6 +39,7 @@ event loop is involved, and no second copy of the loop exists.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import MethodType
 from typing import (
@@ -74,15 +75,29 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-@attrs.frozen
 class Run:
-    """Run ``flow`` as one operation on the engine (see the module docstring)."""
+    """Run ``flow`` as one operation on the engine (see the module docstring); the
+    ``codec_options`` encode its commands' values (its collection's; None: the defaults).
 
-    flow: Flow[Any]
-    session: Any = None
-    timeout: float | None = None
-    codec_options: Any = None
-    """How the operation's commands encode values (its collection's; None: the defaults)."""
+    A plain slotted class, not an attrs one: one is made per operation, and a frozen attrs
+    class pays a call per field to be built."""
+
+    __slots__ = ("flow", "session", "timeout", "codec_options")
+
+    def __init__(
+        self,
+        flow: Flow[Any],
+        session: Any = None,
+        timeout: float | None = None,
+        codec_options: Any = None,
+    ) -> None:
+        self.flow = flow
+        self.session = session
+        self.timeout = timeout
+        self.codec_options = codec_options
+
+    def __repr__(self) -> str:
+        return f"Run({self.flow!r}, session={self.session!r}, timeout={self.timeout!r})"
 
 
 @attrs.frozen
@@ -172,11 +187,25 @@ async def run_async(engine: Any, program: Program[T]) -> T:
     return await _feed(program, _perform_async, engine)
 
 
+def _bind_operations(cls: type, awaits: bool) -> None:
+    """Give ``cls`` each :class:`operation` it inherits as the plain function of its flavour,
+    so that a call is an ordinary method call (through the descriptor, every access would call
+    ``__get__`` and make a bound method in Python)."""
+    for name in dir(cls):
+        value = inspect.getattr_static(cls, name, None)
+        if isinstance(value, operation):
+            setattr(cls, name, value._methods[awaits])
+
+
 class Blocking:
     """Marks a class whose :class:`operation` methods return their results."""
 
     _awaits: ClassVar[bool] = False
     _engine: Any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _bind_operations(cls, False)
 
 
 class Asynchronous:
@@ -184,6 +213,10 @@ class Asynchronous:
 
     _awaits: ClassVar[bool] = True
     _engine: Any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _bind_operations(cls, True)
 
 
 class operation(Generic[P, T]):  # noqa: N801 - used as a decorator, like property
@@ -205,6 +238,8 @@ class operation(Generic[P, T]):  # noqa: N801 - used as a decorator, like proper
             return await run_async(api._engine, build(api, *args, **kwargs))
 
         self._methods = (blocking, asynchronous)
+        for method in self._methods:  # (``type(x).name.program``, once a class holds these)
+            method.program = self.program  # type: ignore[union-attr]
 
     def program(self, instance: Any, /, *args: P.args, **kwargs: P.kwargs) -> Program[T]:
         """The program itself, for another program to ``yield from``."""

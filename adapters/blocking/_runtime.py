@@ -80,22 +80,13 @@ class ThreadRuntime:
     def send_all(
         self, stream: BlockingStream, buffers: Sequence[Buffer], timeout: float | None
     ) -> None:
-        self._enter(stream)
-        try:
-            stream.set_timeout(timeout)
-            stream.send_all(buffers)
-        finally:
-            self._leave(stream)
+        self._use(stream, timeout, stream.send_all, buffers)
 
     def receive(
         self, stream: BlockingStream, timeout: float | None, size: int = RECEIVE_SIZE
     ) -> bytes:
-        self._enter(stream)
-        try:
-            stream.set_timeout(timeout)
-            return stream.recv(size)
-        finally:
-            self._leave(stream)
+        data: bytes = self._use(stream, timeout, stream.recv, size)
+        return data
 
     def close_stream(self, stream: BlockingStream) -> None:
         """Close ``stream`` at once, also while another thread reads or writes it.
@@ -112,18 +103,26 @@ class ThreadRuntime:
             self._close_when_idle.add(stream)
             _shut_down(stream)
 
-    def _enter(self, stream: BlockingStream) -> None:
+    def _use(
+        self, stream: BlockingStream, timeout: float | None, action: Callable[[Any], Any], arg: Any
+    ) -> Any:
+        """``action(arg)`` on ``stream`` under ``timeout``, the stream counted busy meanwhile
+        (see :meth:`close_stream`).  (One method for both directions, the counting written
+        inline: this runs twice per command.)"""
+        busy = self._busy
         with self._streams_lock:
-            self._busy[stream] = self._busy.get(stream, 0) + 1
-
-    def _leave(self, stream: BlockingStream) -> None:
-        with self._streams_lock:
-            count = self._busy.pop(stream) - 1
-            if count:
-                self._busy[stream] = count
-            elif stream in self._close_when_idle:
-                self._close_when_idle.discard(stream)
-                stream.close()
+            busy[stream] = busy.get(stream, 0) + 1
+        try:
+            stream.set_timeout(timeout)
+            return action(arg)
+        finally:
+            with self._streams_lock:
+                count = busy.pop(stream) - 1
+                if count:
+                    busy[stream] = count
+                elif stream in self._close_when_idle:
+                    self._close_when_idle.discard(stream)
+                    stream.close()
 
     def join(self, timeout: float) -> list[str]:
         """Wait up to ``timeout`` seconds for the background threads to end; returns the names

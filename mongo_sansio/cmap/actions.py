@@ -42,13 +42,6 @@ def _positive(instance: object, attribute: attrs.Attribute[int], value: object) 
         raise ValueError(f"{attribute.name} must be a positive integer, not {value!r}")
 
 
-def _non_negative(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
-    if type(value) is int and value >= 0:
-        return
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{attribute.name} must be a non-negative integer, not {value!r}")
-
-
 @attrs.frozen(kw_only=True)
 class PooledConnection:
     """A checked-out connection as the pool knows it; give it back to ``Pool.check_in``.
@@ -59,11 +52,12 @@ class PooledConnection:
     another pool; it takes no part in equality.
     """
 
+    # (no validators: only the pool makes these, from its own counters, one per check-out)
     address: str
-    connection_id: int = attrs.field(validator=_positive)
-    generation: int = attrs.field(validator=_non_negative)
+    connection_id: int
+    generation: int
     service_id: ObjectId | None = None
-    waiter: int = attrs.field(validator=_positive)
+    waiter: int
     pool_token: object = attrs.field(eq=False, repr=False)
 
 
@@ -97,10 +91,9 @@ class InterruptConnection(PoolAction):
 
 @attrs.frozen(kw_only=True)
 class GiveConnection(PoolAction):
-    waiter: int = attrs.field(validator=_positive)
-    connection: PooledConnection = attrs.field(
-        validator=attrs.validators.instance_of(PooledConnection)
-    )
+    # (no validators, as for PooledConnection: one is made per check-out)
+    waiter: int
+    connection: PooledConnection
 
 
 @attrs.frozen(kw_only=True)

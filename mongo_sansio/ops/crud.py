@@ -141,7 +141,7 @@ def _write_limits(server: ServerInfo) -> WriteLimits:
 
 def _note_write_concern_error(server: ServerInfo, reply: Mapping[str, Any]) -> Flow[None]:
     concern = reply.get("writeConcernError")
-    if not isinstance(concern, Mapping):
+    if concern is None or not isinstance(concern, Mapping):  # (None: no ABC check, the usual)
         return
     code = concern.get("code")
     errmsg = concern.get("errmsg")

@@ -301,15 +301,18 @@ def write_command(
     if not isinstance(ordered, bool):
         raise ArgumentTypeError(f"ordered must be True or False, not {_type_name(ordered)}")
     body: dict[str, Any] = {name: collection, "ordered": ordered}
-    _put(body, "let", _optional_mapping(let, "let"))
-    # sent whenever given, False too (crud's unified "passes bypassDocumentValidation: false")
-    _put(
-        body,
-        "bypassDocumentValidation",
-        _check_bool(bypass_document_validation, "bypass_document_validation"),
-    )
-    _put(body, "comment", comment)
-    put_raw_data(body, raw_data)
+    # (each option tested here before any call: this runs once per write, mostly with none)
+    if let is not None:
+        body["let"] = _optional_mapping(let, "let")
+    if bypass_document_validation is not None:
+        # sent whenever given, False too (crud's unified "passes bypassDocumentValidation: false")
+        body["bypassDocumentValidation"] = _check_bool(
+            bypass_document_validation, "bypass_document_validation"
+        )
+    if comment is not None:
+        body["comment"] = comment
+    if raw_data is not None:
+        put_raw_data(body, raw_data)
     if write_concern is not None and not write_concern.is_server_default:
         body["writeConcern"] = write_concern.to_document()
     return body

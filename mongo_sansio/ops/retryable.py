@@ -243,6 +243,8 @@ def _retry_loop(
 def _statements_retryable(command: Mapping[str, Any], statements: Sequence[Any]) -> bool:
     """Multi-document updates and deletes are not retryable writes."""
     name = next(iter(command), "")
+    if name != "update" and name != "delete":
+        return True  # (an insert's statements are its documents: not looked at)
     for statement in statements:
         if not isinstance(statement, Mapping):
             continue

@@ -111,7 +111,7 @@ def reply_write_concern_error(reply: Mapping[str, Any]) -> WriteConcernError | N
     whole reply (labels from the reply: a retry or a transaction's end decides on them), or
     None when the reply has none."""
     concern = reply.get("writeConcernError")
-    if not isinstance(concern, Mapping):
+    if concern is None or not isinstance(concern, Mapping):  # (None: no ABC check, the usual)
         return None
     code = concern.get("code")
     code_name = concern.get("codeName")

@@ -251,7 +251,11 @@ def encode_op_msg_buffers(
     total = HEADER_SIZE + 5 + len(body_bytes)
     if sequences:
         seen: set[str] = set()
-        pairs = sequences.items() if isinstance(sequences, Mapping) else sequences
+        pairs = (
+            sequences.items()
+            if type(sequences) is dict or isinstance(sequences, Mapping)
+            else sequences
+        )
         for identifier, documents in pairs:
             ident = _identifier(identifier)
             if identifier in seen:
