@@ -20,7 +20,7 @@ Rules kept here:
   chosen server (``rawData`` only to 8.2 and later), but a user's own commands
   (:func:`database_command`, and :func:`read_cursor` with ``as_given``), sent as written.
 * Writes split their documents by the server's maxWriteBatchSize, maxBsonObjectSize and
-  maxMessageSizeBytes (:func:`~mongo_sansio.wire.batching.split_write_command`), less
+  maxMessageSizeBytes (:func:`~mongo_sansio.wire.batching.write_batches`), less
   :data:`BODY_RESERVE` bytes for the fields the connection adds to the body later (``$db``,
   ``lsid``, ``$clusterTime``, ``txnNumber``, Stable API).  The documents travel already
   encoded, as an OP_MSG document sequence.  An ordered write stops after the first batch with
@@ -70,7 +70,7 @@ from mongo_sansio.ops.write_errors import WriteSummary
 from mongo_sansio.sdam.errors import is_state_change_error
 from mongo_sansio.selection.read_preference import PRIMARY, ReadPreference
 from mongo_sansio.sessions.commands import is_unacknowledged
-from mongo_sansio.wire.batching import WRITE_SEQUENCES, WriteLimits, split_write_command
+from mongo_sansio.wire.batching import WRITE_SEQUENCES, WriteLimits, write_batches
 
 __all__ = [
     "BODY_RESERVE",
@@ -182,7 +182,7 @@ def execute_write(
     if check_server is not None:
         check_server(server)
     # Sized with $db, which the connection adds; BODY_RESERVE covers the other added fields.
-    _, batches = split_write_command(
+    batches = write_batches(
         {**command, "$db": db},
         statements,
         limits=_write_limits(server),

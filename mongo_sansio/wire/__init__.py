@@ -18,6 +18,7 @@ from mongo_sansio.wire.batching import (
     WriteLimits,
     encode_write_batch,
     split_write_command,
+    write_batches,
 )
 from mongo_sansio.wire.compression import (
     COMPRESSOR_IDS,
@@ -85,6 +86,7 @@ __all__ = [
     "WriteLimits",
     "WriteBatch",
     "split_write_command",
+    "write_batches",
     "encode_write_batch",
     "ProtocolError",
     "OP_MSG",

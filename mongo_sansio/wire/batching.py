@@ -31,6 +31,7 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio.bson._size import plain_size
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.errors import DocumentTooLarge, LocalProtocolError
 from mongo_sansio.wire.compression import Compressor
@@ -43,6 +44,7 @@ __all__ = [
     "WRITE_SEQUENCES",
     "COMMAND_OVERHEAD",
     "split_write_command",
+    "write_batches",
     "encode_write_batch",
 ]
 
@@ -120,6 +122,45 @@ def split_write_command(
     changed.  ``identifier`` defaults from the command name.  ``checksum`` reserves room for
     the CRC-32C in every message.  An empty list of documents gives no batches.
     """
+    body, batches = _split(
+        command, documents, limits, identifier, checksum, check_document_size, codec_options,
+        keep_body=True,
+    )  # fmt: skip
+    assert body is not None
+    return body, batches
+
+
+def write_batches(
+    command: Mapping[str, Any],
+    documents: Iterable[Any] | None = None,
+    *,
+    limits: WriteLimits = WriteLimits(),  # noqa: B008 -- frozen, so one shared default is safe
+    identifier: str | None = None,
+    checksum: bool = False,
+    check_document_size: bool = True,
+    codec_options: CodecOptions | None = None,
+) -> list[WriteBatch]:
+    """The batches of :func:`split_write_command`, for a caller that sends the command as a
+    mapping (with fields added at sending, within the room it left in ``limits``): the body is
+    only measured, and a body of plain values (the usual write command) is measured without
+    being encoded (:func:`~mongo_sansio.bson._size.plain_size`)."""
+    return _split(
+        command, documents, limits, identifier, checksum, check_document_size, codec_options,
+        keep_body=False,
+    )[1]  # fmt: skip
+
+
+def _split(
+    command: Mapping[str, Any],
+    documents: Iterable[Any] | None,
+    limits: WriteLimits,
+    identifier: str | None,
+    checksum: bool,
+    check_document_size: bool,
+    codec_options: CodecOptions | None,
+    *,
+    keep_body: bool,
+) -> tuple[bytes | None, list[WriteBatch]]:
     opts = DEFAULT_CODEC_OPTIONS if codec_options is None else codec_options
     name = next(iter(command), "")
     if identifier is None:
@@ -136,16 +177,22 @@ def split_write_command(
         command = {key: value for key, value in command.items() if key != identifier}
     if documents is None:
         raise LocalProtocolError(f"no documents to write: pass them or set {identifier!r}")
-    body = bytes(document_bytes(command, opts))
-    if len(body) > limits.max_bson_object_size + COMMAND_OVERHEAD:
+    body: bytes | None = None
+    body_size = None if keep_body or type(command) is not dict else plain_size(command)
+    if body_size is None:
+        encoded_body = document_bytes(command, opts)
+        body_size = len(encoded_body)
+        if keep_body:
+            body = bytes(encoded_body)
+    if body_size > limits.max_bson_object_size + COMMAND_OVERHEAD:
         raise DocumentTooLarge(
-            f"the {name!r} command document is {len(body)} bytes, over maxBsonObjectSize "
+            f"the {name!r} command document is {body_size} bytes, over maxBsonObjectSize "
             f"+ 16 KiB ({limits.max_bson_object_size + COMMAND_OVERHEAD})",
-            size=len(body),
+            size=body_size,
             limit=limits.max_bson_object_size + COMMAND_OVERHEAD,
         )
     # header, flagBits, kind byte + body, kind byte + size + identifier + NUL, checksum
-    overhead = HEADER_SIZE + 4 + 1 + len(body) + 1 + 4 + len(identifier.encode()) + 1
+    overhead = HEADER_SIZE + 4 + 1 + body_size + 1 + 4 + len(identifier.encode()) + 1
     overhead += 4 if checksum else 0
     room = limits.max_message_size - overhead  # bytes of documents one message can carry
     per_document = limits.max_bson_object_size

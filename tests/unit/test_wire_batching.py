@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mongo_sansio.bson import RawDocument, encode
+from mongo_sansio.bson import Int64, RawDocument, encode
+from mongo_sansio.bson._size import plain_size
 from mongo_sansio.errors import DocumentTooLarge, LocalProtocolError
 from mongo_sansio.wire import (
     MORE_TO_COME,
@@ -20,6 +21,7 @@ from mongo_sansio.wire import (
     WriteLimits,
     encode_write_batch,
     split_write_command,
+    write_batches,
 )
 from mongo_sansio.wire.batching import COMMAND_OVERHEAD
 
@@ -236,3 +238,67 @@ def test_pymongo_also_refuses_a_document_no_message_can_carry() -> None:
         split_write_command({"insert": "c", "$db": "t"}, documents, limits=limits)
     with pytest.raises(PyMongoTooLarge):
         pymongo_split({"insert": "c", "$db": "t"}, documents, limits, use_c=True)
+
+
+# -- write_batches: the body measured, not encoded, when its values are plain ------------------
+
+_plain_scalars = st.one_of(
+    st.text(max_size=20),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.builds(Int64, st.integers(min_value=-(2**63), max_value=2**63 - 1)),
+)
+_plain_documents = st.recursive(
+    st.dictionaries(st.text(max_size=8), _plain_scalars, max_size=6),
+    lambda inner: st.dictionaries(st.text(max_size=8), st.one_of(_plain_scalars, inner), max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_plain_documents)
+def test_plain_size_is_the_encoded_size_or_none(document: dict[str, Any]) -> None:
+    try:
+        expected: int | None = len(encode(document))
+    except Exception:  # noqa: BLE001 - a key with NUL, a lone surrogate: the encoder refuses
+        expected = None
+    size = plain_size(document)
+    assert size is None or size == expected
+    if expected is not None and "\x00" not in repr(document):
+        assert size == expected  # plain values are always measured
+
+
+def test_plain_size_leaves_other_values_to_the_encoder() -> None:
+    assert plain_size({"insert": "c", "comment": ["x"]}) is None
+    assert plain_size({"insert": "c", "n": 2**64}) is None
+    assert plain_size({"insert": "c", "let": {"x": b"bytes"}}) is None
+    assert plain_size({"insert": "c\ud800"}) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {"insert": st.text(min_size=1, max_size=30), "ordered": st.booleans()},
+        optional={"comment": st.one_of(st.text(), st.lists(st.integers())),
+                  "writeConcern": st.fixed_dictionaries({"w": st.one_of(st.integers(0, 5), st.text())})},
+    ),
+    st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=30),
+    st.integers(min_value=600, max_value=3000),
+)
+def test_write_batches_are_split_write_commands_batches(
+    command: dict[str, Any], sizes: list[int], max_message_size: int
+) -> None:
+    command = {"insert": command.pop("insert"), **command}  # (the command's name comes first)
+    documents = [{"_id": index, "pad": "x" * size} for index, size in enumerate(sizes)]
+    limits = WriteLimits(max_message_size=max_message_size, max_write_batch_size=7)
+
+    def outcome(call: Any) -> Any:
+        try:
+            return [(b.start, b.documents, b.message_size) for b in call()]
+        except DocumentTooLarge as error:
+            return (error.index, error.size, error.limit)
+
+    expected = outcome(lambda: split_write_command(command, documents, limits=limits)[1])
+    assert outcome(lambda: write_batches(command, documents, limits=limits)) == expected
