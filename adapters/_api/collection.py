@@ -64,6 +64,8 @@ _SERVER_SPELLING = {
 
 
 def _options(kwargs: dict[str, Any]) -> dict[str, Any]:
+    if not kwargs:
+        return kwargs  # (most calls pass none: no comprehension to run)
     return {_SERVER_SPELLING.get(key, key): value for key, value in kwargs.items()}
 
 

@@ -348,6 +348,26 @@ class ClientCore:
         waiter.link.checked_out_at = None if waited else now
         return waiter.link
 
+    def check_out_now(self, address: tuple[str, int], now: float) -> Link | None:
+        """:meth:`check_out`'s result when it needs no waiting and no flow (nobody listens for
+        pool events, nobody waits before us, a live connection is available: the pool's
+        :meth:`~mongo_sansio.cmap.Pool.check_out_now`); None: run :meth:`check_out`."""
+        self.require_open()
+        server = self._servers.get(self.sdam_address(address))
+        if server is None:
+            return None
+        pooled = server.pool.check_out_now(now)
+        if pooled is None:
+            return None
+        link = server.links.get(pooled.connection_id)
+        if link is None:  # (not expected: an available connection has its link)
+            server.pool.check_in(pooled, now)
+            return None
+        self.last_now = now
+        link.pooled = pooled
+        link.checked_out_at = now
+        return link
+
     def check_in(self, link: Link) -> None:
         """Give ``link`` back to its pool (a broken link is closed by the pool)."""
         pooled = link.pooled

@@ -278,7 +278,9 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
         session = operation.session()
     operation.used(session)
     clock, operation.clock = operation.clock, None
-    link = yield from core.check_out(server.address, deadline, operation.generations, now=clock)
+    link = None if clock is None else core.check_out_now(server.address, clock)
+    if link is None:
+        link = yield from core.check_out(server.address, deadline, operation.generations, now=clock)
     body: Mapping[str, Any] = request.body
     try:
         pooled = link.pooled

@@ -59,7 +59,8 @@ class ClientSessions:
     ) -> Mapping[str, Any]:
         """``body`` with the session's fields, binding the session first if needed."""
         server: ServerInfo = request.server
-        supported = self.supported
+        minutes = self._timeout_minutes()  # (read once: bind needs it too)
+        supported = minutes is not None
         if not takes_session(body):
             session = None
         if session is not None:
@@ -67,7 +68,7 @@ class ClientSessions:
                 raise ConfigurationError("Sessions are not supported by this MongoDB deployment")
             unacknowledged = session.implicit and is_unacknowledged(body)
             if supported and session.server_session is None and not unacknowledged:
-                self.bind(session, now)
+                self.bind(session, now, minutes)
         txn_number = None
         slot = request.txn
         if slot is not None and session is not None and session.server_session is not None:
@@ -85,10 +86,13 @@ class ClientSessions:
             txn_number=txn_number,
         )
 
-    def bind(self, session: Session, now: float) -> None:
+    def bind(self, session: Session, now: float, timeout_minutes: int | None = None) -> None:
         """Give ``session`` a server session from the pool (a transaction that was started
-        before the session's first command takes its number now)."""
-        server_session = self.pool.acquire(now, self._timeout_minutes())
+        before the session's first command takes its number now).  ``timeout_minutes``: the
+        deployment's logicalSessionTimeoutMinutes, when the caller has it (None: read here)."""
+        if timeout_minutes is None:
+            timeout_minutes = self._timeout_minutes()
+        server_session = self.pool.acquire(now, timeout_minutes)
         session.server_session = server_session
         if session.transaction_state is TransactionState.STARTING:
             server_session.advance_txn_number()

@@ -103,6 +103,8 @@ class PoolLedger:
 
     def drain_outputs(self) -> list[Output]:
         """Every event and action not yet pulled, oldest first."""
+        if not self._out:
+            return []  # (the usual case after a check-in with nobody listening)
         out = list(self._out)
         self._out.clear()
         return out
@@ -275,17 +277,24 @@ class PoolLedger:
         return conn
 
     def _hand_over(self, w: WaiterRecord, conn: ConnectionRecord, now: float) -> None:
-        conn.state = ConnState.IN_USE
-        conn.owner = w.id
-        conn.purpose = w.purpose
-        self._held[w.id] = conn.id
+        handle = self._take(w.id, conn, w.purpose)
         if self.events:
             self._emit(
                 ConnectionCheckedOut(
                     address=self.address, connection_id=conn.id, duration=max(0.0, now - w.started)
                 )
             )
-        self._emit(GiveConnection(address=self.address, waiter=w.id, connection=self._handle(conn)))
+        self._emit(GiveConnection(address=self.address, waiter=w.id, connection=handle))
+
+    def _take(
+        self, waiter: int, conn: ConnectionRecord, purpose: CheckoutPurpose
+    ) -> PooledConnection:
+        """Put ``conn`` in use by ``waiter``; its handle."""
+        conn.state = ConnState.IN_USE
+        conn.owner = waiter
+        conn.purpose = purpose
+        self._held[waiter] = conn.id
+        return self._handle(conn)
 
     def _detach(self, w: WaiterRecord) -> None:
         """A waiter lets go of the pending connection it was tied to: keep it for the pool."""

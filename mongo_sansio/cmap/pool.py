@@ -15,6 +15,9 @@ Inputs (methods; those that depend on time take ``now``, monotonic seconds):
 * ``check_out(now, timeout=None, purpose=...)`` -> a waiter id; ``cancel(waiter, now)`` when the
   waiting task dies (it never leaks a slot: a pending connection it started is kept for the
   next waiter, a connection already given to it is checked back in).
+* ``check_out_now(now)`` -> a connection's handle, or None: the check-out that needs no
+  waiting (nobody listening, nobody queued, a live connection available) done at once,
+  without a waiter id or a GiveConnection.
 * ``connection_established(connection_id, now, service_id=None)`` and
   ``connection_failed(connection_id, now, error)``: results of ``OpenConnection``.
 * ``check_in(connection, now, error=None)``; ``error`` says the connection is broken.
@@ -146,6 +149,29 @@ class Pool(PoolLedger):
             heapq.heappush(self._deadlines, (deadline, waiter))
         self._service(now)
         return waiter
+
+    def check_out_now(
+        self, now: float, *, purpose: CheckoutPurpose = CheckoutPurpose.OTHER
+    ) -> PooledConnection | None:
+        """A check-out that needs no waiting, done at once: when nobody listens for events (a
+        check-out publishes several), the pool is ready, nobody is queued and the most recently
+        checked-in connection is live, that connection is handed over and its handle returned
+        -- the books are as after :meth:`check_out` and its GiveConnection.  Otherwise None,
+        and nothing changed: call :meth:`check_out` (which also closes a perished connection,
+        with its event)."""
+        if type(now) is not float or now != now:  # (the core's clock: a float, never NaN)
+            check_now(now)
+        if self.events or self._queue or self._state is not PoolState.READY or not self._available:
+            return None
+        if not isinstance(purpose, CheckoutPurpose):
+            raise PoolMisuseError(f"purpose must be a CheckoutPurpose, not {purpose!r}")
+        conn = self._conns[self._available[-1]]
+        if self._is_stale(conn) or (self._max_idle and now >= conn.available_since + self._max_idle):
+            return None
+        self._available.pop()
+        waiter = self._next_waiter
+        self._next_waiter += 1
+        return self._take(waiter, conn, purpose)
 
     def cancel(
         self,

@@ -437,8 +437,6 @@ def open_cursor(
 ) -> Flow[Cursor]:
     """Run a cursor-producing command (find, aggregate, listCollections, listIndexes) on
     ``server`` and return its :class:`Cursor`."""
-    context = yield GetContext()
-    session = getattr(context, "session", None)
     reply = yield from run_command(server, db, body)
     command_name = next(iter(body), None)
     target = body.get(command_name) if command_name is not None else None
@@ -452,7 +450,9 @@ def open_cursor(
         comment=comment,
         namespace=fallback,
     )
-    cursor.hold_session(session)
+    if cursor.alive:  # (only a cursor the server holds sends more commands, in that session)
+        context = yield GetContext()
+        cursor.hold_session(getattr(context, "session", None))
     return cursor
 
 

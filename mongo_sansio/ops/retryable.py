@@ -46,6 +46,7 @@ from mongo_sansio.retry import (
     label_write_error,
 )
 from mongo_sansio.selection.read_preference import PRIMARY, ReadPreference
+from mongo_sansio.sessions.transaction import TransactionState
 
 __all__ = [
     "operation_context",
@@ -135,8 +136,9 @@ def _keep_first_command(context: OperationContext, was_starting: bool) -> None:
 
 
 def _starting(context: OperationContext) -> bool:
+    # (the state read directly: a transaction is STARTING until its first command is sent)
     session = context.session
-    return bool(session is not None and session.in_transaction and session.starting_transaction)
+    return session is not None and session.transaction_state is TransactionState.STARTING
 
 
 def retryable_read(
@@ -209,12 +211,14 @@ def _retry_loop(
         server = yield from select(read_preference, for_writes=for_writes, operation=operation)
     else:
         server = pinned
-    ledger = retry_ledger(context)
+    ledger: RetryLedger | None = None  # (made at the first failure: most operations have none)
     while True:
         was_starting = _starting(context)
         try:
             return (yield from attempt(server))
         except MongoError as error:
+            if ledger is None:
+                ledger = retry_ledger(context)
             decision = yield from decide_retry(
                 ledger,
                 context,
@@ -275,7 +279,7 @@ def retryable_write_batch(
         and _statements_retryable(command, statements)
     )
     slot = TxnSlot() if retryable else None
-    ledger = retry_ledger(context)
+    ledger: RetryLedger | None = None  # (made at the first failure: most writes have none)
     first: MongoError | None = None
     while True:
         was_starting = _starting(context)
@@ -297,6 +301,8 @@ def retryable_write_batch(
             if first is not None:
                 error = error_to_raise(first, error)
             retryable_error = slot is not None and is_retryable_write_error(error)
+            if ledger is None:
+                ledger = retry_ledger(context)
             decision = yield from decide_retry(
                 ledger,
                 context,

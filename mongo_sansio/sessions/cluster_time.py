@@ -72,4 +72,13 @@ class ClusterClock:
 
     def absorb(self, reply: Mapping[str, Any]) -> None:
         """Learn from a reply's ``$clusterTime``."""
-        self.advance(reply.get("$clusterTime"))
+        candidate = reply.get("$clusterTime")
+        current = self.cluster_time
+        if type(candidate) is dict and type(current) is dict:
+            # the usual case, compared here: both decoded documents holding Timestamps
+            new, old = candidate.get("clusterTime"), current.get("clusterTime")
+            if type(new) is Timestamp and type(old) is Timestamp:
+                if (new.time, new.inc) > (old.time, old.inc):
+                    self.cluster_time = candidate
+                return
+        self.advance(candidate)

@@ -167,6 +167,67 @@ def test_ready_emits_once_and_never_reopens_a_closed_pool() -> None:
 # -- check-out ------------------------------------------------------------------------------------
 
 
+def _quiet_pool_with_one_available(**options: Any) -> tuple[Pool, PooledConnection]:
+    pool = Pool(ADDRESS, PoolOptions(**options), events=False)
+    pool.ready(0.0)
+    handle = check_out_new(pool, 0.0)
+    pool.check_in(handle, 1.0)
+    assert pool.drain_outputs() == []
+    return pool, handle
+
+
+def test_check_out_now_hands_over_as_check_out_and_its_give_connection_do() -> None:
+    pool, first = _quiet_pool_with_one_available()
+    fast = pool.check_out_now(2.0)
+    assert fast is not None and pool.drain_outputs() == []  # no waiter, no GiveConnection
+    assert fast.connection_id == first.connection_id and fast.waiter > first.waiter
+    assert pool.in_use_connection_count == 1 and pool.available_connection_count == 0
+    assert pool.check_out_now(2.0) is None  # nothing else available: nothing changes
+    assert pool.in_use_connection_count == 1
+    pool.check_in(fast, 3.0)
+    with pytest.raises(ConnectionStateError):
+        pool.check_in(fast, 3.0)  # the handle's books are check_out's
+    slow_pool, _ = _quiet_pool_with_one_available()
+    waiter = slow_pool.check_out(2.0)
+    slow = one(slow_pool.drain_outputs(), GiveConnection).connection
+    assert attrs.evolve(fast, waiter=waiter, pool_token=slow.pool_token) == slow
+
+
+@pytest.mark.parametrize(
+    "situation", ["events", "queued", "paused", "stale", "idle", "closed"]
+)
+def test_check_out_now_declines_whatever_check_out_would_wait_for_or_publish(
+    situation: str,
+) -> None:
+    if situation == "events":
+        pool = ready_pool()
+        pool.check_in(check_out_new(pool, 0.0), 1.0)
+    else:
+        pool, _ = _quiet_pool_with_one_available(max_idle_time_ms=500, max_pool_size=1)
+    if situation == "queued":
+        held = pool.check_out_now(1.0)
+        assert held is not None
+        pool.check_out(1.0)  # waits: the pool is full
+        pool.check_in(held, 1.0)  # ... and is served at once
+        pool.drain_outputs()
+        pool.check_out(1.0)  # queued: the pool is full again
+    elif situation == "paused":
+        pool.clear(1.0)
+    elif situation == "stale":
+        pool.clear(1.0)
+        pool.ready(1.0)
+    elif situation == "closed":
+        pool.close(1.0)
+    pool.drain_outputs()
+    before = (pool.in_use_connection_count, pool.available_connection_count)
+    now = 2.0 if situation == "idle" else 1.2
+    assert pool.check_out_now(now) is None
+    assert (pool.in_use_connection_count, pool.available_connection_count) == before
+    assert pool.drain_outputs() == []
+    with pytest.raises(PoolMisuseError):
+        pool.check_out_now(math.nan)
+
+
 def test_check_out_from_paused_pool_fails_retryably() -> None:
     pool = new_pool()
     pool.drain_outputs()

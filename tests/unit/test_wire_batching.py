@@ -281,7 +281,7 @@ def test_plain_size_leaves_other_values_to_the_encoder() -> None:
 @given(
     st.fixed_dictionaries(
         {"insert": st.text(min_size=1, max_size=30), "ordered": st.booleans()},
-        optional={"comment": st.one_of(st.text(), st.lists(st.integers())),
+        optional={"comment": st.one_of(st.text(), st.lists(st.integers(-(2**40), 2**40))),
                   "writeConcern": st.fixed_dictionaries({"w": st.one_of(st.integers(0, 5), st.text())})},
     ),
     st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=30),
