@@ -13,8 +13,8 @@ catches what it caught before:
 
 * :class:`OperationFailure` (also named :class:`ServerError`): the server refused a command.
   Under it :class:`WriteError` > :class:`DuplicateKeyError`, :class:`WriteConcernError` >
-  :class:`WTimeoutError`, :class:`BulkWriteError`, :class:`ExecutionTimeout`,
-  :class:`CursorNotFound`.
+  :class:`WTimeoutError`, :class:`BulkWriteError`, :class:`ClientBulkWriteException`,
+  :class:`ExecutionTimeout`, :class:`CursorNotFound`.
 * :class:`ConnectionFailure` > :class:`AutoReconnect` > :class:`NetworkError` (ours: the
   connection broke) > :class:`NetworkTimeout`; :class:`NotPrimaryError` and
   ``ServerSelectionTimeoutError`` are AutoReconnects too, ``WaitQueueTimeoutError`` a
@@ -63,6 +63,7 @@ __all__ = [
     "WriteConcernError",
     "WTimeoutError",
     "BulkWriteError",
+    "ClientBulkWriteException",
     "ExecutionTimeout",
     "CursorNotFound",
     "ConnectionFailure",
@@ -99,7 +100,7 @@ class MongoError(Exception):
     (a network error, a command error -- not a :class:`BulkWriteError`, whose ``details`` say
     it all): then the ``BulkWriteResult`` of the batches the server acknowledged before it
     (the CRUD specification's optional ``BulkWriteException.writeResult``; PyMongo's errors do
-    not have it).
+    not have it).  A :class:`ClientBulkWriteException` has its own (PyMongo's).
     """
 
     timeout: ClassVar[bool] = False
@@ -328,6 +329,86 @@ class BulkWriteError(OperationFailure):
 
     @property
     def timeout(self) -> bool:  # type: ignore[override]
+        concerns = self.write_concern_errors
+        if concerns and _is_wtimeout(concerns[-1]):
+            return True
+        errors = self.write_errors
+        return bool(errors) and whole_number(errors[-1].get("code")) == _MAX_TIME_MS_EXPIRED
+
+
+class ClientBulkWriteException(OperationFailure):
+    """``MongoClient.bulk_write`` met write errors, write concern errors or a top-level error
+    (the bulk write specification's ``BulkWriteException``).
+
+    ``details`` is the merged result document: ``writeErrors`` (the server's entries, each
+    ``idx`` a position in the caller's list of models), ``writeConcernErrors`` (one per command
+    that had one), the counts (``nInserted``, ``nUpserted``, ``nMatched``, ``nModified``,
+    ``nDeleted``), ``insertResults`` / ``updateResults`` / ``deleteResults`` (verbose results
+    only), ``anySuccessful`` and ``error``.  ``error`` is the top-level error that ended the
+    bulk write (a network error, a command's ``ok: 0``, a failed getMore), None when only
+    individual writes or write concerns failed; the exception carries its labels.
+    ``partial_result`` is the ``ClientBulkWriteResult`` of what was written, or None when it
+    cannot be told that any write succeeded.  ``timeout`` is the top-level error's, else as for
+    :class:`BulkWriteError`.
+    """
+
+    def __init__(
+        self,
+        results: Mapping[str, Any],
+        verbose: bool = False,
+        *,
+        error_labels: Iterable[str] | None = None,
+    ) -> None:
+        error = results.get("error")
+        labels = set(error_labels or ())
+        if isinstance(error, MongoError):
+            labels |= error.error_labels
+        super().__init__(
+            "batch op errors occurred",
+            code=65,  # as BulkWriteError (PyMongo gives this one the same code)
+            error_labels=labels,
+            details=results,
+        )
+        self.verbose = verbose
+        partial = None
+        if results.get("anySuccessful"):
+            # imported here: the results module imports this one
+            from mongo_sansio.ops.results import ClientBulkWriteResult
+
+            partial = ClientBulkWriteResult(results, True, verbose)
+        self.partial_result = partial
+
+    def __str__(self) -> str:
+        parts = [super().__str__()]
+        if self.error is not None:
+            parts.append(f"top-level error: {self.error}")
+        if self.write_errors:
+            parts.append(f"write errors: {self.write_errors!r}")
+        if self.write_concern_errors:
+            parts.append(f"write concern errors: {self.write_concern_errors!r}")
+        return ", ".join(parts)
+
+    @property
+    def error(self) -> MongoError | None:
+        """The top-level error that ended the bulk write, or None."""
+        error = self.details.get("error")
+        return error if isinstance(error, MongoError) else None
+
+    @property
+    def write_errors(self) -> list[Mapping[str, Any]]:
+        errors = self.details.get("writeErrors", [])
+        return list(errors) if isinstance(errors, list) else []
+
+    @property
+    def write_concern_errors(self) -> list[Mapping[str, Any]]:
+        errors = self.details.get("writeConcernErrors", [])
+        return list(errors) if isinstance(errors, list) else []
+
+    @property
+    def timeout(self) -> bool:  # type: ignore[override]
+        error = self.error
+        if error is not None:
+            return bool(error.timeout)
         concerns = self.write_concern_errors
         if concerns and _is_wtimeout(concerns[-1]):
             return True

@@ -42,8 +42,11 @@ from mongo_sansio.cursors import ChangeStreamTarget
 from mongo_sansio.errors import ConfigurationError, InvalidOperation
 from mongo_sansio.flow import Flow, ServerInfo
 from mongo_sansio.ops import crud
+from mongo_sansio.ops.client_bulk import client_bulk_write, plan_client_bulk
 from mongo_sansio.ops.database import list_database_names, list_databases
 from mongo_sansio.ops.decoding import CODEC_KEYWORDS, codec_options_from_keywords
+from mongo_sansio.ops.models import WriteModel
+from mongo_sansio.ops.results import ClientBulkWriteResult
 from mongo_sansio.ops.write_concern import DEFAULT_WRITE_CONCERN, ReadConcern, WriteConcern
 from mongo_sansio.sdam.description import ServerDescription, ServerType, TopologyType
 from mongo_sansio.sdam.topology import TopologyDescription
@@ -338,6 +341,43 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
             self.admin, "buildinfo", read_preference=PRIMARY, session=session
         )
         return dict(reply)
+
+    # -- writes on any namespaces -------------------------------------------------------------------
+
+    @operation
+    def bulk_write(
+        self,
+        models: Sequence[WriteModel],
+        session: Any = None,
+        ordered: bool = True,
+        verbose_results: bool = False,
+        bypass_document_validation: bool | None = None,
+        comment: Any = None,
+        let: Mapping[str, Any] | None = None,
+        write_concern: WriteConcern | None = None,
+        *,
+        rawData: bool | None = None,  # noqa: N803 - the specifications' name (PyMongo has none)
+    ) -> Program[ClientBulkWriteResult]:
+        """Send InsertOne/UpdateOne/UpdateMany/ReplaceOne/DeleteOne/DeleteMany ``models``,
+        each naming its ``namespace`` (``"db.coll"``), as MongoDB 8.0's ``bulkWrite``
+        command (:mod:`mongo_sansio.ops.client_bulk`).  ``write_concern`` overrides the
+        client's; ``verbose_results`` asks for each model's result.  Failures raise
+        ClientBulkWriteException; a server before 8.0 InvalidOperation."""
+        ops = plan_client_bulk(models, ObjectId)
+        flow = client_bulk_write(
+            ops,
+            ordered=ordered,
+            verbose_results=verbose_results,
+            bypass_document_validation=bypass_document_validation,
+            comment=comment,
+            let=let,
+            raw_data=rawData,
+            write_concern=write_concern,
+            default_write_concern=self._write_concern,
+            codec_options=self.codec_options,
+        )
+        result: ClientBulkWriteResult = yield Run(flow, session, None, self.codec_options)
+        return result
 
     # -- change streams ----------------------------------------------------------------------------
 

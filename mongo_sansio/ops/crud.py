@@ -78,6 +78,7 @@ __all__ = [
     "MERGE_ON_SECONDARY_WIRE_VERSION",
     "select_server",
     "execute_write",
+    "note_write_concern_error",
     "insert_one",
     "insert_many",
     "update",
@@ -139,7 +140,9 @@ def _write_limits(server: ServerInfo) -> WriteLimits:
     return limits
 
 
-def _note_write_concern_error(server: ServerInfo, reply: Mapping[str, Any]) -> Flow[None]:
+def note_write_concern_error(server: ServerInfo, reply: Mapping[str, Any]) -> Flow[None]:
+    """Mark ``server`` unknown when ``reply``'s writeConcernError is an SDAM state-change
+    error (see the module docstring)."""
     concern = reply.get("writeConcernError")
     if concern is None or not isinstance(concern, Mapping):  # (None: no ABC check, the usual)
         return
@@ -204,7 +207,7 @@ def execute_write(
             acknowledged=acknowledged,
         )
         summary.add(reply, batch.start)
-        yield from _note_write_concern_error(server, reply)
+        yield from note_write_concern_error(server, reply)
         if ordered and summary.write_errors:
             break
     return summary

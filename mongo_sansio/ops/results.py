@@ -24,6 +24,7 @@ __all__ = [
     "UpdateResult",
     "DeleteResult",
     "BulkWriteResult",
+    "ClientBulkWriteResult",
     "reply_count",
 ]
 
@@ -195,3 +196,78 @@ class BulkWriteResult:
             raise _unacknowledged("upserted_ids")
         upserted = self.bulk_api_result.get("upserted") or []
         return {int(entry["index"]): entry["_id"] for entry in upserted}
+
+
+def _not_verbose(what: str) -> InvalidOperation:
+    return InvalidOperation(
+        f"{what} is only known when MongoClient.bulk_write ran with verbose_results=True "
+        "(check has_verbose_results)"
+    )
+
+
+@attrs.frozen
+class ClientBulkWriteResult:
+    """The outcome of ``MongoClient.bulk_write`` (the bulk write specification's
+    ``BulkWriteResult``, PyMongo's ``ClientBulkWriteResult``).
+
+    ``bulk_api_result`` is the merged result document: the server's summary counts
+    (``nInserted``, ``nUpserted``, ``nMatched``, ``nModified``, ``nDeleted``) and, with verbose
+    results, ``insertResults`` / ``updateResults`` / ``deleteResults``: each successful
+    model's :class:`InsertOneResult` / :class:`UpdateResult` / :class:`DeleteResult` by its
+    index in the caller's list (an update's ``matched_count`` is the server's ``n``, which
+    counts an upsert).  Every count and map raises
+    :class:`~mongo_sansio.errors.InvalidOperation` when ``acknowledged`` is False (``w: 0``),
+    and the three maps also when ``has_verbose_results`` is False, as in PyMongo.
+    """
+
+    bulk_api_result: Mapping[str, Any]
+    acknowledged: bool = True
+    has_verbose_results: bool = False
+
+    def _count(self, field: str, what: str) -> int:
+        if not self.acknowledged:
+            raise _unacknowledged(what)
+        return reply_count(self.bulk_api_result, field)
+
+    @property
+    def inserted_count(self) -> int:
+        return self._count("nInserted", "inserted_count")
+
+    @property
+    def upserted_count(self) -> int:
+        return self._count("nUpserted", "upserted_count")
+
+    @property
+    def matched_count(self) -> int:
+        return self._count("nMatched", "matched_count")
+
+    @property
+    def modified_count(self) -> int:
+        return self._count("nModified", "modified_count")
+
+    @property
+    def deleted_count(self) -> int:
+        return self._count("nDeleted", "deleted_count")
+
+    def _verbose(self, field: str, what: str) -> Mapping[int, Any]:
+        if not self.acknowledged:
+            raise _unacknowledged(what)
+        if not self.has_verbose_results:
+            raise _not_verbose(what)
+        found = self.bulk_api_result.get(field)
+        return found if isinstance(found, Mapping) else {}
+
+    @property
+    def insert_results(self) -> Mapping[int, InsertOneResult]:
+        """``{index of the model: InsertOneResult}`` of the inserts that succeeded."""
+        return self._verbose("insertResults", "insert_results")
+
+    @property
+    def update_results(self) -> Mapping[int, UpdateResult]:
+        """``{index of the model: UpdateResult}`` of the updates and replaces that succeeded."""
+        return self._verbose("updateResults", "update_results")
+
+    @property
+    def delete_results(self) -> Mapping[int, DeleteResult]:
+        """``{index of the model: DeleteResult}`` of the deletes that succeeded."""
+        return self._verbose("deleteResults", "delete_results")

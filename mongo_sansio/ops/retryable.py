@@ -245,14 +245,15 @@ def _retry_loop(
 
 
 def _statements_retryable(command: Mapping[str, Any], statements: Sequence[Any]) -> bool:
-    """Multi-document updates and deletes are not retryable writes."""
+    """Multi-document updates and deletes are not retryable writes (a bulkWrite batch is
+    retryable only when none of its ops says ``multi: true``)."""
     name = next(iter(command), "")
     if name != "update" and name != "delete":
         return True  # (an insert's statements are its documents: not looked at)
     for statement in statements:
         if not isinstance(statement, Mapping):
             continue
-        if name == "update" and statement.get("multi"):
+        if name in ("update", "bulkWrite") and statement.get("multi"):
             return False
         if name == "delete" and statement.get("limit") == 0:
             return False

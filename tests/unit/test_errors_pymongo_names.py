@@ -55,7 +55,6 @@ DELIBERATE = {
 
 # PyMongo's public exception names that we do not have, each with the reason.
 ABSENT = {
-    "ClientBulkWriteException": "client.bulk_write is not implemented",
     "EncryptionError": "no client-side field level encryption",
     "EncryptedCollectionError": "no client-side field level encryption",
 }
