@@ -15,7 +15,8 @@ without ``_id`` gets one, as ``insert_one``'s does).  The flow :func:`client_bul
    document.  A batch lists only the namespaces its ops use, and each op names its namespace
    by its index in that batch's list;
 4. sends each batch to the admin database as ``{bulkWrite: 1, errorsOnly, ordered, ...}`` with
-   ``ops`` and ``nsInfo`` as OP_MSG document sequences, through
+   ``ops`` and ``nsInfo`` as OP_MSG document sequences, to a server selected for it (the
+   first batch's is the one step 2 chose), through
    :func:`~mongo_sansio.ops.retryable.retryable_write_batch` (so sessions, transactions,
    retryable writes -- a batch with an UpdateMany or DeleteMany is not retryable -- timeouts and
    command monitoring apply as to every write), and reads its results cursor to the end with
@@ -320,6 +321,13 @@ def _read_results(cursor: Cursor, outcome: ClientBulkOutcome, batch: ClientBulkB
     return False
 
 
+def _select_server() -> Flow[ServerInfo]:
+    server = yield from select_server(for_writes=True, operation="bulkWrite")
+    if server.max_wire_version < CLIENT_BULK_WRITE_WIRE_VERSION:
+        raise InvalidOperation("MongoClient.bulk_write requires MongoDB server version 8.0+.")
+    return server
+
+
 def _run_batches(
     context: OperationContext,
     server: ServerInfo,
@@ -328,7 +336,12 @@ def _run_batches(
     outcome: ClientBulkOutcome,
     acknowledged: bool,
 ) -> Flow[None]:
-    for batch in batches:
+    for number, batch in enumerate(batches):
+        if number:
+            # each command selects its server: a write concern error naming a state change
+            # (a primary shutting down) has marked the last one unknown and cleared its pool,
+            # and the bulk write goes on once the deployment has a primary again
+            server = yield from _select_server()
         server, reply = yield from retryable_write_batch(
             context,
             server,
@@ -379,9 +392,7 @@ def client_bulk_write(
         write_concern=concern,
     )
     opts = DEFAULT_CODEC_OPTIONS if codec_options is None else codec_options
-    server = yield from select_server(for_writes=True, operation="bulkWrite")
-    if server.max_wire_version < CLIENT_BULK_WRITE_WIRE_VERSION:
-        raise InvalidOperation("MongoClient.bulk_write requires MongoDB server version 8.0+.")
+    server = yield from _select_server()
     batches = split_client_bulk(
         ops,
         command_size=len(document_bytes(body, opts)),

@@ -531,10 +531,10 @@ def test_a_network_error_after_a_batch_keeps_what_was_written() -> None:
     ops = plan(*[InsertOne({"_id": i}, namespace=NS) for i in range(3)])
     first = command("bulkWrite", bulk_reply(nInserted=2))
     lost = command("bulkWrite", error=NetworkError("reset"))
+    server = ServerInfo(("p", 1), 25, max_write_batch_size=2)
     flow = client_bulk_write(ops, ordered=False)
     with pytest.raises(ClientBulkWriteException) as raised:
-        run_flow(flow, select_80(ServerInfo(("p", 1), 25, max_write_batch_size=2)), first, lost,
-                 mark_unknown())  # fmt: skip
+        run_flow(flow, select_80(server), first, select_80(server), lost, mark_unknown())
     assert isinstance(raised.value.error, NetworkError)
     assert raised.value.partial_result is not None
     assert raised.value.partial_result.inserted_count == 2
@@ -545,6 +545,6 @@ def test_unacknowledged_bulk_writes_send_every_batch_and_know_nothing() -> None:
     server = ServerInfo(("p", 1), 25, max_write_batch_size=2)
     sent = [command("bulkWrite", {"ok": 1}, body={"writeConcern": {"w": 0}}) for _ in range(2)]
     flow = client_bulk_write(ops, ordered=False, write_concern=WriteConcern(w=0))
-    result = run_flow(flow, select_80(server), *sent)
+    result = run_flow(flow, select_80(server), sent[0], select_80(server), sent[1])
     assert result == ClientBulkWriteResult({}, False, False) and not result.acknowledged
     assert [len(sequence(step, "ops")) for step in sent] == [2, 1]
