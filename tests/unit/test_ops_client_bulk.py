@@ -548,3 +548,31 @@ def test_unacknowledged_bulk_writes_send_every_batch_and_know_nothing() -> None:
     result = run_flow(flow, select_80(server), sent[0], select_80(server), sent[1])
     assert result == ClientBulkWriteResult({}, False, False) and not result.acknowledged
     assert [len(sequence(step, "ops")) for step in sent] == [2, 1]
+
+
+# --- PyMongo's names ---------------------------------------------------------------------------
+
+
+def test_the_public_names_are_pymongos() -> None:
+    """Code moved over from PyMongo by changing its imports finds the same method, arguments,
+    result attributes and exception attributes."""
+    import inspect
+
+    pymongo = pytest.importorskip("pymongo", reason="the comparison needs pymongo")
+    from pymongo import errors as pymongo_errors
+    from pymongo import results as pymongo_results
+
+    from mongo_sansio.adapters.blocking import MongoClient
+
+    ours = inspect.signature(MongoClient.bulk_write.__wrapped__).parameters
+    theirs = inspect.signature(pymongo.MongoClient.bulk_write).parameters
+    assert [name for name in ours if name != "rawData"] == list(theirs)
+    assert all(ours[name].default == theirs[name].default for name in theirs)
+
+    def public(value: Any) -> set[str]:
+        return {name for name in dir(value) if not name.startswith("_")}
+
+    assert public(pymongo_results.ClientBulkWriteResult) <= public(ClientBulkWriteResult)
+    raised = ClientBulkWriteException({"anySuccessful": False}, True)
+    assert public(pymongo_errors.ClientBulkWriteException({}, True)) <= public(raised)
+    assert raised.verbose is True and raised.partial_result is None
