@@ -379,10 +379,7 @@ def client_bulk_write(
     ``write_concern`` is the caller's, ``default_write_concern`` the client's."""
     context = yield from operation_context()
     concern = _write_concern(context, write_concern, default_write_concern or WriteConcern())
-    acknowledged = concern is None or concern.acknowledged
-    if not acknowledged:
-        _check_unacknowledged(context, ordered, verbose_results)
-    body = client_bulk_command(
+    body = client_bulk_command(  # (checks the options' types first)
         ordered=ordered,
         verbose_results=verbose_results,
         bypass_document_validation=bypass_document_validation,
@@ -391,6 +388,9 @@ def client_bulk_write(
         raw_data=raw_data,
         write_concern=concern,
     )
+    acknowledged = concern is None or concern.acknowledged
+    if not acknowledged:
+        _check_unacknowledged(context, ordered, verbose_results)
     opts = DEFAULT_CODEC_OPTIONS if codec_options is None else codec_options
     server = yield from _select_server()
     batches = split_client_bulk(
