@@ -248,7 +248,7 @@ def _statements_retryable(command: Mapping[str, Any], statements: Sequence[Any])
     """Multi-document updates and deletes are not retryable writes (a bulkWrite batch is
     retryable only when none of its ops says ``multi: true``)."""
     name = next(iter(command), "")
-    if name != "update" and name != "delete":
+    if name != "update" and name != "delete" and name != "bulkWrite":
         return True  # (an insert's statements are its documents: not looked at)
     for statement in statements:
         if not isinstance(statement, Mapping):

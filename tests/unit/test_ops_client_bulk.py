@@ -51,6 +51,7 @@ from mongo_sansio.ops.results import (
     UpdateResult,
 )
 from mongo_sansio.ops.write_concern import WriteConcern
+from mongo_sansio.sessions import Session, TransactionOptions
 
 SERVER_80 = ServerInfo(("p", 27017), 25, supports_retryable_writes=True)
 NS = "db.coll"
@@ -400,12 +401,12 @@ def test_malformed_reply_is_a_protocol_error() -> None:
 # --- the flow ----------------------------------------------------------------------------------
 
 
-class FakeSession:
-    implicit = False
-    starting_transaction = False
-
-    def __init__(self, in_transaction: bool) -> None:
-        self.in_transaction = in_transaction
+def in_transaction() -> Session:
+    """An explicit session with a transaction in progress (its first command sent)."""
+    session = Session(object(), implicit=False)
+    session.start_transaction(TransactionOptions())
+    session.operation_sent()
+    return session
 
 
 def retrying(session: Any = None) -> OperationContext:
@@ -436,7 +437,7 @@ def test_unacknowledged_refusals_come_before_server_selection(
 def test_an_explicit_write_concern_in_a_transaction_is_refused() -> None:
     flow = client_bulk_write(plan(InsertOne({}, namespace=NS)), write_concern=WriteConcern(w=1))
     with pytest.raises(InvalidOperation, match="Cannot set write concern after starting"):
-        run_flow(flow, context=retrying(FakeSession(in_transaction=True)))
+        run_flow(flow, context=retrying(in_transaction()))
 
 
 def test_the_clients_write_concern_is_left_out_in_a_transaction() -> None:
@@ -444,7 +445,7 @@ def test_the_clients_write_concern_is_left_out_in_a_transaction() -> None:
         plan(InsertOne({"_id": 1}, namespace=NS)), default_write_concern=WriteConcern(w=0)
     )
     sent = command("bulkWrite", bulk_reply([], nInserted=1), body={"writeConcern": ABSENT})
-    result = run_flow(flow, select_80(), sent, context=retrying(FakeSession(in_transaction=True)))
+    result = run_flow(flow, select_80(), sent, context=retrying(in_transaction()))
     assert result.inserted_count == 1
 
 
