@@ -110,6 +110,10 @@ class AsyncInterpreter:
             await runtime.send_all(
                 request.stream, request.buffers, self._remaining(request.deadline)
             )
+            if request.receive:
+                return await runtime.receive(
+                    request.stream, self._remaining(request.deadline), request.receive
+                )
             return None
         if isinstance(request, Now):
             return runtime.monotonic()

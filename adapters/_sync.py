@@ -117,6 +117,10 @@ class SyncInterpreter:
             return runtime.receive(request.stream, self._remaining(request.deadline), request.size)
         if isinstance(request, SendAll):
             runtime.send_all(request.stream, request.buffers, self._remaining(request.deadline))
+            if request.receive:
+                return runtime.receive(
+                    request.stream, self._remaining(request.deadline), request.receive
+                )
             return None
         if isinstance(request, Now):
             return runtime.monotonic()

@@ -128,6 +128,10 @@ class Loop:
             def send() -> tuple[Any, BaseException | None]:
                 nonlocal data
                 data = data[stream.send(data):]
+                if not data and request.receive:  # then the reply's first bytes, as Receive
+                    reply = (task, turn, lambda: (stream.recv(request.receive), None))
+                    self.selector.modify(stream, selectors.EVENT_READ, reply)
+                    return ..., None
                 return (... if data else None), None
             self.park(task, stream, selectors.EVENT_WRITE, send, deadline)
         elif isinstance(request, Receive):

@@ -228,11 +228,19 @@ def exchange(
         # before a byte was written (a publish hook that raises), leaves the link out of step
         if before_send is not None:
             before_send()
-        yield SendAll(link.stream, buffers, deadline)
         if more_to_come:
+            yield SendAll(link.stream, buffers, deadline)
             return Reply(
                 document={"ok": 1}, request_id=0, response_to=link.machine.last_request_id or 0
             )
+        # the first read of the reply goes with the command (a reply's start is never known
+        # to be large, so it is read as any reply's first bytes are)
+        data = yield SendAll(link.stream, buffers, deadline, RECEIVE_SIZE)
+        machine = link.machine
+        if data:
+            machine.receive_data(data)
+        else:
+            machine.receive_eof()
         return (yield from _read_reply(link, deadline))
     except BaseException:
         link.close()

@@ -106,11 +106,15 @@ class OpenStream:
 
 @attrs.frozen
 class SendAll:
-    """Write ``buffers`` in order on ``stream`` before ``deadline``."""
+    """Write ``buffers`` in order on ``stream`` before ``deadline``; answered with None, or,
+    when ``receive`` is not 0, then read as :class:`Receive` of that ``size`` does (before the
+    same deadline) and answered with what arrived.  (A command and the first read of its
+    reply are one primitive: one round trip through the runtime instead of two.)"""
 
     stream: object = attrs.field(eq=False)
     buffers: Sequence[Buffer] = attrs.field(eq=False)
     deadline: float | None
+    receive: int = 0
 
 
 #: What a Receive reads at most when no larger reply is known to be under way.

@@ -606,10 +606,13 @@ class Loop:
         for task in tasks:
             if task.done:
                 continue
-            if task.pending is None or self._resolve(task):
+            pending = task.pending
+            if pending is None or self._resolve(task):
                 if order is not None and moved and order.random() >= task.speed:
                     continue  # this one steps in a later round (its answer is kept)
                 self._step(task)
+                moved = True
+            elif task.pending is not pending:  # a SendAll sent, its read still to come
                 moved = True
         self.tasks = [t for t in self.tasks if not t.done or t.name == "main" or t.watched]
         return moved
@@ -688,6 +691,14 @@ class Loop:
                 task.error = NetworkError("the stream is closed")
             else:
                 stream.from_client(b"".join(bytes(b) for b in request.buffers))
+                if request.receive:
+                    # then reads as a Receive would, from the next round: a cut (a cancelled
+                    # task) may land between the send and the read, as on a real runtime, so
+                    # the read counts as a primitive of its own
+                    task.pending = Receive(stream, request.deadline, request.receive)
+                    task.primitives += 1
+                    task.primitive_log.append("Receive")
+                    return False
         elif kind is Receive:
             stream = request.stream
             if stream.closed:
