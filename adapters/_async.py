@@ -102,11 +102,7 @@ class AsyncInterpreter:
 
     async def _carry_out(self, request: object) -> Any:
         runtime = self.runtime
-        if isinstance(request, Receive):
-            return await runtime.receive(
-                request.stream, self._remaining(request.deadline), request.size
-            )
-        if isinstance(request, SendAll):
+        if type(request) is SendAll:  # (every command: tested first)
             await runtime.send_all(
                 request.stream, request.buffers, self._remaining(request.deadline)
             )
@@ -115,6 +111,10 @@ class AsyncInterpreter:
                     request.stream, self._remaining(request.deadline), request.receive
                 )
             return None
+        if isinstance(request, Receive):
+            return await runtime.receive(
+                request.stream, self._remaining(request.deadline), request.size
+            )
         if isinstance(request, Now):
             return runtime.monotonic()
         if isinstance(request, Wait):

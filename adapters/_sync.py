@@ -113,15 +113,15 @@ class SyncInterpreter:
 
     def _carry_out(self, request: object) -> Any:
         runtime = self.runtime
-        if isinstance(request, Receive):
-            return runtime.receive(request.stream, self._remaining(request.deadline), request.size)
-        if isinstance(request, SendAll):
+        if type(request) is SendAll:  # (every command: tested first)
             runtime.send_all(request.stream, request.buffers, self._remaining(request.deadline))
             if request.receive:
                 return runtime.receive(
                     request.stream, self._remaining(request.deadline), request.receive
                 )
             return None
+        if isinstance(request, Receive):
+            return runtime.receive(request.stream, self._remaining(request.deadline), request.size)
         if isinstance(request, Now):
             return runtime.monotonic()
         if isinstance(request, Wait):

@@ -186,11 +186,12 @@ def execute_write(
         check_server(server)
     # Sized with $db, which the connection adds; BODY_RESERVE covers the other added fields.
     batches = write_batches(
-        {**command, "$db": db},
+        command,
         statements,
         limits=_write_limits(server),
         identifier=identifier,
         codec_options=codec_options,
+        db=db,
     )
     summary = WriteSummary(name, in_transaction=context.in_transaction)
     if progress is not None:

@@ -139,14 +139,17 @@ def write_batches(
     checksum: bool = False,
     check_document_size: bool = True,
     codec_options: CodecOptions | None = None,
+    db: str | None = None,
 ) -> list[WriteBatch]:
     """The batches of :func:`split_write_command`, for a caller that sends the command as a
     mapping (with fields added at sending, within the room it left in ``limits``): the body is
     only measured, and a body of plain values (the usual write command) is measured without
-    being encoded (:func:`~mongo_sansio.bson._size.plain_size`)."""
+    being encoded (:func:`~mongo_sansio.bson._size.plain_size`).  ``db``: measured as if the
+    command ended with ``$db: db``, as the connection sends it (without a copy of the command
+    to say so)."""
     return _split(
         command, documents, limits, identifier, checksum, check_document_size, codec_options,
-        keep_body=False,
+        keep_body=False, db=db,
     )[1]  # fmt: skip
 
 
@@ -160,6 +163,7 @@ def _split(
     codec_options: CodecOptions | None,
     *,
     keep_body: bool,
+    db: str | None = None,
 ) -> tuple[bytes | None, list[WriteBatch]]:
     opts = DEFAULT_CODEC_OPTIONS if codec_options is None else codec_options
     name = next(iter(command), "")
@@ -179,6 +183,12 @@ def _split(
         raise LocalProtocolError(f"no documents to write: pass them or set {identifier!r}")
     body: bytes | None = None
     body_size = None if keep_body or type(command) is not dict else plain_size(command)
+    if db is not None:
+        if body_size is not None and "$db" not in command:
+            body_size += 10 + len(db.encode())  # type, "$db" and NUL, length, UTF-8, NUL
+        else:
+            command = {**command, "$db": db}
+            body_size = None
     if body_size is None:
         encoded_body = document_bytes(command, opts)
         body_size = len(encoded_body)

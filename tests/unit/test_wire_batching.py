@@ -302,3 +302,7 @@ def test_write_batches_are_split_write_commands_batches(
 
     expected = outcome(lambda: split_write_command(command, documents, limits=limits)[1])
     assert outcome(lambda: write_batches(command, documents, limits=limits)) == expected
+    # measured as sent, with the $db the connection adds (no copy of the command made)
+    with_db = {**command, "$db": "some_db"}
+    expected = outcome(lambda: split_write_command(with_db, documents, limits=limits)[1])
+    assert outcome(lambda: write_batches(command, documents, limits=limits, db="some_db")) == expected
