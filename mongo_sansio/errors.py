@@ -294,6 +294,22 @@ def _is_wtimeout(document: Mapping[str, Any]) -> bool:
     return isinstance(info, Mapping) and bool(info.get("wtimeout"))
 
 
+def _listed(details: Mapping[str, Any], field: str) -> list[Mapping[str, Any]]:
+    """A bulk write result's list ``field`` (a copy; empty when absent or malformed)."""
+    errors = details.get(field, [])
+    return list(errors) if isinstance(errors, list) else []
+
+
+def _bulk_timed_out(error: BulkWriteError | ClientBulkWriteException) -> bool:
+    """A bulk write's errors say its time ran out: the last write concern error a wtimeout,
+    or the last write error MaxTimeMSExpired."""
+    concerns = error.write_concern_errors
+    if concerns and _is_wtimeout(concerns[-1]):
+        return True
+    errors = error.write_errors
+    return bool(errors) and whole_number(errors[-1].get("code")) == _MAX_TIME_MS_EXPIRED
+
+
 class BulkWriteError(OperationFailure):
     """A write of many documents met write errors or write concern errors.
 
@@ -319,21 +335,15 @@ class BulkWriteError(OperationFailure):
 
     @property
     def write_errors(self) -> list[Mapping[str, Any]]:
-        errors = self.details.get("writeErrors", [])
-        return list(errors) if isinstance(errors, list) else []
+        return _listed(self.details, "writeErrors")
 
     @property
     def write_concern_errors(self) -> list[Mapping[str, Any]]:
-        errors = self.details.get("writeConcernErrors", [])
-        return list(errors) if isinstance(errors, list) else []
+        return _listed(self.details, "writeConcernErrors")
 
     @property
     def timeout(self) -> bool:  # type: ignore[override]
-        concerns = self.write_concern_errors
-        if concerns and _is_wtimeout(concerns[-1]):
-            return True
-        errors = self.write_errors
-        return bool(errors) and whole_number(errors[-1].get("code")) == _MAX_TIME_MS_EXPIRED
+        return _bulk_timed_out(self)
 
 
 class ClientBulkWriteException(OperationFailure):
@@ -396,24 +406,18 @@ class ClientBulkWriteException(OperationFailure):
 
     @property
     def write_errors(self) -> list[Mapping[str, Any]]:
-        errors = self.details.get("writeErrors", [])
-        return list(errors) if isinstance(errors, list) else []
+        return _listed(self.details, "writeErrors")
 
     @property
     def write_concern_errors(self) -> list[Mapping[str, Any]]:
-        errors = self.details.get("writeConcernErrors", [])
-        return list(errors) if isinstance(errors, list) else []
+        return _listed(self.details, "writeConcernErrors")
 
     @property
     def timeout(self) -> bool:  # type: ignore[override]
         error = self.error
         if error is not None:
             return bool(error.timeout)
-        concerns = self.write_concern_errors
-        if concerns and _is_wtimeout(concerns[-1]):
-            return True
-        errors = self.write_errors
-        return bool(errors) and whole_number(errors[-1].get("code")) == _MAX_TIME_MS_EXPIRED
+        return _bulk_timed_out(self)
 
 
 class ExecutionTimeout(OperationFailure):

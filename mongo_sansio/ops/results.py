@@ -11,7 +11,7 @@ are known locally and stay readable.  A reply whose counts are not integers rais
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -154,15 +154,15 @@ class DeleteResult:
         return self._deleted_count
 
 
-@attrs.frozen
-class BulkWriteResult:
-    """The outcome of ``bulk_write``: ``bulk_api_result`` is the merged result document
-    (``nInserted``, ``nUpserted``, ``nMatched``, ``nModified``, ``nRemoved``, ``upserted``,
-    ``writeErrors``, ``writeConcernErrors``), ``{}`` for an unacknowledged write.  Indexes are
-    positions in the caller's list of requests."""
+class _Counts:
+    """The counts of a bulk write's merged result document (``bulk_api_result``), which raise
+    InvalidOperation for an unacknowledged write; ``_DELETED`` names the deleted count's field
+    (``nRemoved`` for a collection's bulk write, ``nDeleted`` for the client's)."""
 
+    __slots__ = ()
+    _DELETED: ClassVar[str]
     bulk_api_result: Mapping[str, Any]
-    acknowledged: bool = True
+    acknowledged: bool
 
     def _count(self, field: str, what: str) -> int:
         if not self.acknowledged:
@@ -183,11 +183,23 @@ class BulkWriteResult:
 
     @property
     def deleted_count(self) -> int:
-        return self._count("nRemoved", "deleted_count")
+        return self._count(self._DELETED, "deleted_count")
 
     @property
     def upserted_count(self) -> int:
         return self._count("nUpserted", "upserted_count")
+
+
+@attrs.frozen
+class BulkWriteResult(_Counts):
+    """The outcome of ``bulk_write``: ``bulk_api_result`` is the merged result document
+    (``nInserted``, ``nUpserted``, ``nMatched``, ``nModified``, ``nRemoved``, ``upserted``,
+    ``writeErrors``, ``writeConcernErrors``), ``{}`` for an unacknowledged write.  Indexes are
+    positions in the caller's list of requests."""
+
+    _DELETED: ClassVar[str] = "nRemoved"
+    bulk_api_result: Mapping[str, Any]
+    acknowledged: bool = True
 
     @property
     def upserted_ids(self) -> dict[int, Any]:
@@ -206,7 +218,7 @@ def _not_verbose(what: str) -> InvalidOperation:
 
 
 @attrs.frozen
-class ClientBulkWriteResult:
+class ClientBulkWriteResult(_Counts):
     """The outcome of ``MongoClient.bulk_write`` (the bulk write specification's
     ``BulkWriteResult``, PyMongo's ``ClientBulkWriteResult``).
 
@@ -220,34 +232,10 @@ class ClientBulkWriteResult:
     and the three maps also when ``has_verbose_results`` is False, as in PyMongo.
     """
 
+    _DELETED: ClassVar[str] = "nDeleted"
     bulk_api_result: Mapping[str, Any]
     acknowledged: bool = True
     has_verbose_results: bool = False
-
-    def _count(self, field: str, what: str) -> int:
-        if not self.acknowledged:
-            raise _unacknowledged(what)
-        return reply_count(self.bulk_api_result, field)
-
-    @property
-    def inserted_count(self) -> int:
-        return self._count("nInserted", "inserted_count")
-
-    @property
-    def upserted_count(self) -> int:
-        return self._count("nUpserted", "upserted_count")
-
-    @property
-    def matched_count(self) -> int:
-        return self._count("nMatched", "matched_count")
-
-    @property
-    def modified_count(self) -> int:
-        return self._count("nModified", "modified_count")
-
-    @property
-    def deleted_count(self) -> int:
-        return self._count("nDeleted", "deleted_count")
 
     def _verbose(self, field: str, what: str) -> Mapping[int, Any]:
         if not self.acknowledged:
