@@ -33,8 +33,7 @@ class AsyncChangeStream(Asynchronous, AsyncClosesOnExit, ChangeStreamBase):
             raise StopAsyncIteration
         return change
 
-    async def __anext__(self) -> Mapping[str, Any]:
-        return await self.next()
+    __anext__ = next  # (the same coroutine function: no second coroutine per change)
 
     def __aiter__(self) -> Self:
         return self
