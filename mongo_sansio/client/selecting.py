@@ -70,17 +70,15 @@ def select(
     """Wait for a server that suits ``request`` until serverSelectionTimeoutMS (or the
     operation's earlier ``deadline``); returns its :class:`ServerInfo`.  Publishes the
     selection events (started, waiting once, succeeded or failed)."""
+    # The common case first: a suitable server is known and nobody listens for the events, so
+    # no clock reading and no waiter are needed (the loop below would pick the same server)
+    known = select_known(core, request)
+    if known is not None:
+        return known
     core.require_open()
     criteria = criteria_for(core, request)
     settings = core.settings.topology
     publish = core.publish
-    if publish is None:
-        # The common case first: a suitable server is known and nobody listens for the
-        # events, so no clock reading and no waiter are needed (the loop below would pick
-        # the same server: selection does not depend on the time).
-        server = _known_server(core, criteria)
-        if server is not None:
-            return core.server_info(server.address)
     start = yield Now()
     core.last_now = start
     limit = start + settings.server_selection_timeout

@@ -247,15 +247,21 @@ class PoolLedger:
             and self._may_open()
         )
 
+    def _perished(self, conn: ConnectionRecord, now: float) -> ConnectionClosedReason | None:
+        """Why an available connection may no longer be handed out (stale, idle too long)."""
+        if self._is_stale(conn):
+            return ConnectionClosedReason.STALE
+        if self._max_idle and now >= conn.available_since + self._max_idle:
+            return ConnectionClosedReason.IDLE
+        return None
+
     def _take_available(self, now: float) -> ConnectionRecord | None:
         while self._available:
             conn = self._conns[self._available.pop()]
-            if self._is_stale(conn):
-                self._close(conn, ConnectionClosedReason.STALE)
-            elif self._max_idle and now >= conn.available_since + self._max_idle:
-                self._close(conn, ConnectionClosedReason.IDLE)
-            else:
+            reason = self._perished(conn, now)
+            if reason is None:
                 return conn
+            self._close(conn, reason)
         return None
 
     def _claimable(self) -> ConnectionRecord | None:

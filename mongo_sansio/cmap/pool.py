@@ -166,7 +166,7 @@ class Pool(PoolLedger):
         if not isinstance(purpose, CheckoutPurpose):
             raise PoolMisuseError(f"purpose must be a CheckoutPurpose, not {purpose!r}")
         conn = self._conns[self._available[-1]]
-        if self._is_stale(conn) or (self._max_idle and now >= conn.available_since + self._max_idle):
+        if self._perished(conn, now) is not None:
             return None
         self._available.pop()
         waiter = self._next_waiter

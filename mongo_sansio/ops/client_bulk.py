@@ -56,7 +56,7 @@ from mongo_sansio.errors import (
 from mongo_sansio.flow import Flow, OperationContext, ServerInfo
 from mongo_sansio.ops.client_bulk_outcome import ClientBulkOutcome
 from mongo_sansio.ops.crud import note_write_concern_error, select_server
-from mongo_sansio.ops.crud_commands import ArgumentTypeError, check_mapping, put_raw_data
+from mongo_sansio.ops.crud_commands import ArgumentTypeError, check_bool, put_write_options
 from mongo_sansio.ops.models import WriteModel
 from mongo_sansio.ops.results import ClientBulkWriteResult
 from mongo_sansio.ops.retryable import operation_context, retryable_write_batch
@@ -153,12 +153,6 @@ def plan_client_bulk(models: Any, id_factory: Callable[[], Any]) -> list[ClientW
     return [_op(model, id_factory) for model in models]
 
 
-def _check_bool(value: Any, name: str) -> Any:
-    if value is not None and not isinstance(value, bool):
-        raise ArgumentTypeError(f"{name} must be True or False, not {type(value).__name__}")
-    return value
-
-
 def client_bulk_command(
     *,
     ordered: bool = True,
@@ -174,21 +168,17 @@ def client_bulk_command(
     only when given."""
     body: dict[str, Any] = {
         "bulkWrite": 1,
-        "errorsOnly": not _check_bool(verbose_results, "verbose_results"),
-        "ordered": _check_bool(ordered, "ordered"),
+        "errorsOnly": not check_bool(verbose_results, "verbose_results"),
+        "ordered": check_bool(ordered, "ordered"),
     }
-    if bypass_document_validation is not None:
-        body["bypassDocumentValidation"] = _check_bool(
-            bypass_document_validation, "bypass_document_validation"
-        )
-    if comment is not None:
-        body["comment"] = comment
-    if let is not None:
-        body["let"] = check_mapping(let, "let")
-    put_raw_data(body, raw_data)
-    if write_concern is not None and not write_concern.is_server_default:
-        body["writeConcern"] = write_concern.to_document()
-    return body
+    return put_write_options(
+        body,
+        write_concern=write_concern,
+        bypass_document_validation=bypass_document_validation,
+        comment=comment,
+        let=let,
+        raw_data=raw_data,
+    )
 
 
 @attrs.frozen

@@ -54,6 +54,8 @@ __all__ = [
     "RAW_DATA_WIRE_VERSION",
     "for_server",
     "put_raw_data",
+    "put_write_options",
+    "check_bool",
 ]
 
 
@@ -122,7 +124,7 @@ def _optional_non_negative(value: Any, name: str) -> int | None:
     return None if value is None else check_non_negative(value, name)
 
 
-def _check_bool(value: Any, name: str) -> bool | None:
+def check_bool(value: Any, name: str) -> bool | None:
     if value is not None and not isinstance(value, bool):
         raise ArgumentTypeError(f"{name} must be True or False, not {_type_name(value)}")
     return value
@@ -300,13 +302,34 @@ def write_command(
     document sequence)."""
     if not isinstance(ordered, bool):
         raise ArgumentTypeError(f"ordered must be True or False, not {_type_name(ordered)}")
-    body: dict[str, Any] = {name: collection, "ordered": ordered}
+    return put_write_options(
+        {name: collection, "ordered": ordered},
+        write_concern=write_concern,
+        bypass_document_validation=bypass_document_validation,
+        comment=comment,
+        let=let,
+        raw_data=raw_data,
+    )
+
+
+def put_write_options(
+    body: dict[str, Any],
+    *,
+    write_concern: WriteConcern | None,
+    bypass_document_validation: bool | None,
+    comment: Any,
+    let: Mapping[str, Any] | None,
+    raw_data: bool | None,
+) -> dict[str, Any]:
+    """Add to ``body`` the options every write command carries alike (insert, update, delete
+    and the client's bulkWrite), each only when given, checked; returns ``body``.  The write
+    concern is left out when it is the server's default."""
     # (each option tested here before any call: this runs once per write, mostly with none)
     if let is not None:
         body["let"] = _optional_mapping(let, "let")
     if bypass_document_validation is not None:
         # sent whenever given, False too (crud's unified "passes bypassDocumentValidation: false")
-        body["bypassDocumentValidation"] = _check_bool(
+        body["bypassDocumentValidation"] = check_bool(
             bypass_document_validation, "bypass_document_validation"
         )
     if comment is not None:
@@ -331,7 +354,7 @@ def update_statement(
     sort: Any = None,
 ) -> dict[str, Any]:
     """One entry of an update command's ``updates``: ``{q, u, multi?, upsert?, ...}``."""
-    _check_bool(upsert, "upsert")
+    check_bool(upsert, "upsert")
     statement: dict[str, Any] = {
         "q": check_filter(filter),
         "u": check_replacement(update) if replacement else check_update(update),
@@ -428,23 +451,23 @@ def find_command(
     if min is not None:
         _put(body, "min", _optional_mapping(min, "min"))
     if return_key is not None:
-        _put(body, "returnKey", _check_bool(return_key, "return_key"))
+        _put(body, "returnKey", check_bool(return_key, "return_key"))
     if show_record_id is not None:
-        _put(body, "showRecordId", _check_bool(show_record_id, "show_record_id"))
+        _put(body, "showRecordId", check_bool(show_record_id, "show_record_id"))
     if cursor_type is not CursorType.NON_TAILABLE:
         body["tailable"] = True
     if no_cursor_timeout is not None:
-        _put(body, "noCursorTimeout", _check_bool(no_cursor_timeout, "no_cursor_timeout"))
+        _put(body, "noCursorTimeout", check_bool(no_cursor_timeout, "no_cursor_timeout"))
     if cursor_type is CursorType.TAILABLE_AWAIT:
         body["awaitData"] = True
     if allow_partial_results is not None:
         _put(
-            body, "allowPartialResults", _check_bool(allow_partial_results, "allow_partial_results")
+            body, "allowPartialResults", check_bool(allow_partial_results, "allow_partial_results")
         )
     if collation is not None:
         _put(body, "collation", _optional_mapping(collation, "collation"))
     if allow_disk_use is not None:
-        _put(body, "allowDiskUse", _check_bool(allow_disk_use, "allow_disk_use"))
+        _put(body, "allowDiskUse", check_bool(allow_disk_use, "allow_disk_use"))
     if let is not None:
         _put(body, "let", _optional_mapping(let, "let"))
     if raw_data is not None:
@@ -480,13 +503,13 @@ def aggregate_command(
     if batch_size is not None and not writes:
         cursor["batchSize"] = batch_size
     body: dict[str, Any] = {"aggregate": target, "pipeline": stages, "cursor": cursor}
-    _put(body, "allowDiskUse", _check_bool(allow_disk_use, "allow_disk_use"))
+    _put(body, "allowDiskUse", check_bool(allow_disk_use, "allow_disk_use"))
     _put(body, "maxTimeMS", _optional_non_negative(max_time_ms, "max_time_ms"))
     # sent whenever given, False too, as for writes (crud's "passes bypassDocumentValidation")
     _put(
         body,
         "bypassDocumentValidation",
-        _check_bool(bypass_document_validation, "bypass_document_validation"),
+        check_bool(bypass_document_validation, "bypass_document_validation"),
     )
     if read_concern is not None and not read_concern.is_server_default:
         body["readConcern"] = read_concern.to_document()
@@ -502,7 +525,7 @@ def aggregate_command(
 
 def put_raw_data(body: dict[str, Any], raw_data: Any) -> None:
     """Add the ``rawData`` option when given (True or False); see :func:`for_server`."""
-    _put(body, "rawData", _check_bool(raw_data, "rawData"))
+    _put(body, "rawData", check_bool(raw_data, "rawData"))
 
 
 def count_documents_pipeline(

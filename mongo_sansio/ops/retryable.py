@@ -46,7 +46,6 @@ from mongo_sansio.retry import (
     label_write_error,
 )
 from mongo_sansio.selection.read_preference import PRIMARY, ReadPreference
-from mongo_sansio.sessions.transaction import TransactionState
 
 __all__ = [
     "operation_context",
@@ -136,9 +135,9 @@ def _keep_first_command(context: OperationContext, was_starting: bool) -> None:
 
 
 def _starting(context: OperationContext) -> bool:
-    # (the state read directly: a transaction is STARTING until its first command is sent)
+    # (starting_transaction alone: a transaction that is starting is in progress too)
     session = context.session
-    return session is not None and session.transaction_state is TransactionState.STARTING
+    return session is not None and bool(session.starting_transaction)
 
 
 def retryable_read(

@@ -47,6 +47,12 @@ def later_cluster_time(
 ) -> Mapping[str, Any] | None:
     """The greater of two ``$clusterTime`` documents (``current`` on a tie or when the
     candidate is not valid)."""
+    if type(candidate) is dict and type(current) is dict:
+        # the usual case, compared at once: two decoded documents holding Timestamps (the
+        # current one was checked when it was kept)
+        new, old = candidate.get("clusterTime"), current["clusterTime"]
+        if type(new) is Timestamp and type(old) is Timestamp:
+            return candidate if (new.time, new.inc) > (old.time, old.inc) else current
     if candidate is None or not (type(candidate) is dict or isinstance(candidate, Mapping)):
         return current
     key = timestamp_key(candidate.get("clusterTime"))  # (read once: validity and order)
@@ -72,13 +78,4 @@ class ClusterClock:
 
     def absorb(self, reply: Mapping[str, Any]) -> None:
         """Learn from a reply's ``$clusterTime``."""
-        candidate = reply.get("$clusterTime")
-        current = self.cluster_time
-        if type(candidate) is dict and type(current) is dict:
-            # the usual case, compared here: both decoded documents holding Timestamps
-            new, old = candidate.get("clusterTime"), current.get("clusterTime")
-            if type(new) is Timestamp and type(old) is Timestamp:
-                if (new.time, new.inc) > (old.time, old.inc):
-                    self.cluster_time = candidate
-                return
-        self.advance(candidate)
+        self.cluster_time = later_cluster_time(self.cluster_time, reply.get("$clusterTime"))
