@@ -24,6 +24,7 @@ from typing import Any, overload
 
 import bson
 import bson.codec_options
+import bson.errors
 import bson.raw_bson
 import bson.son
 import pymongo
@@ -44,6 +45,14 @@ _PYMONGO_ERROR_NAMES = frozenset(
 ) | frozenset(
     name
     for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+)
+
+#: the exception classes themselves, for the strict normal form
+_PYMONGO_ERROR_CLASSES = frozenset(
+    value
+    for module in (pymongo.errors, builtins, bson.errors)
+    for value in vars(module).values()
     if isinstance(value, type) and issubclass(value, BaseException)
 )
 
@@ -131,14 +140,24 @@ class Normaliser:
     """Turns an outcome into plain tuples, lists and scalars; one instance per outcome, because
     ObjectIds are numbered in their order of first appearance."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, strict: bool = False) -> None:
         self._object_ids: dict[str, int] = {}
+        #: strict: values are told apart by their class's package too (PyMongo's ``bson``
+        #: ObjectId is not ours), and exceptions must be instances of PyMongo's own classes
+        self.strict = strict
+
+    def _kind(self, name: str, value: Any) -> str:
+        if not self.strict:
+            return name
+        return f"{type(value).__module__.partition('.')[0]}.{name}"
 
     def __call__(self, value: Any) -> Any:  # noqa: C901, PLR0911, PLR0912 - a type switch
         name = type(value).__name__
         if value is None or type(value) in (bool, str):
             return value
         if isinstance(value, int):
+            if self.strict and type(value) is not int:
+                return (self._kind(name, value), int(value), str(value))
             return int(value)
         if isinstance(value, float):
             return ("float", value)
@@ -150,7 +169,7 @@ class Normaliser:
             return ("bytes", bytes(value))
         if name == "ObjectId":
             ordinal = self._object_ids.setdefault(str(value), len(self._object_ids))
-            return ("ObjectId", ordinal)
+            return (self._kind("ObjectId", value), ordinal)
         if isinstance(value, BaseException):
             return self.exception(value)
         if isinstance(value, datetime.datetime):
@@ -159,29 +178,32 @@ class Normaliser:
             return ("UUID", str(value))
         if isinstance(value, re.Pattern):
             return ("Pattern", value.pattern, value.flags & ~re.UNICODE)
+        kind = self._kind(name, value)
         if name in ("Decimal128", "Int64"):
-            return (name, str(value))
+            return (kind, str(value))
         if name == "Regex":
-            return ("Regex", value.pattern, _regex_flags(value.flags))
+            flags = value.flags if self.strict else _regex_flags(value.flags)
+            return (kind, value.pattern, flags)
         if name == "Binary":
-            return ("Binary", value.subtype, bytes(value))
+            return (kind, value.subtype, bytes(value))
         if name == "Timestamp":
-            return ("Timestamp", value.time, value.inc)
+            return (kind, value.time, value.inc)
         if name in ("MinKey", "MaxKey"):
-            return (name,)
+            return (kind,)
         if name == "Code":
-            return ("Code", str(value), self(value.scope))
+            return (kind, str(value), self(value.scope))
         if name == "DBRef":
-            return ("DBRef", value.collection, self(value.id), value.database)
+            return (kind, value.collection, self(value.id), value.database)
         if isinstance(value, Mapping) or name in ("RawDocument", "RawBSONDocument"):
-            return ("doc", _SAME_TYPE.get(name, name), [(k, self(v)) for k, v in value.items()])
+            shown = kind if self.strict else _SAME_TYPE.get(name, name)
+            return ("doc", shown, [(k, self(v)) for k, v in value.items()])
         if isinstance(value, list | tuple) or name == "RawArray":
             return [self(v) for v in value]
         if isinstance(value, set | frozenset):
             return ("set", sorted((self(v) for v in value), key=repr))
         if name.endswith("Result"):
             return self.result(value)
-        return ("object", _SAME_TYPE.get(name, name))
+        return ("object", self._kind(name, value) if self.strict else _SAME_TYPE.get(name, name))
 
     def result(self, value: Any) -> Any:
         """A write result by the attributes PyMongo gives it; an attribute that raises (an
@@ -212,6 +234,14 @@ class Normaliser:
     def exception(self, exc: BaseException) -> Any:
         """An exception by the first class of its MRO that PyMongo (or Python) names, with its
         server code when it has one."""
+        if self.strict:
+            # the first class of the MRO that is PyMongo's (or Python's) own: ``except
+            # pymongo.errors.X`` must catch what our client raises
+            pymongo_name = next(
+                (cls.__name__ for cls in type(exc).__mro__ if cls in _PYMONGO_ERROR_CLASSES),
+                f"not PyMongo's: {type(exc).__module__}.{type(exc).__name__}",
+            )
+            return ("raised", pymongo_name, getattr(exc, "code", None))
         pymongo_name = next(
             (cls.__name__ for cls in type(exc).__mro__ if cls.__name__ in _PYMONGO_ERROR_NAMES),
             type(exc).__name__,
@@ -219,9 +249,10 @@ class Normaliser:
         return ("raised", pymongo_name, getattr(exc, "code", None))
 
 
-def outcome(snippet: Callable[..., Any], *args: Any) -> Any:
-    """The normal form of what ``snippet(*args)`` returns, or of what it raises."""
-    normalise = Normaliser()
+def outcome(snippet: Callable[..., Any], *args: Any, strict: bool = False) -> Any:
+    """The normal form of what ``snippet(*args)`` returns, or of what it raises (``strict``:
+    see Normaliser)."""
+    normalise = Normaliser(strict=strict)
     try:
         return normalise(snippet(*args))
     except Exception as exc:  # noqa: BLE001 - the outcome is the exception

@@ -59,9 +59,9 @@ def both_clients(served: SimulatedReplicaSet) -> Iterator[tuple[Any, Any]]:
         theirs.close()
 
 
-def run_on(client: Any, ns: Any, fn: Snippet) -> Any:
+def run_on(client: Any, ns: Any, fn: Snippet, *, strict: bool = False) -> Any:
     client.drop_database(DB)
-    return outcome(fn, client, ns)
+    return outcome(fn, client, ns, strict=strict)
 
 
 @pytest.mark.parametrize(("fn", "simulator_gap"), SNIPPETS)
@@ -75,3 +75,19 @@ def test_snippet_behaves_as_with_pymongo(
     ):
         pytest.skip(f"simulator gap: {simulator_gap}")
     assert run_on(ours, ours_namespace(), fn) == expected
+
+
+@pytest.mark.parametrize(("fn", "simulator_gap"), SNIPPETS)
+def test_snippet_with_only_the_client_import_changed(
+    both_clients: tuple[Any, Any], fn: Snippet, simulator_gap: str | None
+) -> None:
+    """The drop-in: PyMongo's names everywhere (write models, WriteConcern, CodecOptions,
+    ``bson`` values, ``pymongo.errors``) and our client; every value must come back as PyMongo
+    gives it, of PyMongo's own classes."""
+    theirs, ours = both_clients
+    expected = run_on(theirs, pymongo_namespace(), fn, strict=True)
+    if simulator_gap is not None and (
+        expected in NOT_AS_MONGOD or (isinstance(expected, tuple) and expected[:1] == ("raised",))
+    ):
+        pytest.skip(f"simulator gap: {simulator_gap}")
+    assert run_on(ours, pymongo_namespace(), fn, strict=True) == expected
