@@ -77,14 +77,31 @@ def test_snippet_behaves_as_with_pymongo(
     assert run_on(ours, ours_namespace(), fn) == expected
 
 
+@pytest.fixture(scope="module")
+def gevent_client(served: SimulatedReplicaSet) -> Iterator[Any]:
+    gevent_module = pytest.importorskip("mongo_sansio.adapters.gevent", reason="gevent missing")
+    client = gevent_module.MongoClient(served.uri, **OPTIONS)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("runtime", ["blocking", "gevent"])
 @pytest.mark.parametrize(("fn", "simulator_gap"), SNIPPETS)
 def test_snippet_with_only_the_client_import_changed(
-    both_clients: tuple[Any, Any], fn: Snippet, simulator_gap: str | None
+    request: pytest.FixtureRequest,
+    both_clients: tuple[Any, Any],
+    runtime: str,
+    fn: Snippet,
+    simulator_gap: str | None,
 ) -> None:
     """The drop-in: PyMongo's names everywhere (write models, WriteConcern, CodecOptions,
     ``bson`` values, ``pymongo.errors``) and our client; every value must come back as PyMongo
     gives it, of PyMongo's own classes."""
     theirs, ours = both_clients
+    if runtime == "gevent":
+        ours = request.getfixturevalue("gevent_client")
     expected = run_on(theirs, pymongo_namespace(), fn, strict=True)
     if simulator_gap is not None and (
         expected in NOT_AS_MONGOD or (isinstance(expected, tuple) and expected[:1] == ("raised",))
