@@ -70,7 +70,37 @@ def add_pipeline_parser(commands: Any) -> None:
     pipeline.add_argument(
         "--full-document", default=None, choices=["updateLookup", "whenAvailable", "required"],
     )
+    pipeline.add_argument(
+        "--master", default="local[*]",
+        help="the Spark master URL (spark://host:7077, yarn, k8s://..., local[N]); the "
+        "executors' Python must have mongo-sansio installed",
+    )
+    pipeline.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", type=_spark_conf,
+        help="a Spark setting passed to the session (repeatable), as spark-submit's --conf",
+    )
     pipeline.set_defaults(run=run_pipeline)
+
+
+def _spark_conf(text: str) -> tuple[str, str]:
+    """One ``--conf KEY=VALUE``; argparse turns the ValueError into a usage error."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise ValueError(f"--conf takes KEY=VALUE, not {text!r}")
+    return key.strip(), value
+
+
+def session_settings(args: argparse.Namespace, log4j: str) -> tuple[str, dict[str, str]]:
+    """The master and the settings of the pipeline's Spark session: ours first, then the
+    user's ``--conf`` pairs, which win."""
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
+        "spark.ui.showConsoleProgress": "false",
+    }
+    settings.update(dict(args.conf))
+    return args.master, settings
 
 
 def run_pipeline(args: argparse.Namespace) -> int:
@@ -95,8 +125,9 @@ def run_pipeline(args: argparse.Namespace) -> int:
         return 1
 
 
-def _session(stack: ExitStack, folder: str) -> Any:
-    """A local Spark session with quiet logs, its Python workers on this interpreter."""
+def _session(stack: ExitStack, folder: str, args: argparse.Namespace) -> Any:
+    """The pipeline's Spark session (``--master``, local by default) with quiet logs, its
+    Python workers on this interpreter unless PYSPARK_PYTHON says otherwise."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     log4j = os.path.join(folder, "log4j2.properties")
     with open(log4j, "w", encoding="utf-8") as handle:
@@ -105,15 +136,11 @@ def _session(stack: ExitStack, folder: str) -> Any:
 
     from .spark import MongoDataSource
 
-    spark = (
-        SparkSession.builder.master("local[*]")
-        .appName("mongo-sansio pipeline")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
+    master, settings = session_settings(args, log4j)
+    builder = SparkSession.builder.master(master).appName("mongo-sansio pipeline")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     stack.callback(spark.stop)
     spark.dataSource.register(MongoDataSource)
@@ -225,7 +252,7 @@ def _signals() -> Iterator[threading.Event]:
 def _run(args: argparse.Namespace, uri: str) -> int:
     os.makedirs(args.checkpoint, exist_ok=True)
     with ExitStack() as stack, _signals() as stop:
-        spark = _session(stack, args.checkpoint)
+        spark = _session(stack, args.checkpoint, args)
         options = _source_options(args, uri, args.ns, args.checkpoint)
         query = _start(spark, args, options, args.out, args.checkpoint, args.available_now)
         return _follow(query, stop)
@@ -263,7 +290,7 @@ def _demo(args: argparse.Namespace) -> int:
         os.makedirs(checkpoint, exist_ok=True)
         rs = stack.enter_context(SimulatedReplicaSet(members=3, replset="rs0"))
         print(f"# simulated replica set: {rs.uri}", flush=True)
-        spark = _session(stack, folder)
+        spark = _session(stack, folder, args)
         options = _source_options(args, rs.uri, namespace, checkpoint)
         if args.max_events_per_batch is None:
             options["maxEventsPerBatch"] = "200"

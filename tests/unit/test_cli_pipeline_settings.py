@@ -1,0 +1,41 @@
+"""`mongo-sansio pipeline --master URL --conf KEY=VALUE`: what the Spark session is built with."""
+
+from __future__ import annotations
+
+import pytest
+
+from mongo_sansio.adapters.cli import build_parser
+from mongo_sansio.adapters.cli_pipeline import session_settings
+
+
+def test_local_by_default_with_the_pipelines_own_settings() -> None:
+    args = build_parser().parse_args(["pipeline"])
+    master, settings = session_settings(args, "/tmp/log4j2.properties")
+    assert master == "local[*]"
+    assert settings["spark.ui.enabled"] == "false"
+    assert settings["spark.driver.extraJavaOptions"].endswith("file:/tmp/log4j2.properties")
+
+
+def test_master_and_repeated_conf_pass_through_and_win() -> None:
+    args = build_parser().parse_args(
+        [
+            "pipeline",
+            "--master", "spark://127.0.0.1:7077",
+            "--conf", "spark.executor.cores=1",
+            "--conf", "spark.sql.shuffle.partitions=8",
+            "--conf", "spark.executorEnv.PYSPARK_PYTHON=/opt/py/bin/python=3",
+        ]
+    )
+    master, settings = session_settings(args, "log4j")
+    assert master == "spark://127.0.0.1:7077"
+    assert settings["spark.executor.cores"] == "1"
+    assert settings["spark.sql.shuffle.partitions"] == "8"  # the user's value wins over ours
+    assert settings["spark.executorEnv.PYSPARK_PYTHON"] == "/opt/py/bin/python=3"
+
+
+@pytest.mark.parametrize("bad", ["novalue", "=x", ""])
+def test_a_conf_without_key_and_value_is_a_usage_error(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["pipeline", "--conf", bad])
+    assert exited.value.code == 2
+    assert "--conf" in capsys.readouterr().err
