@@ -47,11 +47,25 @@ from .arrow import batches, spark_type
 from .gc_passes import fewer_gc_passes
 from .options import SourceOptions
 
-__all__ = ["MongoBatchReader", "MongoPushdownReader", "infer", "open_collection", "plan_partitions"]
+__all__ = [
+    "MongoBatchReader",
+    "MongoPushdownReader",
+    "infer",
+    "open_client",
+    "open_collection",
+    "plan_partitions",
+]
 
 # Sampled _id values per wanted partition (more samples, evener partitions).
 SAMPLES_PER_PARTITION = 32
 _PUSHABLE = {Kind.INT, Kind.LONG, Kind.DOUBLE, Kind.BOOLEAN, Kind.STRING, Kind.DATE}
+
+
+def open_client(options: SourceOptions) -> Any:
+    """A client for the source's ``uri`` with its client-wide options (``readPreference``)."""
+    from ..blocking import MongoClient
+
+    return MongoClient(options.uri, **options.client_options())
 
 
 @contextmanager
@@ -59,9 +73,7 @@ def open_collection(options: SourceOptions) -> Iterator[Any]:
     """A client of its own for this call, closed on the way out (never pickled, fork-safe)."""
     from mongo_sansio.ops.write_concern import WriteConcern
 
-    from ..blocking import MongoClient
-
-    client = MongoClient(options.uri)
+    client = open_client(options)
     try:
         collection = client[options.database][options.collection]
         concern = options.write_concern_document()
@@ -76,7 +88,10 @@ def infer(options: SourceOptions) -> tuple[StructType, Struct]:
     """The schema of ``sampleSize`` sampled documents run through the user's pipeline."""
     with open_collection(options) as collection:
         sample = list(
-            collection.aggregate([{"$sample": {"size": options.sample_size}}, *options.user_pipeline()])
+            collection.aggregate(
+                [{"$sample": {"size": options.sample_size}}, *options.user_pipeline()],
+                **options.read_options(),
+            )
         )
     tree = infer_schema(sample)
     if options.schema_hints:
@@ -98,7 +113,7 @@ def plan_partitions(options: SourceOptions) -> list[dict[str, Any]]:
     if options.partitions == 1:
         return [{}]
     with open_collection(options) as collection:
-        stats = list(collection.aggregate([{"$collStats": {"count": {}}}]))
+        stats = list(collection.aggregate([{"$collStats": {"count": {}}}], **options.command_options()))
         count = int(stats[0].get("count", 0)) if stats else 0
         if count < options.partitions * 2:
             return [{}]
@@ -106,7 +121,8 @@ def plan_partitions(options: SourceOptions) -> list[dict[str, Any]]:
         sample = [
             document["_id"]
             for document in collection.aggregate(
-                [{"$sample": {"size": size}}, {"$project": {"_id": 1}}, {"$sort": {"_id": 1}}]
+                [{"$sample": {"size": size}}, {"$project": {"_id": 1}}, {"$sort": {"_id": 1}}],
+                **options.read_options(),
             )
         ]
     return range_filters(choose_boundaries(sample, options.partitions, count))
@@ -177,9 +193,12 @@ class MongoBatchReader(DataSourceReader):
         user = self.options.user_pipeline()
         with fewer_gc_passes(), open_collection(self.options) as collection:
             if user:
-                documents = collection.aggregate([*({"$match": item} for item in filters), *user])
+                documents = collection.aggregate(
+                    [*({"$match": item} for item in filters), *user], **self.options.read_options()
+                )
             else:  # a plain query: the server's find path (mongod treats both alike)
-                documents = collection.find(filters[0] if len(filters) == 1 else ({"$and": filters} if filters else {}))
+                query = filters[0] if len(filters) == 1 else ({"$and": filters} if filters else {})
+                documents = collection.find(query, **self.options.read_options(find=True))
             yield from batches(documents, self.schema)
 
 

@@ -25,6 +25,7 @@ __all__ = ["SourceOptions", "parse_options"]
 _OPERATION_TYPES = ("replace", "insert", "update")
 _FULL_DOCUMENT = ("default", "updateLookup", "whenAvailable", "required")
 _FULL_DOCUMENT_BEFORE = ("off", "whenAvailable", "required")
+_READ_PREFERENCES = ("primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest")
 
 
 @attrs.frozen
@@ -50,6 +51,10 @@ class SourceOptions:
     end_token_timeout_seconds: float = 120.0
     max_await_time_ms: int = 500
     document_format: str = "json"
+    # every command
+    comment: str | None = None
+    read_preference: str | None = None
+    allow_disk_use: bool | None = None
     # writes
     operation_type: str = "replace"
     id_fields: tuple[str, ...] = ("_id",)
@@ -64,6 +69,22 @@ class SourceOptions:
     def user_pipeline(self) -> list[dict[str, Any]]:
         stages: list[dict[str, Any]] = extjson.loads(self.pipeline)
         return stages
+
+    def client_options(self) -> dict[str, Any]:
+        """Keywords for each client the source opens (``readPreference`` for reads)."""
+        return {} if self.read_preference is None else {"readPreference": self.read_preference}
+
+    def command_options(self) -> dict[str, Any]:
+        """Keywords for every command the source sends (``comment``)."""
+        return {} if self.comment is None else {"comment": self.comment}
+
+    def read_options(self, *, find: bool = False) -> dict[str, Any]:
+        """Keywords for a batch read's aggregate, or ``find`` (``comment``, ``allowDiskUse``:
+        PyMongo's find spells it ``allow_disk_use``, aggregate passes the command's name)."""
+        if self.allow_disk_use is None:
+            return self.command_options()
+        name = "allow_disk_use" if find else "allowDiskUse"
+        return {**self.command_options(), name: self.allow_disk_use}
 
     def write_concern_document(self) -> dict[str, Any] | None:
         if self.write_concern is None:
@@ -178,4 +199,7 @@ def parse_options(given: Mapping[str, str]) -> SourceOptions:
         ordered=_bool(options, "ordered", True),
         max_batch_size=_int(options, "maxBatchSize", 512, 1) or 512,
         write_concern=options.get("writeconcern"),
+        comment=options.get("comment"),
+        read_preference=_choice(options, "readPreference", _READ_PREFERENCES, None),
+        allow_disk_use=None if "allowdiskuse" not in options else _bool(options, "allowDiskUse", False),
     )

@@ -60,7 +60,7 @@ from mongo_sansio.pipeline.jsontext import relaxed_json
 from mongo_sansio.pipeline.offsets import StreamOffset, TokenRange, Verdict, next_end
 
 from .arrow import BATCH_ROWS, arrow_schema, record_batch
-from .batch import open_collection
+from .batch import open_client, open_collection
 from .errors import ChangeStreamHistoryLost, EndTokenNotReached, MongoDataSourceError
 from .gc_passes import fewer_gc_passes
 from .options import SourceOptions
@@ -166,12 +166,12 @@ def _current_position(options: SourceOptions, client: Any = None) -> StreamOffse
     """Where the stream is now (a new stream's first resume token, with the operation time it
     was read at), read through ``client`` or a client of its own."""
     if client is None:
-        from ..blocking import MongoClient
-
-        with MongoClient(options.uri) as own:
+        with open_client(options) as own:
             return _current_position(options, own)
     collection = client[options.database][options.collection]
-    with client.start_session() as session, collection.watch(max_await_time_ms=1, session=session) as stream:
+    with client.start_session() as session, collection.watch(
+        max_await_time_ms=1, session=session, **options.command_options()
+    ) as stream:
         token = stream.resume_token
         if token is None:
             stream.try_next()
@@ -254,9 +254,7 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _client(self) -> Any:
         if self._collection_client is None:
-            from ..blocking import MongoClient
-
-            client = MongoClient(self.options.uri)
+            client = open_client(self.options)
             self._collection_client = (client, client[self.options.database][self.options.collection])
         return self._collection_client[0]
 
@@ -283,6 +281,7 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 max_await_time_ms=self.options.max_await_time_ms,
                 batch_size=1 if position is not None else None,
                 **offset.watch_options(),
+                **self.options.command_options(),
             ) as stream:
                 while max_events is None or len(seen) < max_events:
                     event = _next_event(stream)
@@ -386,7 +385,9 @@ def _range_events(options: SourceOptions, partition: StreamPartition) -> Iterato
     # after the last event waited that long for nothing whenever the server's post-batch token
     # was that event's (mongod's too, when the oplog ends there), not a position at the end.
     wait = min(options.max_await_time_ms, READ_AWAIT_MS)
-    watch: dict[str, Any] = {"max_await_time_ms": wait, "batch_size": READ_BATCH}
+    watch: dict[str, Any] = {
+        "max_await_time_ms": wait, "batch_size": READ_BATCH, **options.command_options()
+    }
     if options.full_document:
         watch["full_document"] = options.full_document
     if options.full_document_before_change:

@@ -96,7 +96,7 @@ def _flush(collection: Any, options: SourceOptions, chunk: list[dict[str, Any]],
     models = [_model(options, row, first + offset) for offset, row in enumerate(chunk)]
     ordered = options.ordered
     try:
-        result = collection.bulk_write(models, ordered=ordered)
+        result = collection.bulk_write(models, ordered=ordered, **options.command_options())
     except BulkWriteError as error:
         details = error.details
         refused = [e for e in error.write_errors if not (options.operation_type == "insert" and _id_duplicate(e))]
