@@ -49,7 +49,12 @@ def add_pipeline_parser(commands: Any) -> None:
         "uri", nargs="?", default=None,
         help="the deployment; without one, a simulated replica set and a demo workload",
     )
-    pipeline.add_argument("--ns", default=None, help=f"DB.COLL to stream (demo: {DEMO_NAMESPACE})")
+    pipeline.add_argument(
+        "--ns", default=None,
+        help=f"DB.COLL to stream (demo: {DEMO_NAMESPACE}); DB.A,B for several collections, "
+        "'DB.*' for a whole database, '*' for the whole deployment (the output is then "
+        "partitioned by database and collection)",
+    )
     pipeline.add_argument("--out", default=None, help="the output folder (demo: a temporary one)")
     pipeline.add_argument(
         "--checkpoint", default=None, help="the checkpoint folder (demo: inside --out's parent)"
@@ -113,8 +118,8 @@ def run_pipeline(args: argparse.Namespace) -> int:
         print("mongo-sansio pipeline: with a URI, give --ns DB.COLL, --out DIR and --checkpoint DIR",
               file=sys.stderr)
         return 2
-    if args.ns is not None and "." not in args.ns:
-        print("mongo-sansio pipeline: --ns is DB.COLL", file=sys.stderr)
+    if args.ns is not None and args.ns != "*" and "." not in args.ns:
+        print("mongo-sansio pipeline: --ns is DB.COLL, DB.A,B, 'DB.*' or '*'", file=sys.stderr)
         return 2
     from .spark.errors import MongoDataSourceError
 
@@ -147,8 +152,13 @@ def _session(stack: ExitStack, folder: str, args: argparse.Namespace) -> Any:
     return spark
 
 
+def several_namespaces(namespace: str) -> bool:
+    """Whether ``--ns`` names more than one collection (its output is partitioned by them)."""
+    return namespace == "*" or namespace.endswith(".*") or "," in namespace
+
+
 def _source_options(args: argparse.Namespace, uri: str, namespace: str, checkpoint: str) -> dict[str, str]:
-    database, _, collection = namespace.partition(".")
+    database, _, collection = ("*", ".", "*") if namespace == "*" else namespace.partition(".")
     options = {
         "uri": uri, "database": database, "collection": collection,
         "checkpointLocation": checkpoint, "startAt": args.start_at,
@@ -174,6 +184,8 @@ def _start(spark: Any, args: argparse.Namespace, options: dict[str, str], out: s
         reader.load().writeStream.format(args.format)
         .option("path", out).option("checkpointLocation", checkpoint)
     )
+    if several_namespaces(f"{options['database']}.{options['collection']}"):
+        writer = writer.partitionBy("database", "collection")
     if available_now:
         writer = writer.trigger(availableNow=True)
     else:

@@ -73,6 +73,7 @@ def open_collection(options: SourceOptions) -> Iterator[Any]:
     """A client of its own for this call, closed on the way out (never pickled, fork-safe)."""
     from mongo_sansio.ops.write_concern import WriteConcern
 
+    options.single_collection("batch reads and writes")
     client = open_client(options)
     try:
         collection = client[options.database][options.collection]

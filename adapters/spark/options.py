@@ -66,6 +66,29 @@ class SourceOptions:
     def namespace(self) -> str:
         return f"{self.database}.{self.collection}"
 
+    @property
+    def whole_deployment(self) -> bool:
+        """``database`` ``*``: a cluster-wide stream (every database but admin, config, local)."""
+        return self.database == "*"
+
+    @property
+    def whole_database(self) -> bool:
+        """``collection`` ``*``: every collection of ``database``."""
+        return self.collection == "*"
+
+    @property
+    def collection_names(self) -> tuple[str, ...]:
+        """The collections of a comma-separated ``collection`` (one name for most sources)."""
+        return tuple(name.strip() for name in self.collection.split(",") if name.strip())
+
+    def single_collection(self, what: str) -> None:
+        """Refuse a namespace pattern where one collection is needed (batch reads, writes)."""
+        if self.whole_deployment or self.whole_database or len(self.collection_names) != 1:
+            raise MongoDataSourceError(
+                f"{what} take one collection: database {self.database!r} and collection "
+                f"{self.collection!r} name several (only streams take '*' or a list)"
+            )
+
     def user_pipeline(self) -> list[dict[str, Any]]:
         stages: list[dict[str, Any]] = extjson.loads(self.pipeline)
         return stages
@@ -150,8 +173,19 @@ def parse_options(given: Mapping[str, str]) -> SourceOptions:
         raise MongoDataSourceError("option uri is required (a mongodb:// connection string)")
     database = options.get("database")
     collection = options.get("collection")
+    if database == "*":
+        collection = collection or "*"
+        if collection != "*":
+            raise MongoDataSourceError(
+                "option collection: with database '*' (the whole deployment) give collection '*' or none"
+            )
     if not database or not collection:
         raise MongoDataSourceError("options database and collection are required")
+    names = [name.strip() for name in collection.split(",")]
+    if collection != "*" and (not all(names) or "*" in names):
+        raise MongoDataSourceError(
+            f"option collection: a name, a comma-separated list of names, or '*'; got {collection!r}"
+        )
     pipeline = options.get("pipeline", "[]")
     try:
         stages = extjson.loads(pipeline)

@@ -60,12 +60,12 @@ from mongo_sansio.pipeline.jsontext import relaxed_json
 from mongo_sansio.pipeline.offsets import StreamOffset, TokenRange, Verdict, next_end
 
 from .arrow import BATCH_ROWS, arrow_schema, record_batch
-from .batch import open_client, open_collection
+from .batch import open_client
 from .errors import ChangeStreamHistoryLost, EndTokenNotReached, MongoDataSourceError
 from .gc_passes import fewer_gc_passes
 from .options import SourceOptions
 
-__all__ = ["MongoStreamReader", "event_row", "event_schema", "fix_initial_offset"]
+__all__ = ["MongoStreamReader", "event_row", "event_schema", "fix_initial_offset", "stream_target"]
 
 INITIAL_OFFSET_FILE = "mongo_sansio_initial_offset.json"
 # A read-ahead with no limit stops after this long even if events keep coming.
@@ -162,15 +162,31 @@ def _offset_file(options: SourceOptions) -> str | None:
     return os.path.join(location, INITIAL_OFFSET_FILE)
 
 
+def stream_target(options: SourceOptions, client: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """What the stream watches through ``client``, and the stages that narrow it: the client
+    for ``database`` ``*``, the database for ``collection`` ``*``, the collection for one name,
+    and the database with a ``$match`` on ``ns.coll`` for a list of names (a drop or a rename
+    of a listed collection is kept: its ``ns`` names it)."""
+    if options.whole_deployment:
+        return client, []
+    database = client[options.database]
+    if options.whole_database:
+        return database, []
+    names = options.collection_names
+    if len(names) == 1:
+        return database[names[0]], []
+    return database, [{"$match": {"ns.coll": {"$in": list(names)}}}]
+
+
 def _current_position(options: SourceOptions, client: Any = None) -> StreamOffset:
     """Where the stream is now (a new stream's first resume token, with the operation time it
     was read at), read through ``client`` or a client of its own."""
     if client is None:
         with open_client(options) as own:
             return _current_position(options, own)
-    collection = client[options.database][options.collection]
-    with client.start_session() as session, collection.watch(
-        max_await_time_ms=1, session=session, **options.command_options()
+    target, narrowing = stream_target(options, client)
+    with client.start_session() as session, target.watch(
+        narrowing, max_await_time_ms=1, session=session, **options.command_options()
     ) as stream:
         token = stream.resume_token
         if token is None:
@@ -229,7 +245,7 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: str | None = None
         self._target_offset: StreamOffset | None = None
         self._last_move = time.monotonic()
-        self._collection_client: Any = None
+        self._collection_client: Any = None  # (client, what it watches, narrowing stages)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -255,12 +271,13 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _client(self) -> Any:
         if self._collection_client is None:
             client = open_client(self.options)
-            self._collection_client = (client, client[self.options.database][self.options.collection])
+            self._collection_client = (client, *stream_target(self.options, client))
         return self._collection_client[0]
 
-    def _collection(self) -> Any:
+    def _watch(self, stages: list[dict[str, Any]], **options: Any) -> Any:
         self._client()
-        return self._collection_client[1]
+        _, target, narrowing = self._collection_client
+        return target.watch([*narrowing, *stages], **options)
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         offset = StreamOffset.from_dict(start)
@@ -276,7 +293,7 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         seen: list[tuple[str, Timestamp | None]] = []
         deadline = time.monotonic() + READ_AHEAD_SECONDS
         try:
-            with self._collection().watch(
+            with self._watch(
                 [{"$project": {"_id": 1, "clusterTime": 1}}],
                 max_await_time_ms=self.options.max_await_time_ms,
                 batch_size=1 if position is not None else None,
@@ -395,9 +412,10 @@ def _range_events(options: SourceOptions, partition: StreamPartition) -> Iterato
     deadline = time.monotonic() + options.end_token_timeout_seconds
     resume = start.watch_options()
     try:
-        with open_collection(options) as collection:
+        with open_client(options) as client:
+            target, narrowing = stream_target(options, client)
             while True:
-                with collection.watch(pipeline, **watch, **resume) as stream:
+                with target.watch([*narrowing, *pipeline], **watch, **resume) as stream:
                     for event in _read_stream(stream, window, options, partition, server_filter, deadline):
                         if event is None:
                             return

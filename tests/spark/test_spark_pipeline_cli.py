@@ -119,3 +119,31 @@ def _committed_files(out: str) -> list[str]:
                 if entry.get("action", "add") == "add":
                     files[entry["path"].removeprefix("file:")] = None
     return list(files)
+
+
+def test_a_whole_database_goes_to_folders_by_collection(rs: SimulatedReplicaSet, tmp_path: Any) -> None:
+    """``--ns 'db.*'``: every collection of the database in one stream, the output partitioned
+    by database and collection (Spark's ``database=db/collection=a`` folders)."""
+    with MongoClient(rs.uri) as client:
+        client.db.a.insert_one({"_id": "before"})
+        start = client.admin.command("ping")["operationTime"]
+        for n in range(30):
+            client.db[["a", "b", "c"][n % 3]].insert_one({"_id": n})
+        client.other.d.insert_one({"_id": "not in db"})
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
+    finished = subprocess.run(
+        [sys.executable, "-m", "mongo_sansio.adapters.cli", "pipeline", rs.uri, "--ns", "db.*",
+         "--out", out, "--checkpoint", checkpoint, "--available-now",
+         "--start-at", f"{start.time}:{start.inc + 1}"],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    import pyarrow.parquet as pq
+
+    by_folder: Counter[str] = Counter()
+    for path in _committed_files(out):
+        folder = os.path.relpath(os.path.dirname(path), out)
+        by_folder[folder] += pq.read_table(path).num_rows
+    assert by_folder == {
+        os.path.join("database=db", f"collection={name}"): 10 for name in ("a", "b", "c")
+    }

@@ -39,3 +39,13 @@ def test_a_conf_without_key_and_value_is_a_usage_error(bad: str, capsys: pytest.
         build_parser().parse_args(["pipeline", "--conf", bad])
     assert exited.value.code == 2
     assert "--conf" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("namespace", "several"),
+    [("db.coll", False), ("db.a,b", True), ("db.*", True), ("*", True), ("db.with.dots", False)],
+)
+def test_which_namespaces_are_partitioned_by_collection(namespace: str, several: bool) -> None:
+    from mongo_sansio.adapters.cli_pipeline import several_namespaces
+
+    assert several_namespaces(namespace) is several
