@@ -26,6 +26,12 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from mongo_sansio.pipeline.parse_modes import (
+    CORRUPT_RECORD,
+    ParseMode,
+    Tally,
+    tolerant_row_converter,
+)
 from mongo_sansio.pipeline.schema import (
     Array,
     ColumnType,
@@ -105,9 +111,14 @@ def batches(
     *,
     rows_per_batch: int = BATCH_ROWS,
     describe: Callable[[Mapping[str, Any]], str] | None = None,
+    mode: ParseMode = ParseMode.FAILFAST,
+    corrupt_column: str = CORRUPT_RECORD,
+    tally: Tally | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of ``documents`` under ``schema``; a value that does not fit raises
-    :class:`MongoDataSourceError` naming the document's ``_id`` and the field.
+    :class:`MongoDataSourceError` naming the document's ``_id`` and the field (``mode``
+    FAILFAST), or the chunk is converted document by document under ``mode``
+    (:mod:`mongo_sansio.pipeline.parse_modes`), counting what it dropped or marked in ``tally``.
 
     Built column by column: a column whose values are all of types Arrow takes as they are
     (:func:`~mongo_sansio.pipeline.schema.passthrough_types`; for a document column, plain
@@ -121,14 +132,18 @@ def batches(
          field.type)
         for item, field in zip(tree.fields, target, strict=True)
     ]
+    tolerant = (
+        None if mode is ParseMode.FAILFAST
+        else tolerant_row_converter(tree, mode, corrupt_column, tally)
+    )
     chunk: list[Mapping[str, Any]] = []
     for document in documents:
         chunk.append(document)
         if len(chunk) == rows_per_batch:
-            yield _chunk_batch(chunk, columns, tree, target, describe)
+            yield _chunk_batch(chunk, columns, tree, target, describe, tolerant)
             chunk = []
     if chunk:
-        yield _chunk_batch(chunk, columns, tree, target, describe)
+        yield _chunk_batch(chunk, columns, tree, target, describe, tolerant)
 
 
 _StructFields = tuple[tuple[str, frozenset[type]], ...]
@@ -166,6 +181,7 @@ def _chunk_batch(
     tree: Struct,
     target: pa.Schema,
     describe: Callable[[Mapping[str, Any]], str] | None,
+    tolerant: Callable[[Mapping[str, Any]], list[Any] | None] | None = None,
 ) -> pa.RecordBatch:
     arrays = []
     try:
@@ -181,8 +197,12 @@ def _chunk_batch(
                     pass  # (out of range: the converter says which value)
             arrays.append(pa.array([convert(value, name) for value in values], type=arrow_type))
     except SchemaMismatch:
-        _name_the_misfit(chunk, tree, describe)
-        raise
+        if tolerant is None:
+            _name_the_misfit(chunk, tree, describe)
+            raise
+        rows = [row for row in map(tolerant, chunk) if row is not None]
+        return record_batch([list(column) for column in zip(*rows, strict=True)] if rows
+                            else [[] for _ in target], target)
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 

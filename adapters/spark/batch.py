@@ -33,9 +33,11 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from mongo_sansio.bson import extjson
+from mongo_sansio.pipeline.parse_modes import ParseMode
 from mongo_sansio.pipeline.partitions import choose_boundaries, range_filters
 from mongo_sansio.pipeline.schema import (
     ColumnType,
+    Field,
     Kind,
     Struct,
     apply_hints,
@@ -100,7 +102,22 @@ def infer(options: SourceOptions) -> tuple[StructType, Struct]:
     column = finalize(tree)
     if not isinstance(column, Struct) or not column.fields:
         column = Struct()
+    column = with_read_columns(column, options)
     return _spark_schema(column), column
+
+
+def with_read_columns(tree: Struct, options: SourceOptions) -> Struct:
+    """The inferred columns and those the options add: the corrupt-record column (PERMISSIVE)
+    and, for typed change events (``publishFullDocumentOnly``), ``operationType``."""
+    extra = []
+    if options.mode is ParseMode.PERMISSIVE:
+        extra.append(options.corrupt_column)
+    if options.publish_full_document_only:
+        extra.append("operationType")
+    fields = tree.fields + tuple(
+        Field(name, Kind.JSON) for name in extra if tree.field(name) is None
+    )
+    return Struct(fields)
 
 
 def _spark_schema(tree: Struct) -> StructType:
@@ -200,7 +217,10 @@ class MongoBatchReader(DataSourceReader):
             else:  # a plain query: the server's find path (mongod treats both alike)
                 query = filters[0] if len(filters) == 1 else ({"$and": filters} if filters else {})
                 documents = collection.find(query, **self.options.read_options(find=True))
-            yield from batches(documents, self.schema)
+            yield from batches(
+                documents, self.schema, mode=self.options.mode,
+                corrupt_column=self.options.corrupt_column,
+            )
 
 
 class MongoPushdownReader(MongoBatchReader):

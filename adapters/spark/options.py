@@ -16,6 +16,7 @@ import attrs
 
 from mongo_sansio.bson import extjson
 from mongo_sansio.pipeline.offsets import StartAt, parse_start_at
+from mongo_sansio.pipeline.parse_modes import CORRUPT_RECORD, ParseMode, parse_mode
 from mongo_sansio.pipeline.schema import Kind, parse_hints
 
 from .errors import MongoDataSourceError
@@ -51,6 +52,10 @@ class SourceOptions:
     end_token_timeout_seconds: float = 120.0
     max_await_time_ms: int = 500
     document_format: str = "json"
+    publish_full_document_only: bool = False
+    # reads: what a document that does not fit the schema becomes
+    mode: ParseMode = ParseMode.FAILFAST
+    corrupt_column: str = CORRUPT_RECORD
     # every command
     comment: str | None = None
     read_preference: str | None = None
@@ -198,6 +203,7 @@ def parse_options(given: Mapping[str, str]) -> SourceOptions:
     try:
         hints = parse_hints(options.get("schema"))
         start_at = parse_start_at(options.get("startat"))
+        mode = parse_mode(options.get("mode"))
     except ValueError as exc:
         raise MongoDataSourceError(f"option {exc}") from None
     full_document = _choice(options, "fullDocument", _FULL_DOCUMENT, None)
@@ -228,6 +234,9 @@ def parse_options(given: Mapping[str, str]) -> SourceOptions:
         end_token_timeout_seconds=_float(options, "endTokenTimeoutMS", 120_000.0) / 1000.0,
         max_await_time_ms=_int(options, "maxAwaitTimeMS", 500, 1) or 500,
         document_format=_choice(options, "documentFormat", ("json", "variant"), "json") or "json",
+        publish_full_document_only=_bool(options, "publishFullDocumentOnly", False),
+        mode=mode,
+        corrupt_column=options.get("columnnameofcorruptrecord") or CORRUPT_RECORD,
         operation_type=_choice(options, "operationType", _OPERATION_TYPES, "replace") or "replace",
         id_fields=id_fields,
         ordered=_bool(options, "ordered", True),

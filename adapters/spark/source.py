@@ -35,7 +35,7 @@ __all__ = ["MongoDataSource", "STREAM_OPTIONS"]
 STREAM_OPTIONS = frozenset({
     "startat", "fulldocument", "fulldocumentbeforechange", "maxeventsperbatch", "keypartitions",
     "keypartitionfilter", "checkpointlocation", "documentformat", "quietadvanceseconds",
-    "endtokentimeoutms", "maxawaittimems",
+    "endtokentimeoutms", "maxawaittimems", "publishfulldocumentonly",
 })
 
 
@@ -55,7 +55,7 @@ class MongoDataSource(DataSource):
         # Spark asks for the schema without saying whether a batch read or a stream follows;
         # any stream option (docs/spark.md: startAt is the usual one) means a stream, whose
         # columns are fixed.  Otherwise the schema is inferred from a sample.
-        if self.is_stream():
+        if self.is_stream() and not self.parsed.publish_full_document_only:
             from .stream import event_schema
 
             return event_schema(self.parsed)

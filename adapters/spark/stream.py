@@ -59,13 +59,20 @@ from mongo_sansio.pipeline.hashing import key_partition, partition_match
 from mongo_sansio.pipeline.jsontext import relaxed_json
 from mongo_sansio.pipeline.offsets import StreamOffset, TokenRange, Verdict, next_end
 
-from .arrow import BATCH_ROWS, arrow_schema, record_batch
+from .arrow import BATCH_ROWS, arrow_schema, batches, record_batch
 from .batch import open_client
 from .errors import ChangeStreamHistoryLost, EndTokenNotReached, MongoDataSourceError
 from .gc_passes import fewer_gc_passes
 from .options import SourceOptions
 
-__all__ = ["MongoStreamReader", "event_row", "event_schema", "fix_initial_offset", "stream_target"]
+__all__ = [
+    "MongoStreamReader",
+    "event_row",
+    "event_schema",
+    "fix_initial_offset",
+    "read_documents",
+    "stream_target",
+]
 
 INITIAL_OFFSET_FILE = "mongo_sansio_initial_offset.json"
 # A read-ahead with no limit stops after this long even if events keep coming.
@@ -232,7 +239,7 @@ class StreamPartition(InputPartition):
 
 class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
-        expected = event_schema(options)
+        expected = schema if options.publish_full_document_only else event_schema(options)
         if schema != expected:
             raise MongoDataSourceError(
                 "readStream of mongo_sansio gives change events with fixed columns; pass a stream "
@@ -353,6 +360,12 @@ class MongoStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, StreamPartition)
         with fewer_gc_passes():
+            if self.options.publish_full_document_only:
+                yield from batches(
+                    read_documents(self.options, partition), self.schema,
+                    mode=self.options.mode, corrupt_column=self.options.corrupt_column,
+                )
+                return
             rows = read_range(self.options, partition)
             if self.options.document_format == "variant":
                 yield from _variant_rows(rows)
@@ -387,6 +400,26 @@ def read_range(options: SourceOptions, partition: StreamPartition) -> Iterator[l
             yield event_row(event)
 
 
+#: the events that are a document's change (the rows of typed documents)
+_DOCUMENT_CHANGES = frozenset({"insert", "update", "replace", "delete"})
+
+
+def read_documents(options: SourceOptions, partition: StreamPartition) -> Iterator[Mapping[str, Any]]:
+    """``publishFullDocumentOnly``: the changed documents themselves, each with its event's
+    ``operationType``; a delete (or an update whose document is gone by the time it is looked
+    up) is its ``documentKey`` fields.  Events that change no document (drop, rename,
+    dropDatabase, invalidate) are not rows."""
+    for events in _handed_over(_range_events(options, partition), options.max_await_time_ms / 1000):
+        for event in events:
+            operation = event.get("operationType")
+            if operation not in _DOCUMENT_CHANGES:
+                continue
+            document = event.get("fullDocument")
+            if not isinstance(document, Mapping):
+                document = event.get("documentKey")
+            yield {**(document if isinstance(document, Mapping) else {}), "operationType": operation}
+
+
 def _range_events(options: SourceOptions, partition: StreamPartition) -> Iterator[Mapping[str, Any]]:
     """The events of one partition of one micro-batch, in token order.
 
@@ -407,6 +440,8 @@ def _range_events(options: SourceOptions, partition: StreamPartition) -> Iterato
     }
     if options.full_document:
         watch["full_document"] = options.full_document
+    elif options.publish_full_document_only:
+        watch["full_document"] = "updateLookup"  # an update's row is the document after it
     if options.full_document_before_change:
         watch["full_document_before_change"] = options.full_document_before_change
     deadline = time.monotonic() + options.end_token_timeout_seconds
