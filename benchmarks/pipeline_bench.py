@@ -25,6 +25,14 @@ its ``read`` yields one tuple per event, one partition per micro-batch.  Ours re
 tokens only, builds Arrow batches, and with ``keyPartitions=K`` splits a batch's events over
 K partitions (both figures are printed).
 
+``--latency 2000,10000`` measures lag instead: a writer inserts at a steady rate (in ticks of
+10 ms) for ``--seconds`` while a running query (``processingTime`` trigger of
+``--trigger-seconds``) streams into Parquet through ``foreachBatch``; each event's lag is the
+moment its micro-batch's Parquet write returned minus the event's ``wallTime``.  p50, p99 and
+max are printed for ours and the PyMongo-based source side by side, one query at a time, with
+the rate the writer reached (the machine may not allow the asked one).  ``--master URL`` runs
+the queries on that Spark master instead of ``local[2]`` (a standalone cluster, say).
+
 Everything runs against the same simulated replica set (a pure-Python server in this
 process, so absolute figures are the simulator's; the ratios are what to compare).  Needs the
 spark extra, PyMongo, and pymongoarrow for its column (left out when absent).
@@ -143,13 +151,13 @@ def compile_mongo_sansio() -> None:
             compileall.compile_dir(folder, quiet=1)
 
 
-def _spark() -> Any:
+def _spark(master: str = "local[2]") -> Any:
     from pyspark.sql import SparkSession
 
     from mongo_sansio.adapters.spark import MongoDataSource
 
     spark = (
-        SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+        SparkSession.builder.master(master).config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )
@@ -298,6 +306,98 @@ def batch(spark: Any, uri: str, documents: int, repeats: int) -> dict[str, float
     return _alternate(runs, repeats)
 
 
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def _steady_writer(uri: str, rate: int, seconds: float, stop: Any) -> Callable[[], int]:
+    """A thread inserting ``rate`` events a second in 10 ms ticks for ``seconds``; the returned
+    function joins it and gives how many it inserted."""
+    import threading
+
+    from mongo_sansio.adapters.blocking import MongoClient
+
+    done = [0]
+
+    def write() -> None:
+        with MongoClient(uri) as client:
+            collection = client.bench.latency
+            started = time.monotonic()
+            while not stop.is_set():
+                elapsed = time.monotonic() - started
+                if elapsed >= seconds:
+                    return
+                due = int(rate * elapsed) - done[0]
+                if due > 0:
+                    collection.insert_many([{"n": done[0] + i, "payload": "x" * 64} for i in range(due)])
+                    done[0] += due
+                time.sleep(0.01)
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+
+    def join() -> int:
+        thread.join()
+        return done[0]
+
+    return join
+
+
+def latency(spark: Any, uri: str, rate: int, seconds: float, trigger: float) -> dict[str, dict[str, float]]:
+    """Each source's lag percentiles (seconds) at ``rate`` events/s, one query at a time."""
+    import threading
+
+    from mongo_sansio.adapters.spark.options import parse_options
+    from mongo_sansio.adapters.spark.stream import fix_initial_offset
+
+    base = {"uri": uri, "database": "bench", "collection": "latency"}
+    kinds = {
+        "mongo_sansio": ("mongo_sansio", lambda token: {**base, "startAt": token}),
+        "PyMongo source": ("pymongo_events", lambda token: {**base, "start": token}),
+    }
+    figures: dict[str, dict[str, float]] = {}
+    for name, (source, options_for) in kinds.items():
+        token = fix_initial_offset(parse_options({**base, "startAt": "latest"})).token or ""
+        folder = tempfile.mkdtemp(prefix="pipeline-latency-")
+        lags: list[float] = []
+
+        def commit(frame: Any, batch_id: int, folder: str = folder, lags: list[float] = lags) -> None:
+            frame.persist()  # one read of the micro-batch for both jobs below
+            try:
+                walls = [row[0] for row in frame.selectExpr("cast(wallTime as double)").collect()]
+                frame.write.mode("append").parquet(f"{folder}/out")
+                committed = time.time()
+            finally:
+                frame.unpersist()
+            lags.extend(committed - wall for wall in walls if wall is not None)
+
+        reader = spark.readStream.format(source)
+        for key, value in options_for(token).items():
+            reader = reader.option(key, value)
+        query = (
+            reader.load().writeStream.foreachBatch(commit)
+            .option("checkpointLocation", f"{folder}/checkpoint")
+            .trigger(processingTime=f"{int(trigger * 1000)} milliseconds").start()
+        )
+        time.sleep(trigger * 3)  # the query's first (empty) batches
+        stop = threading.Event()
+        started = time.monotonic()
+        written = _steady_writer(uri, rate, seconds, stop)()
+        reached = written / (time.monotonic() - started)
+        deadline = time.monotonic() + 120
+        while len(lags) < written and time.monotonic() < deadline and query.isActive:
+            time.sleep(0.2)
+        query.stop()
+        if len(lags) != written:
+            raise SystemExit(f"{name}: {written} events written, {len(lags)} committed")
+        figures[name] = {
+            "rate reached": reached, "p50": _percentile(lags, 0.50), "p99": _percentile(lags, 0.99),
+            "max": max(lags),
+        }
+    return figures
+
+
 def _print_rates(rates: dict[str, float], unit: str, base: str = "PyMongo source") -> None:
     for name, rate in rates.items():
         print(f"  {name:<28} {rate:>9.0f} {unit}  {rate / rates[base]:5.2f}x {base}")
@@ -314,12 +414,32 @@ def main() -> None:
     parser.add_argument("--key-partitions", default="1,2", help="comma-separated K values for ours")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each (median reported)")
     parser.add_argument("--skip", choices=("cdc", "batch"), help="leave one comparison out")
+    parser.add_argument("--latency", default=None, metavar="RATES",
+                        help="comma-separated writer rates (events/s): measure lag instead")
+    parser.add_argument("--seconds", type=float, default=30.0, help="how long the writer writes")
+    parser.add_argument("--trigger-seconds", type=float, default=1.0)
+    parser.add_argument("--master", default="local[2]", help="the Spark master of the queries")
     args = parser.parse_args()
     from mongo_sansio.adapters.sim import SimulatedReplicaSet
 
     compile_mongo_sansio()
-    spark = _spark()
+    spark = _spark(args.master)
     results: dict[str, Any] = {}
+    if args.latency:
+        with SimulatedReplicaSet(members=3, oplog_entries=2_000_000) as rs:
+            for rate in (int(r) for r in args.latency.split(",")):
+                figures = results[f"latency {rate}"] = latency(
+                    spark, rs.uri, rate, args.seconds, args.trigger_seconds
+                )
+                print(f"Lag at {rate} events/s for {args.seconds:.0f} s, trigger "
+                      f"{args.trigger_seconds:g} s (wallTime to the batch's Parquet commit):")
+                for name, row in figures.items():
+                    print(f"  {name:<16} reached {row['rate reached']:7.0f}/s  p50 {row['p50']:6.2f} s  "
+                          f"p99 {row['p99']:6.2f} s  max {row['max']:6.2f} s  "
+                          f"(p99 {row['p99'] / args.trigger_seconds:4.1f} triggers)")
+        print(json.dumps(results))
+        spark.stop()
+        return
     # room for a run's events and then some: a stream must not outlive its start point
     backlogs = sorted({int(n) for n in args.events.split(",")})
     oplog = max(100_000, 2 * backlogs[-1] + 10_000)
