@@ -44,3 +44,17 @@ def test_an_update_operator_writing_a_dollar_prefixed_field_is_refused(client: M
     assert "The dollar ($) prefixed field '$x' in '$x' is not allowed" in str(refused.value)
     things.update_one({"_id": 2}, {"$set": {"$x": 1}}, upsert=True)  # an upsert's insert may
     assert things.find_one({"_id": 2}) == {"_id": 2, "$x": 1}
+
+
+def test_db_stats_and_list_databases(client: MongoClient[Any]) -> None:
+    client.shop.fruit.insert_many([{"_id": i, "name": f"fruit {i}"} for i in range(3)])
+    stats = client.shop.command("dbstats")
+    assert (stats["db"], stats["collections"], stats["views"], stats["objects"], stats["indexes"]) == ("shop", 1, 0, 3, 1)
+    assert stats["dataSize"] > 0 and stats["totalSize"] == stats["storageSize"] + stats["indexSize"]
+    kilobytes = client.shop.command("dbStats", scale=1024)
+    assert kilobytes["scaleFactor"] == 1024 and kilobytes["storageSize"] == stats["storageSize"] // 1024
+    assert client.list_database_names() == ["admin", "config", "local", "shop"]
+    assert [d["name"] for d in client.list_databases(filter={"name": "shop"})] == ["shop"]
+    with pytest.raises(OperationFailure) as refused:
+        client.shop.command("dbStats", scale=0)
+    assert refused.value.code == 51024
