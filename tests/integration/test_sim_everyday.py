@@ -58,3 +58,27 @@ def test_db_stats_and_list_databases(client: MongoClient[Any]) -> None:
     with pytest.raises(OperationFailure) as refused:
         client.shop.command("dbStats", scale=0)
     assert refused.value.code == 51024
+
+
+def test_lookup_with_let_and_a_pipeline(client: MongoClient[Any]) -> None:
+    db = client.shop
+    db.orders.insert_many([{"_id": 1, "item": "almonds", "qty": 2}, {"_id": 2, "item": "pecans", "qty": 90}])
+    db.stock.insert_many([{"_id": 10, "item": "almonds", "instock": 120}, {"_id": 11, "item": "pecans", "instock": 80}])
+    joined = list(db.orders.aggregate([
+        {"$lookup": {"from": "stock", "let": {"item": "$item", "qty": "$qty"},
+                     "pipeline": [{"$match": {"$expr": {"$and": [{"$eq": ["$item", "$$item"]},
+                                                                 {"$gte": ["$instock", "$$qty"]}]}}},
+                                  {"$project": {"_id": 1}}],
+                     "as": "enough"}},
+        {"$sort": {"_id": 1}},
+    ]))
+    assert [o["enough"] for o in joined] == [[{"_id": 10}], []]
+    concise = list(db.orders.aggregate([
+        {"$lookup": {"from": "stock", "localField": "item", "foreignField": "item",
+                     "pipeline": [{"$project": {"_id": 0, "instock": 1}}], "as": "stock"}},
+        {"$sort": {"_id": 1}},
+    ]))
+    assert [o["stock"] for o in concise] == [[{"instock": 120}], [{"instock": 80}]]
+    with pytest.raises(OperationFailure) as refused:
+        list(db.orders.aggregate([{"$lookup": {"from": "stock", "localField": "item", "as": "x"}}]))
+    assert refused.value.code == 9

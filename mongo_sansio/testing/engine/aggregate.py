@@ -40,6 +40,7 @@ from mongo_sansio.testing.engine.order import (
 from mongo_sansio.testing.engine.paths import get_path, lookup_leaves, set_path, split_path
 from mongo_sansio.testing.engine.projection import Projection
 from mongo_sansio.testing.engine.query import compile_filter
+from mongo_sansio.testing.engine.stages_lookup import LOOKUP_STAGES
 from mongo_sansio.testing.engine.stages_spark import SPARK_STAGES
 
 if TYPE_CHECKING:
@@ -430,7 +431,7 @@ def _accumulate(name: str, values: list[Any], collation: Collation | None = None
     return list(unique.values())
 
 
-# --- $unwind and $lookup -------------------------------------------------------------------
+# --- $unwind --------------------------------------------------------------------------
 
 
 def _unwind(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
@@ -470,40 +471,6 @@ def _unwind(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -
                 if index_field:
                     set_path(new, split_path(index_field), None)
                 out.append(new)
-        return out
-
-    return run
-
-
-def _lookup(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
-    if not isinstance(argument, Mapping):
-        raise location(40319, "the $lookup specification must be an Object")
-    for field in ("from", "localField", "foreignField", "as"):
-        if not isinstance(argument.get(field), str):
-            if "pipeline" in argument:
-                raise bad_value("$lookup with a pipeline is not supported by the simulated server")
-            raise location(4572, f"$lookup requires '{field}' to be a string")
-    foreign_name = argument["from"]
-    local_parts = split_path(argument["localField"])
-    foreign_field = argument["foreignField"]
-    as_parts = split_path(argument["as"])
-    collation = _collation_of(variables)
-
-    def run(docs: Documents) -> Documents:
-        if lookup is None:
-            raise bad_value("$lookup needs a way to read the foreign collection")
-        foreign = [dict(d) for d in lookup(foreign_name)]
-        out = []
-        for doc in docs:
-            locals_ = []
-            for leaf in lookup_leaves(doc, local_parts):
-                locals_.extend(leaf if isinstance(leaf, list) else [leaf])
-            if not locals_:
-                locals_ = [None]
-            predicate = compile_filter({foreign_field: {"$in": locals_}}, collation)
-            new = copy_value(doc)
-            set_path(new, as_parts, [copy_value(f) for f in foreign if predicate(f)])
-            out.append(new)
         return out
 
     return run
@@ -556,6 +523,6 @@ _BUILDERS: dict[str, Callable[[Any, Resolver | None, dict[str, Any]], Stage]] = 
     "$count": _count,
     "$group": _group,
     "$unwind": _unwind,
-    "$lookup": _lookup,
+    **LOOKUP_STAGES,  # $lookup in its three forms (stages_lookup.py)
     **SPARK_STAGES,  # $sample, $bucketAuto, $collStats (stages_spark.py)
 }
