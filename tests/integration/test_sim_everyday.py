@@ -82,3 +82,33 @@ def test_lookup_with_let_and_a_pipeline(client: MongoClient[Any]) -> None:
     with pytest.raises(OperationFailure) as refused:
         list(db.orders.aggregate([{"$lookup": {"from": "stock", "localField": "item", "as": "x"}}]))
     assert refused.value.code == 9
+
+
+def test_bucket_sort_by_count_and_date_to_string(client: MongoClient[Any]) -> None:
+    import datetime
+
+    sales = client.shop.sales
+    sales.insert_many([
+        {"_id": 1, "price": 5, "kind": "tea", "at": datetime.datetime(2024, 3, 1, 23, 30)},
+        {"_id": 2, "price": 25, "kind": "coffee", "at": datetime.datetime(2024, 3, 2, 1, 0)},
+        {"_id": 3, "price": 40, "kind": "coffee", "at": datetime.datetime(2024, 3, 2, 9, 15)},
+        {"_id": 4, "price": 500, "kind": "beans", "at": datetime.datetime(2024, 3, 3, 12, 0)},
+    ])
+    buckets = list(sales.aggregate([{"$bucket": {
+        "groupBy": "$price", "boundaries": [0, 10, 100], "default": "big",
+        "output": {"n": {"$sum": 1}, "kinds": {"$addToSet": "$kind"}}}}]))
+    assert buckets == [{"_id": 0, "n": 1, "kinds": ["tea"]}, {"_id": 10, "n": 2, "kinds": ["coffee"]},
+                       {"_id": "big", "n": 1, "kinds": ["beans"]}]
+    with pytest.raises(OperationFailure) as refused:
+        list(sales.aggregate([{"$bucket": {"groupBy": "$price", "boundaries": [0, 100]}}]))
+    assert refused.value.code == 40066
+    assert list(sales.aggregate([{"$sortByCount": "$kind"}, {"$limit": 1}])) == [{"_id": "coffee", "count": 2}]
+    per_day = list(sales.aggregate([
+        {"$group": {"_id": {"$dateToString": {"date": "$at", "format": "%Y-%m-%d", "timezone": "America/New_York"}},
+                    "total": {"$sum": "$price"}}},
+        {"$sort": {"_id": 1}},
+    ]))
+    assert per_day == [{"_id": "2024-03-01", "total": 30}, {"_id": "2024-03-02", "total": 40},
+                       {"_id": "2024-03-03", "total": 500}]
+    shown = sales.find_one({"_id": 3}, {"_id": 0, "when": {"$dateToString": {"date": "$at", "format": "%d/%m/%Y %H:%M"}}})
+    assert shown == {"when": "02/03/2024 09:15"}

@@ -40,6 +40,7 @@ from mongo_sansio.testing.engine.order import (
 from mongo_sansio.testing.engine.paths import get_path, lookup_leaves, set_path, split_path
 from mongo_sansio.testing.engine.projection import Projection
 from mongo_sansio.testing.engine.query import compile_filter
+from mongo_sansio.testing.engine.stages_bucket import BUCKET_STAGES
 from mongo_sansio.testing.engine.stages_lookup import LOOKUP_STAGES
 from mongo_sansio.testing.engine.stages_spark import SPARK_STAGES
 
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "run_pipeline", "compile_pipeline", "sort_documents", "parse_sort", "check_update_pipeline",
-    "lite_parse_pipeline",
+    "lite_parse_pipeline", "group_stage",
 ]
 
 Documents = list[dict[str, Any]]
@@ -352,11 +353,15 @@ def _group(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) ->
         raise location(15947, "a group's fields must be specified in an object")
     if "_id" not in argument:
         raise location(15955, "a group specification must include an _id")
-    key_expression = compile_expression(argument["_id"])
+    return group_stage(compile_expression(argument["_id"]), {k: v for k, v in argument.items() if k != "_id"},
+                       variables)
+
+
+def group_stage(key_expression: Compiled, fields: Mapping[str, Any], variables: dict[str, Any]) -> Stage:
+    """A $group by the key ``key_expression`` computes, with the accumulator ``fields``
+    (checked here); $bucket and $sortByCount are built on it, as mongod desugars them."""
     accumulators: list[tuple[str, str, Compiled]] = []
-    for field, spec in argument.items():
-        if field == "_id":
-            continue
+    for field, spec in fields.items():
         if "." in field:
             raise location(40235, f"The field name '{field}' cannot contain '.'")
         if not isinstance(spec, Mapping) or len(spec) != 1:
@@ -523,6 +528,7 @@ _BUILDERS: dict[str, Callable[[Any, Resolver | None, dict[str, Any]], Stage]] = 
     "$count": _count,
     "$group": _group,
     "$unwind": _unwind,
+    **BUCKET_STAGES,  # $bucket, $sortByCount (stages_bucket.py)
     **LOOKUP_STAGES,  # $lookup in its three forms (stages_lookup.py)
     **SPARK_STAGES,  # $sample, $bucketAuto, $collStats (stages_spark.py)
 }
