@@ -112,3 +112,36 @@ def test_bucket_sort_by_count_and_date_to_string(client: MongoClient[Any]) -> No
                        {"_id": "2024-03-03", "total": 500}]
     shown = sales.find_one({"_id": 3}, {"_id": 0, "when": {"$dateToString": {"date": "$at", "format": "%d/%m/%Y %H:%M"}}})
     assert shown == {"when": "02/03/2024 09:15"}
+
+
+def test_text_search_with_scores(client: MongoClient[Any]) -> None:
+    from pymongo import TEXT
+
+    articles = client.shop.articles
+    articles.insert_many([
+        {"_id": 1, "title": "coffee", "body": "a cup"},
+        {"_id": 2, "title": "Coffee Shopping", "body": "beans to buy"},
+        {"_id": 3, "title": "Baking a cake", "body": "with coffee and cream"},
+        {"_id": 4, "title": "tea time", "body": "no coffee here"},
+    ])
+    with pytest.raises(OperationFailure) as missing:
+        articles.find_one({"$text": {"$search": "coffee"}})
+    assert (missing.value.code, missing.value.details["errmsg"]) == (27, "text index required for $text query")
+    name = articles.create_index([("title", TEXT), ("body", TEXT)], weights={"title": 5}, default_language="english")
+    assert name == "title_text_body_text"
+    listed = articles.index_information()[name]
+    assert listed["key"] == [("_fts", "text"), ("_ftsx", 1)] and listed["weights"] == {"body": 1, "title": 5}
+    found = list(articles.find({"$text": {"$search": "coffee -tea"}}, {"score": {"$meta": "textScore"}})
+                 .sort([("score", {"$meta": "textScore"})]))
+    assert [d["_id"] for d in found] == [1, 2, 3]  # title matches weigh 5, a one-word title most
+    assert found[0]["score"] > found[1]["score"] > found[2]["score"] > 0 and "body" in found[0]
+    assert [d["_id"] for d in articles.find({"$text": {"$search": '"coffee and cream"'}})] == [3]
+    pipeline: list[dict[str, Any]] = [
+        {"$match": {"$text": {"$search": "cake bake"}}},
+        {"$project": {"title": 1, "score": {"$meta": "textScore"}}},
+    ]
+    assert [d["title"] for d in articles.aggregate(pipeline)] == ["Baking a cake"]
+    with pytest.raises(OperationFailure) as late:
+        list(articles.aggregate([{"$sort": {"_id": 1}}, {"$match": {"$text": {"$search": "cake"}}}]))
+    assert late.value.code == 17313
+    assert articles.count_documents({"$text": {"$search": "buy"}}) == 1

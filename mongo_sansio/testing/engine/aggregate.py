@@ -43,6 +43,14 @@ from mongo_sansio.testing.engine.query import compile_filter
 from mongo_sansio.testing.engine.stages_bucket import BUCKET_STAGES
 from mongo_sansio.testing.engine.stages_lookup import LOOKUP_STAGES
 from mongo_sansio.testing.engine.stages_spark import SPARK_STAGES
+from mongo_sansio.testing.engine.text import (
+    TEXT_SCORE,
+    TextIndex,
+    find_text_clause,
+    strip_scores,
+    text_query,
+    with_scores,
+)
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.engine.collation import Collation
@@ -51,6 +59,9 @@ __all__ = [
     "run_pipeline", "compile_pipeline", "sort_documents", "parse_sort", "check_update_pipeline",
     "lite_parse_pipeline", "group_stage",
 ]
+
+#: where the variables hold the source collection's text index (no $$name reaches it)
+_TEXT_INDEX_VARIABLE = "$textIndex"
 
 Documents = list[dict[str, Any]]
 Stage = Callable[[Documents], Documents]
@@ -66,13 +77,15 @@ def run_pipeline(
     lookup: Resolver | None = None,
     now: datetime.datetime | None = None,
     collation: Collation | None = None,
+    text_index: TextIndex | None = None,
 ) -> Documents:
-    """Run ``pipeline`` over (copies of) ``documents`` and return the results."""
-    stages = compile_pipeline(pipeline, lookup=lookup, now=now, collation=collation)
+    """Run ``pipeline`` over (copies of) ``documents`` and return the results.  ``text_index``:
+    the text index of the collection the documents are, for a first ``$match`` with ``$text``."""
+    stages = compile_pipeline(pipeline, lookup=lookup, now=now, collation=collation, text_index=text_index)
     results = [copy_value(dict(d)) for d in documents]
     for stage in stages:
         results = stage(results)
-    return results
+    return strip_scores(results)
 
 
 def check_update_pipeline(pipeline: Sequence[Any]) -> None:
@@ -103,7 +116,7 @@ def _stage_name(spec: Any) -> str:
 
 def compile_pipeline(
     pipeline: Sequence[Any], *, lookup: Resolver | None = None, now: datetime.datetime | None = None,
-    collation: Collation | None = None,
+    collation: Collation | None = None, text_index: TextIndex | None = None,
 ) -> list[Stage]:
     if not isinstance(pipeline, list | tuple):
         raise CommandError(14, "TypeMismatch", "'pipeline' option must be specified as an array")
@@ -111,10 +124,14 @@ def compile_pipeline(
     variables: dict[str, Any] = collation_variables(collation)
     if now is not None:
         variables["NOW"] = now
+    if text_index is not None:
+        variables[_TEXT_INDEX_VARIABLE] = text_index
     stages: list[Stage] = []
-    for spec in pipeline:
+    for position, spec in enumerate(pipeline):
         name = _stage_name(spec)
         argument = spec[name]
+        if name == "$match" and position > 0 and find_text_clause(argument) is not MISSING:
+            raise location(17313, "$match with $text is only allowed as the first pipeline stage")
         builder = _BUILDERS.get(name)
         if builder is None:
             if name == "$changeStream":
@@ -128,7 +145,8 @@ def compile_pipeline(
 
 
 def parse_sort(spec: Any) -> list[tuple[list[str], int]]:
-    """A sort specification as (path parts, 1 or -1) pairs; {$meta} keys are ignored."""
+    """A sort specification as (path parts, 1 or -1) pairs; a ``{$meta: "textScore"}`` key
+    sorts by the text score, highest first, and the other {$meta} keys are ignored."""
     if not isinstance(spec, Mapping):
         raise location(15973, "the $sort key specification must be an object")
     if not spec:
@@ -136,6 +154,8 @@ def parse_sort(spec: Any) -> list[tuple[list[str], int]]:
     keys = []
     for field, direction in spec.items():
         if isinstance(direction, Mapping) and "$meta" in direction:
+            if direction["$meta"] == "textScore":
+                keys.append(([TEXT_SCORE], -1))
             continue
         if not is_number(direction) or numeric_value(direction) not in (1, -1):
             raise location(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
@@ -190,11 +210,17 @@ def sort_documents(documents: Iterable[Mapping[str, Any]], spec: Any, collation:
 def _match(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
     if not isinstance(argument, Mapping):
         raise location(15959, "the match filter must be an expression in an object")
+    text: TextIndex | None = variables.get(_TEXT_INDEX_VARIABLE)
     predicate = compile_filter(
         argument,
         _collation_of(variables),
         where_refused="$where is not allowed inside of a $match aggregation expression",
+        text=text,
     )
+    clause = find_text_clause(argument)
+    if clause is not MISSING:
+        query = text_query(clause, text)
+        return lambda docs: with_scores([d for d in docs if predicate(d)], query)
     return lambda docs: [d for d in docs if predicate(d)]
 
 
@@ -507,7 +533,7 @@ def _facet(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) ->
             results = [copy_value(d) for d in docs]
             for stage in stages:
                 results = stage(results)
-            out[name] = results
+            out[name] = strip_scores(results)
         return [out]
 
     return run

@@ -42,6 +42,7 @@ from mongo_sansio.testing.engine.order import (
     whole_number,
 )
 from mongo_sansio.testing.engine.stages_spark import to_hashed_index_key
+from mongo_sansio.testing.engine.text import compile_meta
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.engine.collation import Collation
@@ -628,6 +629,7 @@ _SCOPED: dict[str, Callable[[Any], Compiled]] = {
     "$setField": lambda argument: compile_set_field(argument, compile_expression),
     "$unsetField": lambda argument: compile_unset_field(argument, compile_expression),
     "$dateToString": lambda argument: compile_date_to_string(argument, compile_expression),
+    "$meta": compile_meta,
     "$let": _compile_let,
     "$map": _compile_map_or_filter("$map"),
     "$filter": _compile_map_or_filter("$filter"),
