@@ -292,7 +292,23 @@ def _timeout_expected_without_timeout_ms(file: Mapping[str, Any], test: Mapping[
 
 
 #: Spec test data that cannot pass as written, whichever client runs.
+def _logged_pool_option_never_given(file: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """An expected "Connection pool created" message carries a waitQueue option that no client
+    of the test was given (the CMAP logging file's waitQueueMultiple case sets waitQueueSize)."""
+    given = {key for spec in _entity_specs(file, test, "client") for key in spec.get("uriOptions", {})}
+    for expected in test.get("expectLogMessages", []):
+        for message in expected.get("messages", []) if isinstance(expected, Mapping) else []:
+            data = message.get("data", {}) if isinstance(message, Mapping) else {}
+            if data.get("message") == "Connection pool created" and any(
+                key.startswith("waitQueue") and key not in given for key in data
+            ):
+                return True
+    return False
+
+
 SPEC_DATA_QUIRKS: dict[str, Predicate] = {
+    "spec data: the expected 'Connection pool created' message carries a waitQueue option the "
+    "client was not given (the waitQueueMultiple case sets waitQueueSize)": _logged_pool_option_never_given,
     "spec data: the test expects a timeout error but sets no timeoutMS anywhere (a second test "
     "of the same name in the CSOT runCursorCommand file; the first one, which sets it, runs)": _timeout_expected_without_timeout_ms,
 }
