@@ -60,9 +60,9 @@ from mongo_sansio.testing.engine.plan import chosen_index
 from mongo_sansio.testing.engine.projection import Projection
 from mongo_sansio.testing.engine.query import compile_filter, is_operator_document
 from mongo_sansio.testing.engine.text import (
-    TEXT_SCORE,
     TextIndex,
     find_text_clause,
+    scored,
     strip_scores,
     text_query,
 )
@@ -368,13 +368,8 @@ class Collection:
         compiled = Projection(projection, collation=effective) if projection else None  # parsed even if unused
         clause = find_text_clause(filter)
         if clause is not MISSING:  # the documents carry their scores for the sort and projection
-            query = text_query(clause, self.text_index())
-            matched = [(key, {**d, TEXT_SCORE: query.score(d)}) for key, d in self._matching(filter, None, effective)]
-            if sort:
-                order = sort_documents([d for _, d in matched], sort, effective)
-                position = {id(d): i for i, d in enumerate(order)}
-                matched.sort(key=lambda row: position[id(row[1])])
-            rows = matched[skip:]
+            by = (lambda docs: sort_documents(docs, sort, effective)) if sort else None
+            rows = scored(self._matching(filter, None, effective), text_query(clause, self.text_index()), by)[skip:]
         else:
             rows = self._matching(filter, sort, effective)[skip:]
         if limit:

@@ -88,7 +88,8 @@ def _parse(argument: Any) -> dict[str, Any]:
             if name in _NOT_IN_LOOKUP:  # code from memory
                 raise location(51047, f"{name} is not allowed within a $lookup's sub-pipeline")
     spec["pipeline"] = pipeline
-    opens_with_documents = bool(pipeline) and isinstance(pipeline[0], Mapping) and "$documents" in pipeline[0]
+    opens_with_documents = isinstance(pipeline, list) and bool(pipeline) and isinstance(pipeline[0], Mapping) \
+        and "$documents" in pipeline[0]
     if "from" in argument:
         spec["from"] = _string_field(argument, "from")
     elif not opens_with_documents:

@@ -46,8 +46,8 @@ from mongo_sansio.testing.engine.order import (
 from mongo_sansio.testing.engine.paths import lookup_leaves, split_path
 
 __all__ = [
-    "TEXT_SCORE", "TextIndex", "TextQuery", "compile_meta", "find_text_clause", "strip_scores",
-    "text_index_spec", "text_query",
+    "TEXT_SCORE", "TextIndex", "TextQuery", "compile_meta", "find_text_clause", "scored", "strip_scores",
+    "text_index_spec", "text_query", "with_scores",
 ]
 
 #: where a document's text score rides through a find or a pipeline (never a BSON field name)
@@ -325,6 +325,19 @@ def compile_meta(argument: Any) -> Callable[[Any, Mapping[str, Any]], Any]:
 def with_scores(documents: list[dict[str, Any]], query: TextQuery) -> list[dict[str, Any]]:
     """Shallow copies of ``documents`` carrying their scores."""
     return [{**document, TEXT_SCORE: query.score(document)} for document in documents]
+
+
+def scored(
+    rows: list[tuple[Any, dict[str, Any]]], query: TextQuery,
+    sort_by: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None,
+) -> list[tuple[Any, dict[str, Any]]]:
+    """A find's (key, document) rows as shallow copies carrying their scores, in ``sort_by``'s
+    order (the sort may name the score)."""
+    matched = [(key, {**document, TEXT_SCORE: query.score(document)}) for key, document in rows]
+    if sort_by is not None:
+        position = {id(document): i for i, document in enumerate(sort_by([d for _, d in matched]))}
+        matched.sort(key=lambda row: position[id(row[1])])
+    return matched
 
 
 def strip_scores(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
