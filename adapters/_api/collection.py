@@ -60,6 +60,7 @@ _SERVER_SPELLING = {
     "allowDiskUse": "allow_disk_use",
     "bypassDocumentValidation": "bypass_document_validation",
     "rawData": "raw_data",
+    "timeoutMode": "timeout_mode",  # (the CSOT spec's; checked by the core)
 }
 
 
@@ -312,8 +313,10 @@ class CollectionBase(
         comment: Any = None,
         *,
         rawData: bool | None = None,  # noqa: N803 - the specifications' name (PyMongo has none)
+        timeoutMode: str | None = None,  # noqa: N803 - the CSOT spec's name (PyMongo has none)
     ) -> Program[CommandCursorT]:
-        opened = yield self._op(self._ops.list_indexes(comment=comment, raw_data=rawData), session)
+        flow = self._ops.list_indexes(comment=comment, raw_data=rawData, timeout_mode=timeoutMode)
+        opened = yield self._op(flow, session)
         return self._command_cursor_class(
             self, opened, session=session, codec_options=DEFAULT_CODEC_OPTIONS
         )

@@ -49,6 +49,7 @@ _AGGREGATE_SPELLING = {
     "allowDiskUse": "allow_disk_use",
     "bypassDocumentValidation": "bypass_document_validation",
     "rawData": "raw_data",
+    "timeoutMode": "timeout_mode",  # (the CSOT spec's; checked by the core)
 }
 
 

@@ -234,6 +234,8 @@ class ClientSettings:
             max_connecting=uri.max_connecting,
             wait_queue_timeout_ms=uri.wait_queue_timeout_ms or 0,
             load_balanced=uri.load_balanced,
+            wait_queue_size=uri.wait_queue_size,
+            wait_queue_multiple=uri.wait_queue_multiple,
         )
         timeout_ms = uri.timeout_ms
         return cls(

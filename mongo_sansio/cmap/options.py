@@ -25,6 +25,8 @@ _SPEC_NAMES = {
     "wait_queue_timeout_ms": "waitQueueTimeoutMS",
     "load_balanced": "loadBalanced",
     "populate_backoff_ms": "populateBackoffMS",
+    "wait_queue_size": "waitQueueSize",
+    "wait_queue_multiple": "waitQueueMultiple",
 }
 _PYTHON_NAMES = {spec: python for python, spec in _SPEC_NAMES.items()}
 
@@ -54,6 +56,9 @@ class PoolOptions:
     ``populate_backoff_ms`` is how long the pool waits, after a connection opened to satisfy
     ``min_pool_size`` failed, before opening another one (the spec's background-thread interval;
     it keeps a failing server from being hammered when SDAM does not clear the pool).
+    ``wait_queue_size`` and ``wait_queue_multiple`` are legacy bounds a connection string may
+    still give: they are reported (PoolCreated, the "Connection pool created" log message) as
+    the CMAP spec's logging asks, and not enforced (None: not given).
     """
 
     max_pool_size: int = 100
@@ -63,6 +68,8 @@ class PoolOptions:
     wait_queue_timeout_ms: float = 0
     load_balanced: bool = False
     populate_backoff_ms: float = 1000.0
+    wait_queue_size: int | None = None
+    wait_queue_multiple: int | None = None
 
     def __attrs_post_init__(self) -> None:
         _integer("maxPoolSize", self.max_pool_size, 0)
@@ -78,6 +85,9 @@ class PoolOptions:
         if not isinstance(self.load_balanced, bool):
             raise ConfigurationError(f"loadBalanced must be a boolean, not {self.load_balanced!r}")
         _number("populateBackoffMS", self.populate_backoff_ms, positive=True)
+        for name, value in (("waitQueueSize", self.wait_queue_size), ("waitQueueMultiple", self.wait_queue_multiple)):
+            if value is not None:
+                _integer(name, value, 0)
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> PoolOptions:

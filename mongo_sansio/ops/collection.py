@@ -37,6 +37,7 @@ import attrs
 from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from mongo_sansio.bson.objectid import ObjectId
 from mongo_sansio.cursors.cursor import Cursor, Namespace, cursor_close, cursor_next
+from mongo_sansio.cursors.timeout_mode import checked_timeout_mode, writes_out
 from mongo_sansio.errors import ConfigurationError, InvalidName
 from mongo_sansio.flow import Flow
 from mongo_sansio.ops import crud
@@ -192,10 +193,12 @@ class OperationSettings:
         max_await_time_ms: int | None = None,
         read_preference: ReadPreference | None = None,
         raw_data: bool | None = None,
+        timeout_mode: str | None = None,
     ) -> Flow[Cursor]:
         """Run an aggregation pipeline on the collection, or on the database (``aggregate:
         1``, for stages such as $currentOp, $listLocalSessions and $documents).  A pipeline
-        ending in $out/$merge runs on a writable server and returns an empty cursor."""
+        ending in $out/$merge runs on a writable server and returns an empty cursor.
+        ``timeout_mode``: the CSOT spec's (:mod:`~mongo_sansio.cursors.timeout_mode`)."""
         db, target = self._aggregate_namespace()
         body = aggregate_command(
             target,
@@ -212,7 +215,7 @@ class OperationSettings:
             write_concern=self.write_concern,
             raw_data=raw_data,
         )
-        return crud.read_cursor(
+        flow = crud.read_cursor(
             db,
             body,
             read_preference=self._read_preference(read_preference),
@@ -222,6 +225,9 @@ class OperationSettings:
             if max_await_time_ms is None
             else check_non_negative(max_await_time_ms, "max_await_time_ms"),
         )
+        if timeout_mode is None:
+            return flow
+        return checked_timeout_mode(timeout_mode, flow, writes=writes_out(pipeline))
 
 
 @attrs.frozen
@@ -307,9 +313,11 @@ class CollectionOps(
         max: Mapping[str, Any] | None = None,
         read_preference: ReadPreference | None = None,
         raw_data: bool | None = None,
+        timeout_mode: str | None = None,
     ) -> Flow[Cursor]:
         """Open a find cursor.  ``sort``: a mapping or ``[(key, 1 | -1), ...]``; ``limit``: 0
-        for none, negative for a single batch of at most ``-limit`` documents."""
+        for none, negative for a single batch of at most ``-limit`` documents.
+        ``timeout_mode``: the CSOT spec's (:mod:`~mongo_sansio.cursors.timeout_mode`)."""
         body = find_command(
             self.name,
             filter,
@@ -335,7 +343,7 @@ class CollectionOps(
             raw_data=raw_data,
         )
         awaits = cursor_type is CursorType.TAILABLE_AWAIT
-        return crud.read_cursor(
+        flow = crud.read_cursor(
             self.database,
             body,
             read_preference=self._read_preference(read_preference),
@@ -346,6 +354,9 @@ class CollectionOps(
             if awaits and max_await_time_ms is not None
             else None,
         )
+        if timeout_mode is None:
+            return flow
+        return checked_timeout_mode(timeout_mode, flow, tailable=cursor_type is not CursorType.NON_TAILABLE)
 
     def find_one(
         self,

@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 
 from mongo_sansio.cursors.cursor import Cursor
+from mongo_sansio.cursors.timeout_mode import checked_timeout_mode
 from mongo_sansio.errors import (
     CollectionInvalid,
     InvalidOperation,
@@ -157,12 +158,16 @@ class DatabaseOps(OperationSettings):
         and return the cursor; a reply without one raises InvalidOperation, as in PyMongo.
         ``comment`` goes on the getMores (as PyMongo's: a comment for the command itself is
         written in it); ``max_await_time_ms`` on the getMores of a tailable-await cursor."""
+        timeout_mode = _pop_timeout_mode(fields)
         body = _command_body(command, value, None, fields)
         if max_await_time_ms is not None:
             check_non_negative(max_await_time_ms, "max_await_time_ms")
-        return self._cursor_command(
+        flow = self._cursor_command(
             body, _read_preference_or_primary(read_preference), comment, max_await_time_ms
         )
+        if timeout_mode is None:
+            return flow
+        return checked_timeout_mode(timeout_mode, flow, tailable=bool(body.get("tailable")))
 
     def _cursor_command(
         self,
@@ -202,11 +207,13 @@ class DatabaseOps(OperationSettings):
     ) -> Flow[Cursor]:
         """A cursor over the database's collection descriptions (on the primary); ``fields``
         are more listCollections fields in the command's spelling (``nameOnly=True``...)."""
+        timeout_mode = _pop_timeout_mode(fields)
         body = self._list_collections_body(
             filter, name_only, authorized_collections, comment, batch_size
         )
         body.update(fields)
-        return crud.read_cursor(self.name, body, batch_size=batch_size or None, comment=comment)
+        flow = crud.read_cursor(self.name, body, batch_size=batch_size or None, comment=comment)
+        return flow if timeout_mode is None else checked_timeout_mode(timeout_mode, flow)
 
     def list_collection_names(
         self, filter: Mapping[str, Any] | None = None, *, comment: Any = None, **fields: Any
@@ -309,10 +316,18 @@ def list_databases(*, comment: Any = None, **fields: Any) -> Flow[list[Mapping[s
     """``listDatabases`` on the admin database (the primary): its ``databases`` documents.
     ``fields`` are more of the command's fields (``nameOnly=True``, ``filter={...}``,
     ``authorizedDatabases=True``)."""
+    timeout_mode = _pop_timeout_mode(fields)
     body: dict[str, Any] = {"listDatabases": 1, **fields}
     if comment is not None:
         body["comment"] = comment
-    return _list_databases(body)
+    flow = _list_databases(body)
+    return flow if timeout_mode is None else checked_timeout_mode(timeout_mode, flow)
+
+
+def _pop_timeout_mode(fields: dict[str, Any]) -> Any:
+    """The CSOT ``timeoutMode`` among a command's fields (a client option, never sent)."""
+    found = fields.pop("timeout_mode", None)
+    return fields.pop("timeoutMode", found)
 
 
 def _list_databases(body: Mapping[str, Any]) -> Flow[list[Mapping[str, Any]]]:

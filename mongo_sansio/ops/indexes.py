@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mongo_sansio.cursors.cursor import Cursor, Namespace, cursor_next_batch
+from mongo_sansio.cursors.timeout_mode import checked_timeout_mode
 from mongo_sansio.errors import ConfigurationError, ServerError
 from mongo_sansio.flow import Flow, ServerInfo
 from mongo_sansio.ops import crud
@@ -209,9 +210,13 @@ class IndexOps:
         put_raw_data(body, raw_data)  # (left out for servers before 8.2: for_server)
         return body
 
-    def list_indexes(self, *, comment: Any = None, raw_data: bool | None = None) -> Flow[Cursor]:
-        """A cursor over the collection's index documents (``{v, key, name, ...}``)."""
-        return list_indexes(self.database, self.name, self._list_indexes_body(comment, raw_data))
+    def list_indexes(
+        self, *, comment: Any = None, raw_data: bool | None = None, timeout_mode: str | None = None
+    ) -> Flow[Cursor]:
+        """A cursor over the collection's index documents (``{v, key, name, ...}``);
+        ``timeout_mode``: the CSOT spec's (:mod:`~mongo_sansio.cursors.timeout_mode`)."""
+        flow = list_indexes(self.database, self.name, self._list_indexes_body(comment, raw_data))
+        return flow if timeout_mode is None else checked_timeout_mode(timeout_mode, flow)
 
     def index_information(self, *, comment: Any = None) -> Flow[dict[str, Any]]:
         """The indexes as PyMongo's ``index_information`` dictionary."""

@@ -15,7 +15,10 @@ connection was checked out and the session bound to a server session:
 * outside one: the retryable write's ``txnNumber``; ``afterClusterTime`` on reads and on write
   commands (:data:`CAUSAL_WRITE_COMMANDS`, the Causal Consistency spec's write rule) of a
   causally consistent session that has an operation time; ``level: snapshot`` (and
-  ``atClusterTime`` once known) on reads of a snapshot session.
+  ``atClusterTime`` once known) on every command of a snapshot session (the snapshot sessions
+  spec: writes and catalogue reads too, so that the server refuses what it cannot read at a
+  snapshot) but the cursor continuations (getMore, killCursors), which read at their
+  cursor's.
 
 Inputs: the command body, the session, the client's clock, what the server supports.  Outputs:
 the body to send.  Pure.
@@ -64,6 +67,9 @@ CAUSAL_WRITE_COMMANDS: Final = frozenset(
 TRANSACTION_END_COMMANDS: Final = frozenset({"commitTransaction", "abortTransaction"})
 #: servers from MongoDB 3.6 gossip cluster time
 CLUSTER_TIME_WIRE_VERSION: Final = 6
+
+#: commands that continue a cursor: they read as the command that opened it did
+_CURSOR_CONTINUATIONS: Final = frozenset({"getMore", "killCursors"})
 
 _NO_SESSION_COMMANDS: Final = frozenset(
     {
@@ -139,7 +145,7 @@ def with_session_fields(
         session.operation_sent()  # the first command after a commit or abort leaves it
     if txn_number is not None:
         out["txnNumber"] = Int64(txn_number)
-    if name in READ_CONCERN_COMMANDS:
+    if name in READ_CONCERN_COMMANDS or (session.snapshot and name not in _CURSOR_CONTINUATIONS):
         _read_concern(out, session)
     elif name in CAUSAL_WRITE_COMMANDS:
         _after_cluster_time(out, session)

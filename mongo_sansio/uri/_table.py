@@ -256,6 +256,9 @@ _SPECS = (
         _choice(("unspecified", "standard", "pythonLegacy", "javaLegacy", "csharpLegacy")),
     ),
     OptionSpec("w", _write_concern_w),
+    # legacy queue bounds (the CMAP spec's logging reports them when given; nothing enforces them)
+    OptionSpec("waitQueueMultiple", _integer(0)),
+    OptionSpec("waitQueueSize", _integer(0)),
     OptionSpec("waitQueueTimeoutMS", _POSITIVE),
     OptionSpec("wTimeoutMS", _integer(0, INT64_MAX)),
     OptionSpec("zlibCompressionLevel", _integer(-1, 9)),

@@ -313,6 +313,16 @@ class ConnectionString:
     def wait_queue_timeout_ms(self) -> int | None:
         return self.options.get("waitQueueTimeoutMS")
 
+    @property
+    def wait_queue_size(self) -> int | None:
+        """The legacy ``waitQueueSize`` (reported in the pool's creation log, not enforced)."""
+        return self.options.get("waitQueueSize")
+
+    @property
+    def wait_queue_multiple(self) -> int | None:
+        """The legacy ``waitQueueMultiple`` (reported in the pool's creation log, not enforced)."""
+        return self.options.get("waitQueueMultiple")
+
     # -- operations -------------------------------------------------------------------------
 
     @property

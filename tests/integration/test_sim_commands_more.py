@@ -49,6 +49,31 @@ def test_snapshot_read_at_a_cluster_time(client: MongoClient[Any]) -> None:
     assert refused.value.code == 72
 
 
+def test_a_snapshot_session_refuses_what_cannot_read_at_a_snapshot(client: MongoClient[Any]) -> None:
+    things = client.db.things
+    things.insert_many([{"_id": i} for i in range(5)])
+    with client.start_session(snapshot=True) as session:
+        # a getMore carries the session's readConcern (PyMongo sends it) and reads on
+        assert [d["_id"] for d in things.find({}, batch_size=2, session=session)] == [0, 1, 2, 3, 4]
+        for refused_call, name in (
+            (lambda: things.insert_one({"_id": 9}, session=session), "insert"),
+            (lambda: things.update_one({"_id": 1}, {"$set": {"x": 1}}, session=session), "update"),
+            (lambda: things.delete_one({}, session=session), "delete"),
+            (lambda: things.find_one_and_update({"_id": 1}, {"$set": {"x": 1}}, session=session), "findAndModify"),
+            (lambda: client.list_database_names(session=session), "listDatabases"),
+            (lambda: client.db.list_collection_names(session=session), "listCollections"),
+            (lambda: list(things.list_indexes(session=session)), "listIndexes"),
+        ):
+            with pytest.raises(OperationFailure) as refused:
+                refused_call()
+            assert refused.value.code == 72, name
+            assert str(refused.value).startswith(
+                f'Command {name} does not support {{ readConcern: {{ level: "snapshot", atClusterTime: Timestamp('
+            ), refused.value
+            assert "read concern not supported" in str(refused.value)
+    assert things.count_documents({}) == 5  # nothing was written
+
+
 def test_every_reply_carries_the_cluster_time(client: MongoClient[Any]) -> None:
     reply = client.admin.command("ping")
     assert isinstance(reply["operationTime"], Timestamp) and "clusterTime" in reply["$clusterTime"]

@@ -130,8 +130,13 @@ def test_bad_options_name_the_option(options: dict[str, Any], name: str) -> None
 
 def test_options_from_spec_names() -> None:
     assert PoolOptions.from_mapping({"maxPoolSize": 0, "minPoolSize": 4}).min_pool_size == 4
+    with pytest.raises(ConfigurationError, match="waitQueueLength"):
+        PoolOptions.from_mapping({"waitQueueLength": 3})
+    # the legacy queue bounds are taken and reported (PoolCreated, its log message), not enforced
+    legacy = PoolOptions.from_mapping({"waitQueueSize": 3, "waitQueueMultiple": 2})
+    assert legacy.non_default() == {"waitQueueSize": 3, "waitQueueMultiple": 2}
     with pytest.raises(ConfigurationError, match="waitQueueSize"):
-        PoolOptions.from_mapping({"waitQueueSize": 3})
+        PoolOptions.from_mapping({"waitQueueSize": -1})
     with pytest.raises(ConfigurationError):
         Pool("", PoolOptions())
 

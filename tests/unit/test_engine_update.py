@@ -373,3 +373,26 @@ def test_pipeline_update_writes_dotted_and_dollar_prefixed_names() -> None:
     assert apply({"_id": 1, "foo": {}}, top) == ({"_id": 1, "foo": {}, "$a": 1}, True)
     inner = [{"$set": {"foo": {"$setField": {"field": {"$literal": "a.b"}, "value": 1, "input": "$foo"}}}}]
     assert apply({"_id": 1, "foo": {}}, inner) == ({"_id": 1, "foo": {"a.b": 1}}, True)
+
+
+# --- $-prefixed field names ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("update", [
+    {"$set": {"$x": 1}}, {"$inc": {"$x": 1}}, {"$set": {"$x.y": 1}}, {"$push": {"$x": 1}},
+    {"$set": {"a": 1, "$x": 1}},
+])
+def test_an_operator_may_not_write_a_dollar_prefixed_field_into_an_existing_document(update: Any) -> None:
+    document = {"_id": 1, "a": 0}
+    error = error_of(document, update)
+    path = next(p for p in update[next(iter(update))] if p.startswith("$"))
+    assert (error.code, error.code_name) == (52, "DollarPrefixedFieldName")
+    assert str(error).startswith(f"The dollar ($) prefixed field '$x' in '{path}' is not allowed in the context")
+    assert document == {"_id": 1, "a": 0}  # nothing applied
+
+
+def test_an_upsert_insert_may_store_a_dollar_prefixed_field_and_unset_may_remove_one() -> None:
+    doc, _ = apply({"_id": 2}, {"$set": {"$x": 1}}, inserting=True)
+    assert doc == {"_id": 2, "$x": 1}
+    doc, changed = apply({"_id": 2, "$x": 1}, {"$unset": {"$x": ""}})
+    assert doc == {"_id": 2} and changed

@@ -259,6 +259,19 @@ def test_a_snapshot_time_given_at_the_start_is_read_at_from_the_first_read() -> 
     assert session.snapshot_time == Timestamp(30, 1)  # the given one stays
 
 
+def test_a_snapshot_session_sends_its_read_concern_on_every_command_but_cursor_continuations() -> None:
+    # the snapshot sessions spec: writes and catalogue reads too, so the server refuses them
+    sessions = new_sessions()
+    session = Session(OWNER, implicit=False, snapshot=True, snapshot_time=Timestamp(30, 1))
+    for body in ({"insert": "c", "documents": [{}]}, {"update": "c"}, {"delete": "c"},
+                 {"findAndModify": "c"}, {"listDatabases": 1}, {"listCollections": 1},
+                 {"listIndexes": "c"}, {"ping": 1}):
+        sent = prepare(sessions, session, body)
+        assert sent["readConcern"] == {"level": "snapshot", "atClusterTime": Timestamp(30, 1)}, body
+    for body in ({"getMore": Int64(5), "collection": "c"}, {"killCursors": "c", "cursors": []}):
+        assert "readConcern" not in prepare(sessions, session, body)
+
+
 def test_a_snapshot_time_needs_a_snapshot_session_and_a_timestamp() -> None:
     with pytest.raises(ConfigurationError, match="snapshot=True"):
         Session(OWNER, implicit=False, snapshot_time=Timestamp(1, 1))

@@ -131,7 +131,8 @@ def test_standalone_serves_everything_else() -> None:
     assert client.command({"insert": "c", "documents": [{"_id": 1}], "lsid": {"id": Binary(bytes(16), 4)}})["n"] == 1
     assert client.command({"find": "c", "batchSize": 0})["cursor"]["firstBatch"] == []
     assert client.command({"aggregate": "c", "pipeline": [{"$count": "n"}], "cursor": {}})["cursor"]["firstBatch"] == [{"n": 1}]
-    assert client.command({"listDatabases": 1, "nameOnly": True}, db="admin")["databases"] == [{"name": "test"}]
+    assert client.command({"listDatabases": 1, "nameOnly": True}, db="admin")["databases"] == [
+        {"name": "admin"}, {"name": "config"}, {"name": "local"}, {"name": "test"}]
 
 
 def test_standalone_has_no_elections() -> None:

@@ -40,15 +40,28 @@ from mongo_sansio.testing.engine.order import (
 from mongo_sansio.testing.engine.paths import get_path, lookup_leaves, set_path, split_path
 from mongo_sansio.testing.engine.projection import Projection
 from mongo_sansio.testing.engine.query import compile_filter
+from mongo_sansio.testing.engine.stages_bucket import BUCKET_STAGES
+from mongo_sansio.testing.engine.stages_lookup import LOOKUP_STAGES
 from mongo_sansio.testing.engine.stages_spark import SPARK_STAGES
+from mongo_sansio.testing.engine.text import (
+    TEXT_SCORE,
+    TextIndex,
+    find_text_clause,
+    strip_scores,
+    text_query,
+    with_scores,
+)
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.engine.collation import Collation
 
 __all__ = [
     "run_pipeline", "compile_pipeline", "sort_documents", "parse_sort", "check_update_pipeline",
-    "lite_parse_pipeline",
+    "lite_parse_pipeline", "group_stage",
 ]
+
+#: where the variables hold the source collection's text index (no $$name reaches it)
+_TEXT_INDEX_VARIABLE = "$textIndex"
 
 Documents = list[dict[str, Any]]
 Stage = Callable[[Documents], Documents]
@@ -64,13 +77,15 @@ def run_pipeline(
     lookup: Resolver | None = None,
     now: datetime.datetime | None = None,
     collation: Collation | None = None,
+    text_index: TextIndex | None = None,
 ) -> Documents:
-    """Run ``pipeline`` over (copies of) ``documents`` and return the results."""
-    stages = compile_pipeline(pipeline, lookup=lookup, now=now, collation=collation)
+    """Run ``pipeline`` over (copies of) ``documents`` and return the results.  ``text_index``:
+    the text index of the collection the documents are, for a first ``$match`` with ``$text``."""
+    stages = compile_pipeline(pipeline, lookup=lookup, now=now, collation=collation, text_index=text_index)
     results = [copy_value(dict(d)) for d in documents]
     for stage in stages:
         results = stage(results)
-    return results
+    return strip_scores(results)
 
 
 def check_update_pipeline(pipeline: Sequence[Any]) -> None:
@@ -101,7 +116,7 @@ def _stage_name(spec: Any) -> str:
 
 def compile_pipeline(
     pipeline: Sequence[Any], *, lookup: Resolver | None = None, now: datetime.datetime | None = None,
-    collation: Collation | None = None,
+    collation: Collation | None = None, text_index: TextIndex | None = None,
 ) -> list[Stage]:
     if not isinstance(pipeline, list | tuple):
         raise CommandError(14, "TypeMismatch", "'pipeline' option must be specified as an array")
@@ -109,10 +124,14 @@ def compile_pipeline(
     variables: dict[str, Any] = collation_variables(collation)
     if now is not None:
         variables["NOW"] = now
+    if text_index is not None:
+        variables[_TEXT_INDEX_VARIABLE] = text_index
     stages: list[Stage] = []
-    for spec in pipeline:
+    for position, spec in enumerate(pipeline):
         name = _stage_name(spec)
         argument = spec[name]
+        if name == "$match" and position > 0 and find_text_clause(argument) is not MISSING:
+            raise location(17313, "$match with $text is only allowed as the first pipeline stage")
         builder = _BUILDERS.get(name)
         if builder is None:
             if name == "$changeStream":
@@ -126,7 +145,8 @@ def compile_pipeline(
 
 
 def parse_sort(spec: Any) -> list[tuple[list[str], int]]:
-    """A sort specification as (path parts, 1 or -1) pairs; {$meta} keys are ignored."""
+    """A sort specification as (path parts, 1 or -1) pairs; a ``{$meta: "textScore"}`` key
+    sorts by the text score, highest first, and the other {$meta} keys are ignored."""
     if not isinstance(spec, Mapping):
         raise location(15973, "the $sort key specification must be an object")
     if not spec:
@@ -134,6 +154,8 @@ def parse_sort(spec: Any) -> list[tuple[list[str], int]]:
     keys = []
     for field, direction in spec.items():
         if isinstance(direction, Mapping) and "$meta" in direction:
+            if direction["$meta"] == "textScore":
+                keys.append(([TEXT_SCORE], -1))
             continue
         if not is_number(direction) or numeric_value(direction) not in (1, -1):
             raise location(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
@@ -188,11 +210,17 @@ def sort_documents(documents: Iterable[Mapping[str, Any]], spec: Any, collation:
 def _match(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
     if not isinstance(argument, Mapping):
         raise location(15959, "the match filter must be an expression in an object")
+    text: TextIndex | None = variables.get(_TEXT_INDEX_VARIABLE)
     predicate = compile_filter(
         argument,
         _collation_of(variables),
         where_refused="$where is not allowed inside of a $match aggregation expression",
+        text=text,
     )
+    clause = find_text_clause(argument)
+    if clause is not MISSING:
+        query = text_query(clause, text)
+        return lambda docs: with_scores([d for d in docs if predicate(d)], query)
     return lambda docs: [d for d in docs if predicate(d)]
 
 
@@ -351,11 +379,15 @@ def _group(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) ->
         raise location(15947, "a group's fields must be specified in an object")
     if "_id" not in argument:
         raise location(15955, "a group specification must include an _id")
-    key_expression = compile_expression(argument["_id"])
+    return group_stage(compile_expression(argument["_id"]), {k: v for k, v in argument.items() if k != "_id"},
+                       variables)
+
+
+def group_stage(key_expression: Compiled, fields: Mapping[str, Any], variables: dict[str, Any]) -> Stage:
+    """A $group by the key ``key_expression`` computes, with the accumulator ``fields``
+    (checked here); $bucket and $sortByCount are built on it, as mongod desugars them."""
     accumulators: list[tuple[str, str, Compiled]] = []
-    for field, spec in argument.items():
-        if field == "_id":
-            continue
+    for field, spec in fields.items():
         if "." in field:
             raise location(40235, f"The field name '{field}' cannot contain '.'")
         if not isinstance(spec, Mapping) or len(spec) != 1:
@@ -430,7 +462,7 @@ def _accumulate(name: str, values: list[Any], collation: Collation | None = None
     return list(unique.values())
 
 
-# --- $unwind and $lookup -------------------------------------------------------------------
+# --- $unwind --------------------------------------------------------------------------
 
 
 def _unwind(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
@@ -475,40 +507,6 @@ def _unwind(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -
     return run
 
 
-def _lookup(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) -> Stage:
-    if not isinstance(argument, Mapping):
-        raise location(40319, "the $lookup specification must be an Object")
-    for field in ("from", "localField", "foreignField", "as"):
-        if not isinstance(argument.get(field), str):
-            if "pipeline" in argument:
-                raise bad_value("$lookup with a pipeline is not supported by the simulated server")
-            raise location(4572, f"$lookup requires '{field}' to be a string")
-    foreign_name = argument["from"]
-    local_parts = split_path(argument["localField"])
-    foreign_field = argument["foreignField"]
-    as_parts = split_path(argument["as"])
-    collation = _collation_of(variables)
-
-    def run(docs: Documents) -> Documents:
-        if lookup is None:
-            raise bad_value("$lookup needs a way to read the foreign collection")
-        foreign = [dict(d) for d in lookup(foreign_name)]
-        out = []
-        for doc in docs:
-            locals_ = []
-            for leaf in lookup_leaves(doc, local_parts):
-                locals_.extend(leaf if isinstance(leaf, list) else [leaf])
-            if not locals_:
-                locals_ = [None]
-            predicate = compile_filter({foreign_field: {"$in": locals_}}, collation)
-            new = copy_value(doc)
-            set_path(new, as_parts, [copy_value(f) for f in foreign if predicate(f)])
-            out.append(new)
-        return out
-
-    return run
-
-
 # Stages mongod refuses inside $facet (they write, or must come first, or nest facets).
 _NOT_IN_FACET = frozenset({"$facet", "$out", "$merge", "$changeStream", "$collStats", "$indexStats",
                            "$geoNear", "$documents", "$listSessions", "$listLocalSessions"})
@@ -535,7 +533,7 @@ def _facet(argument: Any, lookup: Resolver | None, variables: dict[str, Any]) ->
             results = [copy_value(d) for d in docs]
             for stage in stages:
                 results = stage(results)
-            out[name] = results
+            out[name] = strip_scores(results)
         return [out]
 
     return run
@@ -556,6 +554,7 @@ _BUILDERS: dict[str, Callable[[Any, Resolver | None, dict[str, Any]], Stage]] = 
     "$count": _count,
     "$group": _group,
     "$unwind": _unwind,
-    "$lookup": _lookup,
+    **BUCKET_STAGES,  # $bucket, $sortByCount (stages_bucket.py)
+    **LOOKUP_STAGES,  # $lookup in its three forms (stages_lookup.py)
     **SPARK_STAGES,  # $sample, $bucketAuto, $collStats (stages_spark.py)
 }

@@ -59,6 +59,13 @@ from mongo_sansio.testing.engine.paths import lookup_leaves, split_path
 from mongo_sansio.testing.engine.plan import chosen_index
 from mongo_sansio.testing.engine.projection import Projection
 from mongo_sansio.testing.engine.query import compile_filter, is_operator_document
+from mongo_sansio.testing.engine.text import (
+    TextIndex,
+    find_text_clause,
+    scored,
+    strip_scores,
+    text_query,
+)
 from mongo_sansio.testing.engine.update import Update, upsert_seed
 from mongo_sansio.testing.engine.validation import Validation
 
@@ -318,7 +325,8 @@ class Collection:
     def _matching(
         self, filter: Mapping[str, Any] | None, sort: Any = None, collation: Collation | None = None  # noqa: A002
     ) -> list[tuple[Any, dict[str, Any]]]:
-        predicate = compile_filter(filter, collation)
+        text = self.text_index()
+        predicate = compile_filter(filter, collation, text=text)
         # (documents are stored by their _id's simple key: a collation may match other _ids)
         wanted = _id_equality(filter) if self._unique_ids and collation is None else MISSING
         if wanted is not MISSING:
@@ -358,7 +366,12 @@ class Collection:
             raise bad_value("skip value must be non-negative")
         effective = self._effective(collation)
         compiled = Projection(projection, collation=effective) if projection else None  # parsed even if unused
-        rows = self._matching(filter, sort, effective)[skip:]
+        clause = find_text_clause(filter)
+        if clause is not MISSING:  # the documents carry their scores for the sort and projection
+            by = (lambda docs: sort_documents(docs, sort, effective)) if sort else None
+            rows = scored(self._matching(filter, None, effective), text_query(clause, self.text_index()), by)[skip:]
+        else:
+            rows = self._matching(filter, sort, effective)[skip:]
         if limit:
             rows = rows[: abs(limit)]
         if return_key:
@@ -369,10 +382,18 @@ class Collection:
             results = [copy_value(d) for _, d in rows]
         else:
             results = [compiled.apply(d, filter=filter) for _, d in rows]
+        strip_scores(results)
         if show_record_id and not return_key:
             for (key, _), result in zip(rows, results, strict=True):
                 result["$recordId"] = Int64(self._record_ids.get(key, 0))
         return results
+
+    def text_index(self) -> TextIndex | None:
+        """The collection's text index (it has at most one), which ``$text`` needs."""
+        for index in self._indexes.values():
+            if "_fts" in index.spec["key"]:
+                return TextIndex(index.spec)
+        return None
 
     @staticmethod
     def _index_key(index: Index | None, document: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.bson import Decimal128, Int64, ObjectId, Undefined
+from mongo_sansio.testing.engine.dates import compile_date_to_string
 from mongo_sansio.testing.engine.errors import CommandError, bad_value, location, type_mismatch
 from mongo_sansio.testing.engine.field_operators import (
     compile_get_field,
@@ -41,6 +42,7 @@ from mongo_sansio.testing.engine.order import (
     whole_number,
 )
 from mongo_sansio.testing.engine.stages_spark import to_hashed_index_key
+from mongo_sansio.testing.engine.text import compile_meta
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.engine.collation import Collation
@@ -626,6 +628,8 @@ _SCOPED: dict[str, Callable[[Any], Compiled]] = {
     "$getField": lambda argument: compile_get_field(argument, compile_expression),
     "$setField": lambda argument: compile_set_field(argument, compile_expression),
     "$unsetField": lambda argument: compile_unset_field(argument, compile_expression),
+    "$dateToString": lambda argument: compile_date_to_string(argument, compile_expression),
+    "$meta": compile_meta,
     "$let": _compile_let,
     "$map": _compile_map_or_filter("$map"),
     "$filter": _compile_map_or_filter("$filter"),

@@ -34,6 +34,7 @@ from mongo_sansio.testing.engine.order import (
 )
 from mongo_sansio.testing.engine.paths import lookup_leaves, split_path
 from mongo_sansio.testing.engine.query import Predicate, compile_filter
+from mongo_sansio.testing.engine.text import text_index_spec
 
 __all__ = [
     "ID_INDEX", "Index", "conflicting", "duplicate_groups", "find_index", "index_name",
@@ -127,6 +128,8 @@ def validate_index_spec(raw: Any, default: Collation | None = None) -> dict[str,
             raise CommandError(67, "CannotCreateIndex",
                                f"Index type '{kinds[0]}' does not support collation: {render(collation.document())}")
         spec["collation"] = collation.document()
+    if "text" in key.values():
+        spec = text_index_spec(spec)
     return spec
 
 
@@ -143,6 +146,14 @@ def _index_collation(raw: Mapping[str, Any], default: Collation | None) -> Colla
 
 def conflicting(indexes: Mapping[str, Index], spec: dict[str, Any]) -> bool:
     """True when an identical index exists; raises mongod's conflict errors otherwise."""
+    if "_fts" in spec["key"]:  # a collection has one text index (their keys are all the same)
+        for other in indexes.values():
+            if "_fts" in other.spec["key"] and other.spec["name"] != spec["name"]:
+                raise CommandError(
+                    85, "IndexOptionsConflict",
+                    "An equivalent index already exists with a different name and options. Requested index: "
+                    f"{render(spec)}, existing index: {render(other.spec)}",
+                )
     same_name = indexes.get(spec["name"])
     if same_name is not None:
         if _spec_key(same_name.spec) != _spec_key(spec):

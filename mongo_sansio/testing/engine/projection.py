@@ -32,6 +32,7 @@ from mongo_sansio.testing.engine.query import (
     first_matching_index,
     is_operator_document,
 )
+from mongo_sansio.testing.engine.text import TEXT_SCORE, compile_meta
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.engine.collation import Collation
@@ -66,6 +67,7 @@ class Projection:
         self.slices: list[tuple[list[str], int, int | None]] = []
         self.elem_matches: list[tuple[str, Any]] = []
         self.positional: list[str] | None = None
+        self.metas: list[tuple[list[str], Compiled]] = []
         self._seen: list[list[str]] = []
         self._id_asked_for = False
         if spec is None:
@@ -143,7 +145,11 @@ class Projection:
             _tree_add(self.tree, parts)
             return
         if isinstance(value, Mapping) and len(value) == 1 and "$meta" in value:
-            return  # text scores and search metadata do not exist here; the field is left out
+            # metadata ({$meta: "textScore"}) decides neither inclusion nor exclusion: alone,
+            # the document keeps every field; the kinds the simulator has nothing for are left out
+            self._claim(parts)
+            self.metas.append((parts, compile_meta(value["$meta"])))
+            return
         # any other value is an expression computing the field (find since 4.4, and $project)
         if key == "_id":
             self.include_id = False  # replaced by the computed value
@@ -194,7 +200,7 @@ class Projection:
             _replace_array(out, self.positional, lambda a: a[positional_index : positional_index + 1])
         for parts, skip, limit in self.slices:
             _replace_array(out, parts, lambda a, s=skip, n=limit: _slice(a, s, n))
-        for parts, compiled in self.computed:
+        for parts, compiled in [*self.computed, *self.metas]:
             value = compiled(document, variables or {})
             if value is MISSING:
                 continue
@@ -202,6 +208,8 @@ class Projection:
                 out = {"_id": value, **{k: v for k, v in out.items() if k != "_id"}}
             else:
                 _set_computed(out, parts, value)
+        if TEXT_SCORE in document:  # the score rides on to the later stages
+            out[TEXT_SCORE] = document[TEXT_SCORE]
         return out
 
 

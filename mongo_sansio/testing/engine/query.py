@@ -32,6 +32,7 @@ from mongo_sansio.testing.engine.order import (
     whole_number,
 )
 from mongo_sansio.testing.engine.paths import get_path, lookup, set_path, split_path
+from mongo_sansio.testing.engine.text import TextIndex, find_text_clause, text_query
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.engine.collation import Collation
@@ -64,15 +65,17 @@ def compile_filter(
     collation: Collation | None = None,
     *,
     where_refused: str | None = None,
+    text: TextIndex | None = None,
 ) -> Predicate:
     """Parse ``filter`` once; the result tests documents (comparing strings under
     ``collation``, binary when None).  Bad filters raise CommandError; so does ``$where``
-    where it is not allowed (``where_refused``: mongod's message for the place)."""
+    where it is not allowed (``where_refused``: mongod's message for the place), and
+    ``$text`` without the collection's ``text`` index (27)."""
     if filter is None:
         return lambda document: True
     if not isinstance(filter, Mapping):
         raise bad_value(f"query filter must be an object, not {type_name(filter)}")
-    tests = [_compile_top_level(key, value, collation, where_refused) for key, value in filter.items()]
+    tests = [_compile_top_level(key, value, collation, where_refused, text) for key, value in filter.items()]
     if not tests:
         return lambda document: True
     if len(tests) == 1:
@@ -89,7 +92,7 @@ def is_operator_document(value: Any) -> bool:
 
 
 def _compile_top_level(
-    key: str, value: Any, collation: Collation | None, where_refused: str | None
+    key: str, value: Any, collation: Collation | None, where_refused: str | None, text: TextIndex | None = None,
 ) -> Predicate:
     if not key.startswith("$"):
         return _compile_field(key, value, collation)
@@ -100,7 +103,9 @@ def _compile_top_level(
         for clause in value:
             if not isinstance(clause, Mapping):
                 raise bad_value(f"{key} argument's entries must be objects")
-            clauses.append(compile_filter(clause, collation, where_refused=where_refused))
+            if key == "$nor" and find_text_clause({"$and": [clause]}) is not MISSING:
+                raise bad_value("text expression not allowed in nor")  # message from memory
+            clauses.append(compile_filter(clause, collation, where_refused=where_refused, text=text))
         if key == "$and":
             return lambda document: all(c(document) for c in clauses)
         if key == "$or":
@@ -132,7 +137,9 @@ def _compile_top_level(
         from mongo_sansio.testing.engine.json_schema import compile_schema
 
         return compile_schema(value).matches
-    if key in ("$text", "$sampleRate"):
+    if key == "$text":
+        return text_query(value, text).matches
+    if key == "$sampleRate":
         raise bad_value(f"{key} is not supported by the simulated server")
     raise bad_value(f"unknown top level operator: {key}")
 

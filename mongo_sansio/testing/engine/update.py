@@ -81,6 +81,25 @@ def check_replacement(replacement: Any) -> None:
             )
 
 
+def _check_dollar_prefixed_targets(operations: list[tuple[str, str, Any]]) -> None:
+    """mongod 5.0+ lets an insert (and the insert of an upsert) store a $-prefixed top-level
+    field, but an update operator writing one into an existing document is refused with
+    DollarPrefixedFieldName (52), in the wording of a replacement's refusal; removing one
+    ($unset) is allowed."""
+    for operator, path, _value in operations:
+        first = path.split(".", 1)[0]
+        if operator in ("$unset", "$setOnInsert") or not first.startswith("$"):
+            continue
+        if first == "$" or first.startswith("$["):
+            continue  # a positional operator, refused (or resolved) elsewhere
+        raise CommandError(
+            52, "DollarPrefixedFieldName",
+            f"The dollar ($) prefixed field '{first}' in '{path}' is not allowed in the context of "
+            "an update's replacement document. Consider using an aggregation pipeline with "
+            "$replaceWith.",
+        )
+
+
 def _path_order(path: str) -> list[tuple[int, int, str]]:
     return [(0, int(p), "") if is_index(p) else (1, 0, p) for p in path.split(".")]
 
@@ -257,6 +276,8 @@ class Update:
             document.clear()
             document.update(new)
         else:
+            if not inserting:
+                _check_dollar_prefixed_targets(self.operations)
             for operator, path, value in self.operations:
                 if operator == "$setOnInsert":
                     if not inserting:

@@ -26,7 +26,7 @@ from mongo_sansio.testing.engine import Collection, CommandError
 from mongo_sansio.testing.server.context import Context
 from mongo_sansio.testing.server.oplog import wall_datetime
 
-__all__ = ["coll_stats_document", "is_coll_stats"]
+__all__ = ["coll_stats_document", "is_coll_stats", "storage_figures"]
 
 _BLOCK = 4096
 # What one index entry takes in the model: its RecordId and key, with WiredTiger's prefix
@@ -98,12 +98,18 @@ def coll_stats_document(ctx: Context, database: str, name: str, pipeline: list[A
     return out
 
 
-def _storage_stats(ctx: Context, ns: str, collection: Collection, scale: int) -> dict[str, Any]:
+def storage_figures(collection: Collection) -> tuple[int, int, int, dict[str, int]]:
+    """(document count, data size, modelled storage size, modelled size of each index) of a
+    collection, in bytes: what $collStats, dbStats and listDatabases report from."""
     documents = list(collection)
     count = len(documents)
     size = sum(len(encode(document)) for document in documents)
-    storage_size = _blocks(size)
     index_sizes = {spec["name"]: _blocks(count * _INDEX_ENTRY_BYTES) for spec in collection.list_indexes()}
+    return count, size, _blocks(size), index_sizes
+
+
+def _storage_stats(ctx: Context, ns: str, collection: Collection, scale: int) -> dict[str, Any]:
+    count, size, storage_size, index_sizes = storage_figures(collection)
     total_index_size = sum(index_sizes.values())
     stats: dict[str, Any] = {"size": size // scale, "count": count}
     if count:  # mongod leaves the average out of an empty collection's stats

@@ -1,5 +1,6 @@
 """Administrative commands: ping, buildInfo, serverStatus, create, drop, dropDatabase,
-renameCollection, createIndexes, listIndexes, dropIndexes, listDatabases, listCollections,
+renameCollection, createIndexes, listIndexes, dropIndexes, listCollections (listDatabases
+and dbStats are :mod:`.db_stats`'s),
 endSessions, killAllSessions, killSessions, replSetStepDown, replSetFreeze, replSetGetStatus,
 configureFailPoint, and authenticate / createUser / updateUser (checked, then refused).
 Views are :mod:`.views`' (the dispatcher hands it the commands that create or name one);
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mongo_sansio.bson import Int64, encode
+from mongo_sansio.bson import Int64
 from mongo_sansio.testing.engine import Collection, CommandError
 from mongo_sansio.testing.engine.collation import parse_collation
 from mongo_sansio.testing.engine.validation import validation_options
@@ -249,22 +250,6 @@ def _matches(document: dict[str, Any], filter_: Any) -> bool:
     return bool(matches(document, filter_))
 
 
-def list_databases(ctx: Context) -> Outcome:
-    _admin_only(ctx)
-    rows = []
-    total = 0
-    for name, collections in sorted(ctx.cluster.databases.items()):
-        if not collections:
-            continue
-        size = sum(len(encode(d)) for c in collections.values() for d in c) or 8192
-        total += size
-        rows.append({"name": name, "sizeOnDisk": size, "empty": False})
-    rows = [r for r in rows if _matches(r, ctx.body.get("filter"))]
-    if ctx.body.get("nameOnly"):
-        return {"databases": [{"name": r["name"]} for r in rows], "ok": 1.0}
-    return {"databases": rows, "totalSize": total, "totalSizeMb": total // (1024 * 1024), "ok": 1.0}
-
-
 def _listed(ctx: Context, name: str, found: Collection) -> dict[str, Any]:
     """The listCollections entry of the command database's collection ``name`` (``found``)."""
     ns = f"{ctx.db}.{name}"
@@ -424,7 +409,6 @@ ADMIN_COMMANDS = [
     CommandSpec("createIndexes", create_indexes, access="write"),
     CommandSpec("listIndexes", list_indexes, access="read"),
     CommandSpec("dropIndexes", drop_indexes, access="write"),
-    CommandSpec("listDatabases", list_databases, access="read"),
     CommandSpec("listCollections", list_collections, access="read"),
     CommandSpec("endSessions", end_sessions),
     CommandSpec("killAllSessions", kill_all_sessions),

@@ -459,8 +459,9 @@ def aggregate(ctx: Context) -> Outcome:
     merge = _merge_spec(ctx, pipeline)
     if out is not None or merge is not None:
         pipeline = pipeline[:-1]
+    text_index = found.text_index() if isinstance(target, str) and found is not None else None
     results = run_pipeline(source, pipeline, lookup=lookup, now=ctx.cluster.write_datetime(),
-                           collation=None if isinstance(collation, Missing) else collation)
+                           collation=None if isinstance(collation, Missing) else collation, text_index=text_index)
     if out is not None:
         _write_out(ctx, out, results)
         results = []

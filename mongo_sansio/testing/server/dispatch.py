@@ -49,6 +49,7 @@ from mongo_sansio.testing.server.context import (
     Outcome,
     Waiting,
 )
+from mongo_sansio.testing.server.db_stats import DB_STATS_COMMANDS
 from mongo_sansio.testing.server.failpoints import FailAction, Target
 from mongo_sansio.testing.server.handshake import topology_version
 from mongo_sansio.testing.server.replset import PRIMARY
@@ -72,7 +73,7 @@ HELLO_NAMES = ("hello", "isMaster", "ismaster")
 
 COMMANDS: dict[str, CommandSpec] = {
     spec.name: spec
-    for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *BULK_COMMANDS, *ADMIN_COMMANDS, *COLL_MOD_COMMANDS,
+    for spec in (*HELLO_COMMANDS, *CRUD_COMMANDS, *BULK_COMMANDS, *ADMIN_COMMANDS, *DB_STATS_COMMANDS, *COLL_MOD_COMMANDS,
                  *TRANSACTION_COMMANDS, *EXPLAIN_COMMANDS, *SEARCH_COMMANDS, *API_TEST_COMMANDS)
 }
 

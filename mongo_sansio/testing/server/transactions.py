@@ -36,7 +36,7 @@ import attrs
 
 from mongo_sansio.bson import Binary, Timestamp
 from mongo_sansio.testing.engine import Collection, CommandError, WriteEvent
-from mongo_sansio.testing.engine.order import copy_value, hashable_key
+from mongo_sansio.testing.engine.order import copy_value, hashable_key, render
 from mongo_sansio.testing.server.oplog import OplogEntry
 from mongo_sansio.testing.server.sessions import session_key
 
@@ -433,21 +433,29 @@ def _read_timestamp(ctx: Context) -> Timestamp | None:
 
 # The commands that read at a snapshot outside transactions (readConcern level "snapshot").
 SNAPSHOT_READS = frozenset({"find", "aggregate", "distinct"})
+# Cursor continuations take any readConcern and read at their cursor's (drivers send a snapshot
+# session's on them too, as PyMongo does).
+_CURSOR_CONTINUATIONS = frozenset({"getMore", "killCursors"})
 
 
 def snapshot_read(ctx: Context) -> SnapshotView | None:
     """A read outside transactions with readConcern level "snapshot": the data at its
     ``atClusterTime`` (else at the latest write, which the reply then names).  mongod allows
     it on find, aggregate and distinct of a replica set; afterClusterTime needs no wait here,
-    since every member shares the one oplog."""
+    since every member shares the one oplog.  Any other command is refused with mongod's 72
+    "Command insert does not support { readConcern: ... } :: caused by :: read concern not
+    supported" (the sessions spec's snapshot-sessions-unsupported-ops cases)."""
     read_concern = ctx.body.get("readConcern")
     if not isinstance(read_concern, Mapping) or read_concern.get("level") != "snapshot":
         return None
-    if ctx.cluster.standalone:  # code from memory
-        raise _error(20, "IllegalOperation", "readConcern level 'snapshot' is only supported on replica set members")
+    if ctx.request.name in _CURSOR_CONTINUATIONS:
+        return None
+    if ctx.cluster.standalone:  # mongod 5.0+'s answer on a standalone
+        raise _error(123, "NotAReplicaSet", "node needs to be a replica set member to use readConcern: snapshot")
     if ctx.request.name not in SNAPSHOT_READS:
-        raise _error(72, "InvalidOptions", f"readConcern level 'snapshot' is not supported by '{ctx.request.name}' "
-                     "outside a multi-document transaction")
+        shown = render({**read_concern, "provenance": "clientSupplied"})
+        raise _error(72, "InvalidOptions", f"Command {ctx.request.name} does not support {{ readConcern: {shown} }} "
+                     ":: caused by :: read concern not supported")
     at = read_concern.get("atClusterTime")
     last = ctx.cluster.oplog.last_timestamp
     if at is None:

@@ -103,6 +103,8 @@ def _options(driver: Driver, arguments: Mapping[str, Any], skip: tuple[str, ...]
     for key, value in arguments.items():
         if key in skip:
             continue
+        if key == "timeoutMode" and driver.name == "pymongo":
+            raise UnsupportedInTest("timeoutMode (PyMongo's API has none to mirror)")
         if key == "returnDocument":
             if value not in ("Before", "After"):
                 raise ValueError(f"returnDocument must be Before or After, not {value!r}")
@@ -245,8 +247,6 @@ class StartedCursor:
 def _find(driver: Driver, collection: Any, name: str, args: dict[str, Any]) -> Any:
     """find, createFindCursor and findOne: the options PyMongo sets on the cursor rather than
     as find's keywords (cursorType as the library's constant, maxAwaitTimeMS by method)."""
-    if "timeoutMode" in args:
-        raise UnsupportedInTest("timeoutMode (PyMongo's API has none to mirror)")
     if "cursorType" in args:
         kind = args.pop("cursorType")
         if kind not in driver.cursor_types:
