@@ -329,6 +329,11 @@ class ClientCore:
                     self._drain_pool(server)
                     if waiter.link is None and waiter.error is None:
                         waiter.signal = Signal("check-out")
+                        if wait_until is not None and now >= wait_until:
+                            # past the deadline and not failed: waitQueueTimeoutMS, which
+                            # stops applying once a connection is being opened for us (CMAP);
+                            # that opening (bounded by connectTimeoutMS) ends the wait
+                            wait_until = None
         except BaseException:
             server.waiters.pop(waiter_id, None)
             if waiter.link is not None:
