@@ -198,6 +198,12 @@ class ClientCore:
         if self._srv is not None:
             self._spawn(srv_poll_task(self, make_poller(self, self._srv, now)), "SRV polling")
 
+    def spawn(self, task: Flow, name: str) -> None:
+        """Start ``task`` (a flow of the runtime's primitives) in the background, unless the
+        client is closed."""
+        if not self._closed:
+            self._spawn(task, name)
+
     # -- read-only state ----------------------------------------------------------------------
 
     @property
