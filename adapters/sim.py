@@ -278,7 +278,9 @@ class SimulatedReplicaSet:
         self.call(lambda cluster, now: cluster.elect(member, now))
 
     def stop(self, member: str) -> None:
-        """Shut ``member`` down: its connections close and new ones are closed at once."""
+        """Shut ``member`` down: its connections close and new ones are closed at once.  When
+        fewer than a majority of the members still run, the primary steps down: no primary
+        until a restart makes a majority again (and elects one at once)."""
         self.call(lambda cluster, now: cluster.stop(member, now))
 
     def restart(self, member: str) -> None:

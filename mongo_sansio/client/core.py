@@ -198,6 +198,12 @@ class ClientCore:
         if self._srv is not None:
             self._spawn(srv_poll_task(self, make_poller(self, self._srv, now)), "SRV polling")
 
+    def spawn(self, task: Flow, name: str) -> None:
+        """Start ``task`` (a flow of the runtime's primitives) in the background, unless the
+        client is closed."""
+        if not self._closed:
+            self._spawn(task, name)
+
     # -- read-only state ----------------------------------------------------------------------
 
     @property
@@ -329,6 +335,11 @@ class ClientCore:
                     self._drain_pool(server)
                     if waiter.link is None and waiter.error is None:
                         waiter.signal = Signal("check-out")
+                        if wait_until is not None and now >= wait_until:
+                            # past the deadline and not failed: waitQueueTimeoutMS, which
+                            # stops applying once a connection is being opened for us (CMAP);
+                            # that opening (bounded by connectTimeoutMS) ends the wait
+                            wait_until = None
         except BaseException:
             server.waiters.pop(waiter_id, None)
             if waiter.link is not None:

@@ -59,6 +59,7 @@ from mongo_sansio.flow import (
     SelectServer,
     Sleep,
 )
+from mongo_sansio.ops.transactions import CUT_ABORT_TIMEOUT, take_cut_abort
 from mongo_sansio.selection.read_preference import Mode, ReadPreference
 from mongo_sansio.sessions import Session
 from mongo_sansio.sessions.commands import is_unacknowledged
@@ -246,6 +247,26 @@ def drive(
     finally:
         flow.close()
         operation.finish()
+        if session is not None and session.cut_abort_due:
+            _abort_cut_later(core, session)
+
+
+def _abort_cut_later(core: ClientCore, session: Session) -> None:
+    """The session's commit or abort was cut (the transactions module's docstring): abort the
+    transaction in the background, within CUT_ABORT_TIMEOUT, with a stand-in session."""
+    cut = take_cut_abort(session)
+    if cut is None:
+        return
+    stand_in, abort = cut
+
+    def task() -> Flow:
+        now = yield Now()
+        try:
+            yield from drive(core, abort, deadline=now + CUT_ABORT_TIMEOUT, session=stand_in)
+        except MongoError:
+            pass  # (abort_cut_transaction swallows the rest: the client closed meanwhile)
+
+    core.spawn(task(), "abort a transaction whose end was cut")
 
 
 def _in_transaction(operation: _Operation, request: SelectServer) -> SelectServer:

@@ -229,10 +229,15 @@ class PoolLedger:
         return entry is None or conn.generation != entry[0]
 
     def _is_waiting(self, waiter: int) -> bool:
+        """The waiter's deadline still applies: it is queued, it claimed a background
+        connection, or its own connection is being opened and its deadline bounds that too."""
         if waiter in self._queue:
             return True
         w = self._attached.get(waiter)
-        return w is not None and w.stage is WaiterStage.CLAIMED
+        return w is not None and (
+            w.stage is WaiterStage.CLAIMED
+            or (w.stage is WaiterStage.ESTABLISHING and w.bounds_opening)
+        )
 
     def _may_open(self) -> bool:
         limit = self.options.max_pool_size
@@ -340,6 +345,14 @@ class PoolLedger:
             self._available = deque(i for i in self._available if not which(self._conns[i]))
             for conn in closing:
                 self._close(conn, reason)
+
+    def _opening_timeout_error(self) -> WaitQueueTimeoutError:
+        return WaitQueueTimeoutError(
+            self.address,
+            "Timed out while checking out a connection from connection pool: the operation's"
+            " time limit (timeoutMS) ran out while a new connection was being established"
+            " for it (the connection goes on opening for the pool, within connectTimeoutMS)",
+        )
 
     def _timeout_error(self) -> WaitQueueTimeoutError:
         if not self.options.load_balanced:

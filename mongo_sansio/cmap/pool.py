@@ -119,7 +119,12 @@ class Pool(PoolLedger):
         """Ask for a connection; returns the waiter id that GiveConnection/FailWaiter will name.
 
         ``timeout`` (seconds) replaces waitQueueTimeoutMS for this request (the timeout computed
-        by client-side operations timeout); None uses the option, where 0 means no limit.
+        by client-side operations timeout); None uses the option, where 0 means no limit.  An
+        explicit ``timeout`` bounds the whole check-out, the opening of a connection for it
+        included (client-side operations timeout: establishment is blocking work of the
+        operation); waitQueueTimeoutMS stops applying once a connection is being opened for
+        the request (CMAP).  A request failed at its deadline while its connection is being
+        opened lets go of it: the connection goes on opening for the pool.
         """
         check_now(now)
         if timeout is not None and (
@@ -139,11 +144,12 @@ class Pool(PoolLedger):
         if refusal is not None:
             self._fail(waiter, now, now, refusal, PoolClearedError(self.address, self._clear_cause))
             return waiter
+        bounds_opening = timeout is not None
         if timeout is None and self.options.wait_queue_timeout_ms:
             timeout = self.options.wait_queue_timeout_ms / 1000
         deadline = None if timeout is None else now + timeout
         self._queue[waiter] = WaiterRecord(
-            id=waiter, started=now, deadline=deadline, purpose=purpose
+            id=waiter, started=now, deadline=deadline, purpose=purpose, bounds_opening=bounds_opening
         )
         if deadline is not None:
             heapq.heappush(self._deadlines, (deadline, waiter))
@@ -411,13 +417,15 @@ class Pool(PoolLedger):
         while deadlines and deadlines[0][0] <= now:
             _, waiter = heapq.heappop(deadlines)
             w = self._queue.pop(waiter, None)
+            opening = False
             if w is None:
-                w = self._attached.get(waiter)
-                if w is None or w.stage is not WaiterStage.CLAIMED:
+                if not self._is_waiting(waiter):
                     continue
-                del self._attached[waiter]
-                self._detach(w)
-            self._fail(w.id, w.started, now, CheckOutFailedReason.TIMEOUT, self._timeout_error())
+                w = self._attached.pop(waiter)
+                opening = w.stage is WaiterStage.ESTABLISHING
+                self._detach(w)  # its connection goes on opening, for the pool
+            error = self._opening_timeout_error() if opening else self._timeout_error()
+            self._fail(w.id, w.started, now, CheckOutFailedReason.TIMEOUT, error)
         if self._max_idle:
             while self._available:
                 oldest = self._conns[self._available[0]]

@@ -116,3 +116,6 @@ class WaiterRecord:
     purpose: CheckoutPurpose
     stage: WaiterStage = WaiterStage.QUEUED
     connection_id: int | None = None
+    #: its deadline also bounds the opening of its own connection (an explicit check-out
+    #: timeout: client-side operations timeout); waitQueueTimeoutMS does not (CMAP)
+    bounds_opening: bool = False

@@ -567,7 +567,10 @@ class ChangeStream:
             raise ChangeStreamClosed("the change stream is closed")
         self._check_read("next event")
         cursor = self._cursor
-        assert cursor is not None
+        if cursor is None:
+            # RESUME_PENDING after a call was cut mid-resume (the old cursor dropped, the new
+            # aggregate not answered): nothing is buffered; the next step resumes
+            return None
         while True:
             document = cursor.next_buffered()
             if document is None:

@@ -15,6 +15,18 @@ Flows (run with the session as the operation's explicit session):
   without a word to the server.
 * :func:`abort_transaction` -- ``abortTransaction``, retried as commit is; every error is
   swallowed (the server aborts an abandoned transaction itself).
+* A commit or abort *cut* before its answer was known -- the task cancelled while it waited
+  for a server or a connection or a reply, a timeout around the call, KeyboardInterrupt --
+  leaves the transaction perhaps open on the server, holding its documents' locks until the
+  transaction lifetime (60 s) ends it.  PyMongo leaves it there; here the session notes the
+  cut (:meth:`~mongo_sansio.sessions.Session.end_cut`) and the operation driver starts
+  :func:`abort_cut_transaction` in the background (:func:`take_cut_abort`): one
+  ``abortTransaction`` with the same lsid and txnNumber, within :data:`CUT_ABORT_TIMEOUT`.  It
+  cannot undo a commit the server already applied (the answer is TransactionCommitted then),
+  so the session learns the outcome either way (``session.cut_outcome``: "aborted" or
+  "committed").  The cancellation itself propagates unchanged; a later
+  ``commit_transaction()`` is a commit retry as the spec has it and gets the server's answer
+  (success, or NoSuchTransaction labelled TransientTransactionError once the abort won).
 
 Decisions for ``with_transaction(callback)`` (each runtime's loop is a few lines around them):
 :func:`after_callback_error` and :func:`after_commit_error`, within
@@ -38,9 +50,13 @@ from mongo_sansio.ops.write_errors import reply_write_concern_error
 from mongo_sansio.retry import is_retryable_write_error, label_write_error
 from mongo_sansio.selection import ServerSelectionTimeoutError
 from mongo_sansio.sessions import Session
+from mongo_sansio.sessions.server_session import ServerSession
 from mongo_sansio.sessions.transaction import TransactionState, sends_command
 
 __all__ = [
+    "CUT_ABORT_TIMEOUT",
+    "abort_cut_transaction",
+    "take_cut_abort",
     "UNKNOWN_COMMIT_RESULT",
     "TRANSIENT_TRANSACTION_ERROR",
     "WITH_TRANSACTION_TIMEOUT",
@@ -60,6 +76,10 @@ _MAJORITY_WTIMEOUT_MS: Final = 10_000
 _MAX_TIME_EXPIRED: Final = 50
 #: write concern errors that say the commit will never be satisfied: the result is known
 _DEFINITE_WRITE_CONCERN_CODES: Final = frozenset({79, 100})
+#: seconds the background abort of a transaction whose commit or abort was cut may take
+CUT_ABORT_TIMEOUT: Final = 5.0
+_NO_SUCH_TRANSACTION: Final = 251
+_TRANSACTION_COMMITTED: Final = 256
 
 
 def concern_document(concern: Any) -> dict[str, Any]:
@@ -173,6 +193,9 @@ def commit_transaction(session: Session) -> Flow[None]:
             error._remove_error_label(TRANSIENT_TRANSACTION_ERROR)
             error._add_error_label(UNKNOWN_COMMIT_RESULT)
         raise
+    except BaseException:
+        session.end_cut()  # cut: the transaction may be open on the server (module docstring)
+        raise
 
 
 def abort_transaction(session: Session) -> Flow[None]:
@@ -194,6 +217,49 @@ def abort_transaction(session: Session) -> Flow[None]:
         yield from _end(body)
     except MongoError:
         pass
+    except BaseException:
+        session.end_cut()
+        raise
+
+
+def take_cut_abort(session: Session | None) -> tuple[Session, Flow[None]] | None:
+    """When ``session``'s commit or abort was just cut (:meth:`Session.end_cut`), the flow
+    to start in the background and the stand-in session to run it with; None otherwise.
+    The stand-in carries the cut transaction's lsid and txnNumber, frozen: whatever the user
+    does with the session meanwhile (a new transaction takes a new number), the abort names
+    only the cut transaction, and the session stays free for the user."""
+    if session is None or not session.cut_abort_due:
+        return None
+    session.cut_abort_due = False
+    server_session = session.server_session
+    txn_number = session.cut_txn_number
+    if server_session is None or txn_number is None:
+        return None
+    frozen = ServerSession(server_session.session_id, server_session.last_use)
+    frozen.txn_number = txn_number
+    stand_in = Session(session.owner, implicit=False)
+    stand_in.server_session = frozen
+    stand_in.transaction_state = TransactionState.ABORTED
+    stand_in.transaction_options = session.transaction_options
+    return stand_in, abort_cut_transaction(session, txn_number)
+
+
+def abort_cut_transaction(session: Session, txn_number: int) -> Flow[None]:
+    """``abortTransaction`` for the cut transaction ``txn_number`` of ``session`` (run with
+    the stand-in session of :func:`take_cut_abort`), once, and more only as :func:`_end`
+    retries; the server's answer goes to ``session.cut_outcome``.  Errors other than the
+    answers that tell the outcome are swallowed (the transaction lifetime still ends it)."""
+    outcome: str | None = "aborted"
+    try:
+        yield from _end(lambda _again: {"abortTransaction": 1})
+    except ServerError as error:
+        if error.code == _TRANSACTION_COMMITTED:
+            outcome = "committed"
+        elif error.code != _NO_SUCH_TRANSACTION:
+            outcome = None
+    except MongoError:
+        outcome = None
+    session.cut_resolved(txn_number, outcome)
 
 
 class Next(enum.Enum):

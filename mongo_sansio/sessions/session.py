@@ -13,7 +13,15 @@ It remembers:
 * the transaction state (:mod:`.transaction`'s table) and the transaction's options;
 * who uses it: ``owner`` (the client core that made it: a session is never used with another
   client), ``in_use`` (an operation is running with it: a second one at the same time is a
-  clear error, never a corrupt txnNumber), ``cursor_holds`` (open cursors that still need it).
+  clear error, never a corrupt txnNumber), ``cursor_holds`` (open cursors that still need it);
+* a transaction whose end was cut (``cut_txn_number``): its commit or abort was cancelled
+  (a cancelled task, a timeout around the call, KeyboardInterrupt) before the server's answer
+  was known, so the server may still hold it open, locking the documents it wrote; the client
+  aborts it in the background (:func:`mongo_sansio.ops.transactions.abort_cut_transaction`)
+  and ``cut_outcome`` then says what the server did: ``"aborted"`` or ``"committed"`` (None
+  while unknown).  A commit retried by the user meanwhile gets the server's answer as the
+  Transactions spec says (success, or NoSuchTransaction with TransientTransactionError once
+  the abort won).
 
 Inputs: the options, replies' times, the transaction table's events.  Outputs: the fields
 :mod:`.commands` puts on commands.  Pure: no clock or randomness (times are arguments).
@@ -132,6 +140,12 @@ class Session:
         self.ended = False
         self.in_use = False
         self.cursor_holds = 0
+        #: the txnNumber of a transaction whose commit or abort was cut (see above), or None
+        self.cut_txn_number: int | None = None
+        #: what the server did with that transaction, once the background abort learned it
+        self.cut_outcome: str | None = None
+        #: the background abort of that transaction is still to be started
+        self.cut_abort_due = False
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -195,6 +209,10 @@ class Session:
             raise ConfigurationError("transactions do not support unacknowledged write concern")
         self.transaction_state = next_state(self.transaction_state, START)
         self.transaction_options = options
+        # (a transaction whose end was cut is the server's to abort now: the new txnNumber
+        # aborts it there at the new transaction's first command)
+        self.cut_txn_number = None
+        self.cut_outcome = None
         if self.server_session is not None:
             self.server_session.advance_txn_number()
 
@@ -216,6 +234,26 @@ class Session:
 
     def abort(self) -> None:
         self.transaction_state = next_state(self.transaction_state, ABORT)
+
+    def end_cut(self) -> bool:
+        """The commit or abort of the current transaction was cut before its answer was known
+        (not a library error: a cancellation).  True when the server may hold the transaction
+        open (a command of it was sent) and nobody is aborting it yet: the client must then
+        abort it."""
+        server_session = self.server_session
+        if server_session is None or self.cut_txn_number == server_session.txn_number:
+            return False
+        self.cut_txn_number = server_session.txn_number
+        self.cut_outcome = None
+        self.cut_abort_due = True
+        return True
+
+    def cut_resolved(self, txn_number: int, outcome: str | None) -> None:
+        """The background abort of transaction ``txn_number`` learned ``outcome``
+        ("aborted", "committed"; None: the server could not be reached)."""
+        if self.cut_txn_number == txn_number and outcome is not None:
+            self.cut_txn_number = None
+            self.cut_outcome = outcome
 
     def __repr__(self) -> str:
         kind = "implicit" if self.implicit else "explicit"

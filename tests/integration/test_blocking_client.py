@@ -92,6 +92,26 @@ def test_connects_and_finds_the_primary(
     assert hello["isWritablePrimary"] is True and sorted(hello["hosts"]) == sorted(rs.members)
 
 
+
+def test_no_primary_while_two_of_three_members_are_stopped(
+    rs: SimulatedReplicaSet, clients: list[MongoClient]
+) -> None:
+    """The primary left alone steps down (as mongod's): a write fails selecting a primary
+    until a member comes back and an election is held."""
+    client = open_client(clients, rs.uri, serverSelectionTimeoutMS=1000)
+    client.test.things.insert_one({"_id": 1})
+    rs.stop(rs.members[1])
+    rs.stop(rs.members[2])
+    # (sent before the monitor's news, it fails NotWritablePrimary and its retry finds no
+    # primary: the first error is raised, as PyMongo does)
+    with pytest.raises((ServerSelectionTimeoutError, NotPrimaryError)):
+        client.test.things.insert_one({"_id": 2})
+    rs.restart(rs.members[1])
+    client.test.things.insert_one({"_id": 2})
+    assert client.primary == address_of(rs.members[0])
+    assert client.test.things.count_documents({}) == 2
+
+
 def test_seeded_with_a_secondary_the_client_writes_to_the_primary(
     rs: SimulatedReplicaSet, clients: list[MongoClient]
 ) -> None:

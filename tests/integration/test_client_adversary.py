@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import socket
 import struct
@@ -23,9 +24,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+import trio
 from client_tap import Tap, mongo_sansio_threads
 
+import mongo_sansio.adapters.asyncio as asyncio_client
+import mongo_sansio.adapters.trio as trio_client
 from mongo_sansio.adapters.blocking import MongoClient
+from mongo_sansio.adapters.blocking import timeout as blocking_timeout
 from mongo_sansio.adapters.sim import SimulatedReplicaSet
 from mongo_sansio.bson import Int64
 from mongo_sansio.cmap.events import ConnectionClosed, ConnectionCreated
@@ -278,6 +283,72 @@ class TestTricklingServer:
             assert elapsed < 1.0 + MARGIN, elapsed
         finally:
             client.close()
+
+
+def _wait_for_the_monitor(client: Any, server: Dribbler) -> None:
+    client.topology_description  # noqa: B018 - the monitor connects first
+    deadline = time.monotonic() + 5
+    while server.accepted < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+
+
+class TestTimeoutBoundsANewConnection:
+    """timeoutMS (or a ``timeout()`` block) bounds the opening of the connection an operation
+    needs, not only connectTimeoutMS: against a server that answers the monitor but trickles
+    every new connection's hello, the operation fails at its deadline with a timeout error
+    (PyMongo gives up there too), and the connection goes on opening for the pool."""
+
+    def test_the_clients_timeout_ms(self, dribbler_factory: Any) -> None:
+        server = dribbler_factory(honest_connections=1)
+        client = MongoClient(server.uri, timeoutMS=1500, connectTimeoutMS=20_000)
+        try:
+            _wait_for_the_monitor(client, server)
+            error, elapsed = timed(lambda: client.admin.command("ping"))
+            assert 1.4 < elapsed < 1.5 + MARGIN, elapsed
+            assert error.timeout is True, repr(error)
+            assert "established" in str(error)
+            assert server.accepted == 2  # one attempt: no retry after the deadline
+        finally:
+            client.close()
+
+    def test_a_timeout_block(self, dribbler_factory: Any) -> None:
+        server = dribbler_factory(honest_connections=1)
+        client = MongoClient(server.uri, connectTimeoutMS=20_000, maxAdaptiveRetries=0)
+        try:
+            _wait_for_the_monitor(client, server)
+            with blocking_timeout(1.0):
+                error, elapsed = timed(lambda: client.admin.command("ping"))
+            assert elapsed < 1.0 + MARGIN, elapsed
+            assert error.timeout is True, repr(error)
+        finally:
+            client.close()
+
+    @pytest.mark.parametrize("runtime", ["asyncio", "trio"])
+    def test_async_clients(self, dribbler_factory: Any, runtime: str) -> None:
+        server = dribbler_factory(honest_connections=1)
+        module: Any = asyncio_client if runtime == "asyncio" else trio_client
+
+        async def main() -> tuple[BaseException, float]:
+            client = module.AsyncMongoClient(server.uri, timeoutMS=1500, connectTimeoutMS=20_000)
+            try:
+                await client.aconnect()
+                sleep = asyncio.sleep if runtime == "asyncio" else trio.sleep
+                for _ in range(500):  # the monitor's connection first
+                    if server.accepted >= 1:
+                        break
+                    await sleep(0.01)
+                await sleep(0.1)
+                start = time.monotonic()
+                with pytest.raises(MongoError) as raised:
+                    await client.admin.command("ping")
+                return raised.value, time.monotonic() - start
+            finally:
+                await client.close()
+
+        error, elapsed = asyncio.run(main()) if runtime == "asyncio" else trio.run(main)
+        assert elapsed < 1.5 + MARGIN, elapsed
+        assert error.timeout is True, repr(error)
 
 
 class _BadZone(datetime.tzinfo):

@@ -219,6 +219,31 @@ def test_stop_and_restart_a_member(rs: SimulatedReplicaSet, clients: list[MongoC
     assert direct.admin.command("hello")["secondary"] is True
 
 
+def test_two_of_three_members_stopped_leave_no_primary_until_one_returns(
+    rs: SimulatedReplicaSet, clients: list[MongoClient[Any]]
+) -> None:
+    """As against mongod: the primary that cannot see a majority steps down, PyMongo then
+    finds no primary (a write fails, a secondary read still works), and a
+    member coming back makes a majority that elects a primary at once."""
+    client = open_client(clients, rs.uri, serverSelectionTimeoutMS=1000)
+    client.test.things.insert_one({"_id": 1})
+    rs.stop(rs.members[1])
+    rs.stop(rs.members[2])
+    assert rs.primary is None
+    # (a write sent before the monitor's news fails NotWritablePrimary, and its retry finds
+    # no primary: PyMongo raises the first error then)
+    with pytest.raises((pymongo.errors.ServerSelectionTimeoutError, NotPrimaryError)):
+        client.test.things.insert_one({"_id": 2})
+    secondary_reads = client.test.get_collection(
+        "things", read_preference=pymongo.ReadPreference.SECONDARY_PREFERRED
+    )
+    assert secondary_reads.count_documents({}) == 1
+    rs.restart(rs.members[2])
+    assert rs.primary == rs.members[0]
+    client.test.things.insert_one({"_id": 2})
+    assert client.primary == address_of(rs.members[0])
+
+
 def test_a_client_sending_garbage_does_not_stop_the_others(rs: SimulatedReplicaSet, clients: list[MongoClient[Any]]) -> None:
     client = open_client(clients, rs.uri)
     client.admin.command("ping")

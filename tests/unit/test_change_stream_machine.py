@@ -419,6 +419,24 @@ def test_a_second_error_before_progress_is_raised_and_leaves_a_pending_resume() 
     assert cs.handle_get_more_error(NetworkError("3")) is ResumeDecision.RESUME
 
 
+def test_a_call_cut_in_the_middle_of_a_resume_leaves_a_pending_resume() -> None:
+    """Cut after the old cursor was dropped and before the new aggregate answered: the stream
+    has no cursor, gives no event (no AssertionError) and the next call resumes from the last
+    event returned."""
+    cs = opened(agg_reply([ev(1), ev(2)]))
+    assert cs.next_event() == ev(1)
+    assert cs.handle_get_more_error(NetworkError("cut")) is ResumeDecision.RESUME
+    cs.begin_resume()
+    cs.interrupt()
+    assert cs.needs_resume and cs.alive and cs.cursor is None
+    assert cs.next_event() is None
+    cs.begin_resume()
+    _db, body = cs.aggregate_command(SERVER)
+    assert stage_of(body)["resumeAfter"] == tok(1)
+    cs.handle_aggregate_reply(agg_reply([ev(2)]), SERVER)
+    assert cs.next_event() == ev(2)
+
+
 def test_misuse_is_refused_before_anything_changes() -> None:
     cs = ChangeStream(COLL)
     for call in (cs.get_more_command, cs.next_event, cs.begin_resume):

@@ -10,6 +10,7 @@ upkeep task and the wake-up properties are in test_client_drive.py.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Generator
 from typing import Any
 
@@ -572,6 +573,61 @@ class TestCheckOut:
         assert loop.now == pytest.approx(start + 0.3)
         assert pool.wait_queue_length == 0
         core.check_in(first)
+
+    def test_operation_deadline_bounds_the_opening_of_a_new_connection(self) -> None:
+        # the pool's connection answers its hello 3 s late (connectTimeoutMS is 10 s): the
+        # operation's deadline, 0.5 s away, ends the check-out, and the connection goes on
+        # opening for the pool
+        server = FakeServer(A)
+        server.hello_script.extend([None, Later(3.0, server.hello_document())])
+        loop = Loop(server)
+        core = make_core(loop, "mongodb://a/?directConnection=true&serverMonitoringMode=poll")
+        loop.run(core.select_server(SelectServer()))
+        pool = core.pool(A)
+        start = loop.now
+        with pytest.raises(WaitQueueTimeoutError) as info:
+            loop.run(core.check_out(A, start + 0.5))
+        assert info.value.timeout is True and "established" in str(info.value)
+        assert loop.now == pytest.approx(start + 0.5)
+        assert pool.pending_connection_count == 1 and pool.wait_queue_length == 0
+        loop.run_for(3.0)
+        assert pool.available_connection_count == 1
+        assert core.description.servers[A].type is not ServerType.UNKNOWN
+        link = loop.run(core.check_out(A, loop.now + 0.5))
+        core.check_in(link)
+
+    def test_wait_queue_timeout_ms_does_not_bound_the_opening_of_a_new_connection(self) -> None:
+        # CMAP: waitQueueTimeoutMS stops applying once a connection is being opened for the
+        # request; the check-out then waits (asleep, not polling) for that connection
+        server = FakeServer(A)
+        server.hello_script.extend([None, Later(1.0, server.hello_document())])
+        loop = Loop(server)
+        core = make_core(
+            loop,
+            "mongodb://a/?directConnection=true&serverMonitoringMode=poll&waitQueueTimeoutMS=200",
+        )
+        loop.run(core.select_server(SelectServer()))
+        start = loop.now
+        waiter = loop.start(core.check_out(A), "check-out")
+
+        def spinning(*_: object) -> None:
+            raise AssertionError("the check-out polls without end past waitQueueTimeoutMS")
+
+        # (a check-out that polls never lets simulated time move: a real-time alarm ends it)
+        previous = signal.signal(signal.SIGALRM, spinning)
+        signal.setitimer(signal.ITIMER_REAL, 10.0)
+        try:
+            steps = 0
+            while not waiter.done and steps < 10_000:
+                loop.run_for(0.05)
+                steps += 1
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        assert waiter.done and waiter.failure is None
+        assert loop.now == pytest.approx(start + 1.0, abs=0.06)
+        assert waiter.primitives < 20, waiter.primitives  # no polling past the 0.2 s
+        core.check_in(waiter.result)
 
     def test_a_handshake_the_pool_cleared_meanwhile_does_not_make_the_server_known(self) -> None:
         # The pool's connection answers its hello 0.3 s late; at 0.1 s an operation reports a

@@ -419,6 +419,32 @@ def test_establishment_is_not_limited_by_the_wait_queue_timeout() -> None:
     assert pool.next_deadline() is None  # it left the queue to open its own connection
 
 
+def test_an_operation_timeout_bounds_the_opening_of_its_connection() -> None:
+    """Client-side operations timeout: an explicit check-out timeout bounds the establishment
+    of the connection opened for the request; at the deadline the request fails (a timeout
+    error naming the establishment) and the connection goes on opening for the pool, then
+    serves the next request."""
+    pool = ready_pool(wait_queue_timeout_ms=50)
+    waiter = pool.check_out(0.0, timeout=2.0)
+    assert opened(pool.drain_outputs()) == [1]
+    assert pool.next_deadline() == 2.0
+    pool.handle_timeout(1.99)
+    assert pool.drain_outputs() == []
+    pool.handle_timeout(2.0)
+    out = pool.drain_outputs()
+    assert types(out) == ["ConnectionCheckOutFailed", "FailWaiter"]
+    assert out[0].reason is CheckOutFailedReason.TIMEOUT and out[0].duration == 2.0
+    assert out[1].waiter == waiter and isinstance(out[1].error, WaitQueueTimeoutError)
+    assert out[1].error.timeout and "being established" in str(out[1].error)
+    assert pool.next_deadline() is None and pool.total_connection_count == 1
+    pool.connection_established(1, 6.0)
+    assert types(pool.drain_outputs()) == ["ConnectionReady"]
+    assert pool.available_connection_count == 1
+    later = pool.check_out(7.0, timeout=1.0)
+    give = one(pool.drain_outputs(), GiveConnection)
+    assert give.waiter == later and give.connection.connection_id == 1
+
+
 def test_idle_connections_close_on_timeout_and_on_check_out() -> None:
     pool = ready_pool(max_idle_time_ms=1000)
     first, second = check_out_new(pool), check_out_new(pool)

@@ -71,6 +71,42 @@ def test_losing_the_primary_moves_the_others_and_a_new_one_moves_them_again() ->
     assert "primary" not in reply_body and reply_body["topologyVersion"]["counter"] == version["counter"] + 2
 
 
+def test_a_primary_that_loses_the_majority_steps_down_and_a_majority_back_elects() -> None:
+    """Two of three members stopped: the primary still running cannot see a majority, so it
+    steps down (its waiting hellos are answered, writes fail NotWritablePrimary) and nobody
+    can be elected; one member back makes a majority and an election is held at once."""
+    cluster = make_cluster()
+    waiting = Client(cluster, PRIMARY)
+    version = waiting.command({"hello": 1})["topologyVersion"]
+    term = cluster.term
+    cluster.stop(SECONDARY, 100.0)
+    assert cluster.primary == PRIMARY  # two of three still run
+    _await(waiting, version)
+    cluster.stop(THIRD, 100.0)
+    (reply,) = waiting.messages()
+    assert reply.body["isWritablePrimary"] is False and "primary" not in reply.body
+    assert reply.body["topologyVersion"]["counter"] > version["counter"]
+    assert cluster.primary is None and cluster.members[PRIMARY].state == "SECONDARY"
+    write = Client(cluster, PRIMARY).command({"insert": "c", "documents": [{"_id": 1}]})
+    assert (write["code"], write["codeName"]) == (10107, "NotWritablePrimary")
+    with pytest.raises(LocalProtocolError, match="majority"):
+        cluster.elect(PRIMARY, 100.0)
+    cluster.restart(THIRD, 100.0)
+    assert cluster.primary == PRIMARY and cluster.term == term + 1  # a new term
+    assert Client(cluster, PRIMARY).command({"insert": "c", "documents": [{"_id": 1}]})["n"] == 1
+    cluster.restart(SECONDARY, 100.0)
+    assert cluster.primary == PRIMARY and cluster.term == term + 1
+
+
+def test_a_stopped_primary_without_a_majority_left_is_replaced_when_one_comes_back() -> None:
+    cluster = make_cluster()
+    cluster.stop(THIRD, 100.0)
+    cluster.stop(PRIMARY, 100.0)  # SECONDARY alone: no election
+    assert cluster.primary is None and cluster.members[SECONDARY].state == "SECONDARY"
+    cluster.restart(PRIMARY, 100.0)  # the member that kept running wins
+    assert cluster.primary == SECONDARY
+
+
 def test_repl_set_step_down_from_a_client_wakes_other_connections() -> None:
     cluster = make_cluster()
     monitor = Client(cluster, THIRD)

@@ -177,3 +177,74 @@ def test_using_an_ended_session_or_another_clients_session_is_refused() -> None:
     session.ended = True
     with pytest.raises(InvalidOperation, match="Cannot use ended session"):
         session.require_usable(owner)
+
+
+# -- a commit or abort cut before its answer ---------------------------------------------------
+
+
+def _cut_commit() -> tuple[Session, Session, object]:
+    """A session whose transaction sent a command and whose commit flow was closed where it
+    waited (for a server, a connection, a reply)."""
+    from mongo_sansio.ops.transactions import commit_transaction, take_cut_abort
+    from mongo_sansio.sessions.server_session import ServerSession
+
+    session = Session(object(), implicit=False)
+    session.server_session = ServerSession({"id": b"lsid"}, 0.0)
+    session.start_transaction(TransactionOptions())
+    session.operation_sent()
+    flow = commit_transaction(session)
+    next(flow)  # the commit waits for its server
+    flow.close()  # cut there
+    assert session.cut_abort_due and session.cut_txn_number == session.txn_number
+    cut = take_cut_abort(session)
+    assert cut is not None and not session.cut_abort_due and take_cut_abort(session) is None
+    stand_in, abort = cut
+    return session, stand_in, abort
+
+
+def test_a_cut_commit_is_aborted_by_a_stand_in_with_the_transactions_number() -> None:
+    session, stand_in, abort = _cut_commit()
+    assert session.transaction_state is TransactionState.COMMITTED  # a retry is a commit retry
+    assert stand_in.session_id == session.session_id and stand_in.txn_number == 1
+    assert not stand_in.in_transaction and not session.in_use
+    session.start_transaction(TransactionOptions())  # the user goes on: a new number
+    assert session.txn_number == 2 and stand_in.txn_number == 1
+    assert session.cut_txn_number is None
+    session.cut_resolved(1, "aborted")  # a late answer about the old one changes nothing
+    assert session.cut_outcome is None
+    del abort
+
+
+@pytest.mark.parametrize(
+    ("answer", "outcome"),
+    [
+        ({"ok": 1.0}, "aborted"),
+        ({"ok": 0.0, "code": 251, "codeName": "NoSuchTransaction", "errmsg": "x"}, "aborted"),
+        ({"ok": 0.0, "code": 256, "codeName": "TransactionCommitted", "errmsg": "x"}, "committed"),
+        ({"ok": 0.0, "code": 8000, "codeName": "AtlasError", "errmsg": "x"}, None),
+    ],
+)
+def test_the_background_abort_tells_the_outcome(answer: dict[str, object], outcome: str | None) -> None:
+    from mongo_sansio.flow import OperationContext, RunCommand, SelectServer, ServerInfo
+
+    session, stand_in, abort = _cut_commit()
+    server = ServerInfo(("a", 27017), max_wire_version=21)
+    request = abort.send(None)  # type: ignore[attr-defined]
+    sent = None
+    while True:
+        if isinstance(request, SelectServer):
+            reply: object = server
+        elif isinstance(request, RunCommand):
+            sent = request.body
+            reply = answer
+        elif type(request).__name__ == "GetContext":
+            reply = OperationContext(session=stand_in, retry_reads=True, retry_writes=True)
+        else:
+            reply = None
+        try:
+            request = abort.send(reply)  # type: ignore[attr-defined]
+        except StopIteration:
+            break
+    assert sent == {"abortTransaction": 1}
+    assert session.cut_outcome == outcome
+    assert session.cut_txn_number == (None if outcome is not None else 1)

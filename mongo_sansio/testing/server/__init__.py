@@ -30,7 +30,9 @@ Fault controls on the cluster: ``cluster.step_down(now, successor=None)`` (the n
 member is elected unless ``successor`` names one), ``cluster.elect(address, now)``,
 ``cluster.stop(address, now)``, ``cluster.restart(address, now)``, ``cluster.set_lag(address,
 seconds)``.  They raise :class:`~mongo_sansio.errors.LocalProtocolError` for an unknown
-address (or electing a stopped member).  The cluster is not thread-safe: a threaded server
+address (or electing a stopped member, or electing while a majority is stopped).  A stop that
+leaves fewer than a majority running makes the primary step down; the restart that makes a
+majority again elects one.  The cluster is not thread-safe: a threaded server
 holds one lock around every call into it and into its connections.  The cluster state a test
 may read: ``cluster.primary`` (address or None),
 ``cluster.term``, ``cluster.election_id``, ``cluster.oplog`` (see :mod:`.oplog` for the entry

@@ -253,13 +253,24 @@ class ReplicaSet:
         if self.standalone:
             raise LocalProtocolError(f"a standalone server cannot {what}")
 
+    @property
+    def has_majority(self) -> bool:
+        """A majority of the (all voting) members runs: only then can a primary be elected or
+        stay primary."""
+        running = sum(1 for m in self.members.values() if m.state != STOPPED)
+        return running * 2 > len(self.members)
+
     def elect(self, address: str, now: float) -> None:
         """Make ``address`` primary in a new term (a new electionId); the old primary, if any,
-        steps down first (its in-flight operations fail with InterruptedDueToReplStateChange)."""
+        steps down first (its in-flight operations fail with InterruptedDueToReplStateChange).
+        Refused (LocalProtocolError) while a majority of the members is stopped: no member
+        can win an election then."""
         self._replica_set_only("hold elections")
         member = self.member(address)
         if member.state == STOPPED:
             raise LocalProtocolError(f"cannot elect {address}: it is stopped")
+        if not self.has_majority:
+            raise LocalProtocolError(f"cannot elect {address}: a majority of the members is stopped")
         before = self._begin_change()
         try:
             if self.primary is not None:
@@ -285,7 +296,8 @@ class ReplicaSet:
 
     def step_down(self, now: float, *, successor: str | None = None) -> None:
         """The primary steps down and ``successor`` (default: the next running member after
-        it) is elected; with no member to elect the set is left without a primary."""
+        it) is elected; with no member to elect (or no majority running) the set is left
+        without a primary."""
         self._replica_set_only("step down")
         old = self.primary
         if old is None:
@@ -308,9 +320,18 @@ class ReplicaSet:
                 return candidate
         return None
 
+    def _first_running(self, *, besides: str) -> str | None:
+        for candidate, member in self.members.items():
+            if candidate != besides and member.state != STOPPED:
+                return candidate
+        return None
+
     def stop(self, address: str, now: float) -> None:
         """Shut a member down: its connections close, its cursors go; a stopped primary is
-        replaced by the next running member when a majority still runs."""
+        replaced by the next running member when a majority still runs.  When the running
+        members are no longer a majority, a primary still running steps down (as mongod's
+        does when it cannot see a majority; here in the same instant, as elections are), so
+        the set has no primary until a majority runs again."""
         member = self.member(address)
         before = self._begin_change()
         try:
@@ -325,8 +346,11 @@ class ReplicaSet:
             if self.standalone:
                 self.primary = None
                 return
-            running = sum(1 for m in self.members.values() if m.state != STOPPED)
-            successor = self._next_electable(address) if was_primary and running * 2 > len(self.members) else None
+            if not self.has_majority:
+                if self.primary is not None:
+                    self._demote(self.members[self.primary], now)
+                return
+            successor = self._next_electable(address) if was_primary else None
             if successor is not None:
                 self.elect(successor, now)
         finally:
@@ -334,7 +358,10 @@ class ReplicaSet:
 
     def restart(self, address: str, now: float) -> None:
         """Bring a stopped member back as a secondary (a new processId, counter 0); a
-        standalone server comes back as itself."""
+        standalone server comes back as itself.  When the set has no primary and a majority
+        runs again, an election is held at once: the first running member in member order
+        that was already running wins (a member just restarted is still catching up), else
+        the restarted one."""
         member = self.member(address)
         if member.state != STOPPED:
             return
@@ -347,8 +374,8 @@ class ReplicaSet:
             if self.standalone:
                 member.state = PRIMARY
                 self.primary = address
-            elif self.primary is None:
-                self.elect(address, now)
+            elif self.primary is None and self.has_majority:
+                self.elect(self._first_running(besides=address) or address, now)
         finally:
             self._end_change(before, now)
 
