@@ -59,9 +59,11 @@ __all__ = [
 ]
 
 
-class ArgumentTypeError(LocalProtocolError, TypeError):
+class ArgumentTypeError(TypeError, LocalProtocolError):
     """An argument has the wrong type (a filter that is not a document, a pipeline that is
-    not a list...); the message names the argument."""
+    not a list...); the message names the argument.  TypeError first: PyMongo raises a plain
+    TypeError, which stays the first of Python's or PyMongo's classes in the MRO once our
+    errors also derive from PyMongo's."""
 
 
 class CursorType(enum.Enum):
