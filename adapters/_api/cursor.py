@@ -176,7 +176,9 @@ class CursorBase(Generic[CollectionT]):
         else:
             document = yield from self._next_document()
             item = END if document is None else apply_codec_options(document, self._codec_options)
-        if item is END:
+        machine = self._machine
+        if item is END and (machine is None or machine.exhausted):
+            # (a tailable cursor's empty getMore ends the iteration only: it stays alive)
             self._killed = True
         return item
 
