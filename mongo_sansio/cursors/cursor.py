@@ -466,6 +466,7 @@ def _get_more(cursor: Cursor) -> Flow[None]:
     db, body = cursor.get_more_command()
     if "maxTimeMS" in body:  # maxAwaitTimeMS: only tailable-await cursors pay for the check
         body = yield from _await_within_deadline(body)
+
     def attempt(server: ServerInfo) -> Flow[Mapping[str, Any]]:
         return (yield from run_command(server, db, body, session=cursor.command_session()))
 
