@@ -270,3 +270,25 @@ def test_without_pymongo_our_errors_stay_ours() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_every_name_we_share_with_pymongo_is_its_subclass() -> None:
+    """Not only the table's pairs: any exception class we export under a name PyMongo's
+    ``pymongo.errors`` / ``bson.errors`` / ``gridfs.errors`` also exports is its subclass."""
+    import mongo_sansio.gridfs.errors as our_gridfs_errors
+
+    pairs = [
+        (ours, pymongo_errors),
+        (our_bson_errors, bson.errors),
+        (our_gridfs_errors, gridfs.errors),
+        (ours, bson.errors),
+    ]
+    missing = []
+    for mine, theirs in pairs:
+        for name in getattr(mine, "__all__", ()):
+            ours_class, their_class = getattr(mine, name, None), getattr(theirs, name, None)
+            if not (isinstance(ours_class, type) and isinstance(their_class, type)):
+                continue
+            if issubclass(their_class, BaseException) and not issubclass(ours_class, their_class):
+                missing.append(f"{mine.__name__}.{name}")
+    assert missing == []
