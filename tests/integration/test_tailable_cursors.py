@@ -41,26 +41,50 @@ class GetMores(monitoring.CommandListener):
         pass
 
 
-def _find_options(cursor_type: str, module: Any) -> dict[str, Any]:
+def _tail(collection: Any, cursor_type: str, module: Any) -> Any:
+    """A tailable cursor over ``collection`` (a tailable-await one waits 50 ms a getMore)."""
     kind = getattr(module.CursorType, cursor_type)
-    options: dict[str, Any] = {"cursor_type": kind, "batch_size": 2}
+    cursor = collection.find({}, cursor_type=kind, batch_size=2)
     if cursor_type == "TAILABLE_AWAIT":
-        options["max_await_time_ms"] = 50
-    return options
+        cursor = cursor.max_await_time_ms(50)
+    return cursor
 
 
+def _pymongo_client(uri: str, getmores: GetMores) -> Any:
+    pymongo = pytest.importorskip("pymongo", reason="the reference run needs pymongo")
+    from pymongo import monitoring as pymongo_monitoring
+
+    class Listener(pymongo_monitoring.CommandListener):
+        def started(self, event: Any) -> None:
+            getmores.started(event)
+
+        def succeeded(self, event: Any) -> None:
+            pass
+
+        def failed(self, event: Any) -> None:
+            pass
+
+    return pymongo.MongoClient(uri, event_listeners=[Listener()], **OPTIONS), pymongo
+
+
+@pytest.mark.parametrize("side", ["ours", "pymongo"])
 @pytest.mark.parametrize("cursor_type", ["TAILABLE", "TAILABLE_AWAIT"])
 def test_blocking_tailable_iteration_ends_and_resumes(
-    rs: SimulatedReplicaSet, clients: list[Any], cursor_type: str
+    rs: SimulatedReplicaSet, clients: list[Any], cursor_type: str, side: str
 ) -> None:
+    """The same scenario on PyMongo's client (the reference) and on ours."""
     getmores = GetMores()
-    client = blocking_client.MongoClient(rs.uri, event_listeners=[getmores], **OPTIONS)
+    if side == "pymongo":
+        client, module = _pymongo_client(rs.uri, getmores)
+    else:
+        client = blocking_client.MongoClient(rs.uri, event_listeners=[getmores], **OPTIONS)
+        module = blocking_client
     clients.append(client)
     db = client.tailing
     db.drop_collection("log")
     log = db.create_collection("log", capped=True, size=100_000)
     log.insert_many([{"_id": i} for i in range(3)])
-    cursor = log.find({}, **_find_options(cursor_type, blocking_client))
+    cursor = _tail(log, cursor_type, module)
     assert [doc["_id"] for doc in cursor] == [0, 1, 2]
     # the first batch (2), one getMore for the third, then one empty getMore: the loop ended
     assert getmores.count <= 2
@@ -103,7 +127,7 @@ def test_async_tailable_iteration_ends_and_resumes(
             await db.drop_collection("log")
             log = await db.create_collection("log", capped=True, size=100_000)
             await log.insert_many([{"_id": i} for i in range(3)])
-            cursor = log.find({}, **_find_options(cursor_type, module))
+            cursor = _tail(log, cursor_type, module)
             assert [doc["_id"] async for doc in cursor] == [0, 1, 2]
             assert getmores.count <= 2 and cursor.alive
             before = getmores.count
