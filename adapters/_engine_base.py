@@ -39,6 +39,7 @@ from mongo_sansio.flow import Flow
 from mongo_sansio.sessions import Session
 
 from . import _fork
+from ._api.validators import check_session
 from ._timeout import current_deadline
 
 __all__ = ["EngineBase", "Primitives"]
@@ -140,7 +141,7 @@ class EngineBase:
         )
         with self.lock:
             self.core.require_open()
-        core_session = None if session is None else session.core_session(self)
+        core_session = None if session is None else check_session(session).core_session(self)
         return drive(
             self.core,
             flow,

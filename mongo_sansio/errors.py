@@ -85,7 +85,15 @@ __all__ = [
 ]
 
 
-class MongoError(Exception):
+class _Root(Exception):
+    """The base of :class:`MongoError` and :class:`BSONError`, in place of ``Exception``: a
+    class written in Python, so that its instances' layout (with a weakref slot) is that of
+    PyMongo's ``PyMongoError`` and ``bson.errors.BSONError``, which the adapters put in its
+    place once PyMongo is loaded (Python refuses a ``__bases__`` assignment that changes
+    the layout, as replacing ``Exception`` itself would)."""
+
+
+class MongoError(_Root):
     """Base class of every error raised by mongo-sansio (PyMongo's ``PyMongoError``).
 
     ``timeout`` is True when the error means a time limit expired (a network timeout, a
@@ -109,9 +117,22 @@ class MongoError(Exception):
     _error_labels: frozenset[str] = frozenset()
 
     def __init__(self, *args: object, error_labels: Iterable[str] | None = None) -> None:
-        super().__init__(*args)
+        # Exception's, not super()'s: once PyMongo is loaded our classes also derive from
+        # PyMongo's (adapters/_pymongo_errors.py), whose __init__s take other arguments
+        Exception.__init__(self, *args)
         if error_labels is not None:
             self._error_labels = frozenset(error_labels)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from args and __dict__ without running __init__ (whose parameters are not
+        # the args: InvalidDocument's message is built from its reason), also once PyMongo's
+        # classes, which have their own __reduce__, are among the bases.
+        return _rebuilt, (type(self), self.args, dict(self.__dict__))
+
+    @property
+    def _message(self) -> str:
+        """The message (PyMongo's ``PyMongoError._message``)."""
+        return str(self.args[0]) if self.args else ""
 
     @property
     def error_labels(self) -> frozenset[str]:
@@ -134,6 +155,15 @@ class MongoError(Exception):
 
 #: PyMongo's name for the base class.
 PyMongoError = MongoError
+
+
+def _rebuilt(cls: type[MongoError], args: tuple[Any, ...], state: dict[str, Any]) -> MongoError:
+    """An unpickled error: ``cls`` with ``args`` and the attributes ``state`` (see
+    :meth:`MongoError.__reduce__`)."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class LocalProtocolError(MongoError):
@@ -174,15 +204,24 @@ class InvalidOperation(LocalProtocolError):
 # --- codec errors (the rest of the family is in mongo_sansio.bson.errors) ---------------------
 
 
-class BSONError(ValueError):
+class BSONError(_Root, ValueError):
     """Base class of the codec's errors."""
+
+    def __init__(self, *args: object, error_labels: Iterable[str] | None = None) -> None:
+        # MongoError's, named here: once PyMongo is loaded, bson.errors.BSONError and
+        # ValueError come before MongoError in the MRO of our errors deriving from both
+        # (InvalidId...), whose construction must still be MongoError's
+        MongoError.__init__(self, *args, error_labels=error_labels)  # type: ignore[arg-type]
 
 
 class InvalidDocument(BSONError, LocalProtocolError):
     """A value that cannot be encoded as BSON.
 
     ``path`` names the key path to the offending value (``"a.b.3"``), empty for the top level.
+    ``document`` is PyMongo's attribute (the offending document); ours is None.
     """
+
+    document: Any = None
 
     def __init__(self, reason: str, path: str = "") -> None:
         self.reason = reason
@@ -226,6 +265,11 @@ class OperationFailure(MongoError):
     (``error, code, details``); ``timeout`` is True for code 50 (MaxTimeMSExpired), as there.
     """
 
+    # Class-level defaults, also so that PyMongo's read-only properties of these names (once
+    # its OperationFailure is a base, after this class) do not refuse the assignments below.
+    code: int | None = None
+    details: Mapping[str, Any] = {}  # noqa: RUF012 - never mutated, replaced per instance
+
     def __init__(
         self,
         errmsg: str,
@@ -239,7 +283,7 @@ class OperationFailure(MongoError):
         self.errmsg = errmsg
         self.code = code
         self.code_name = code_name
-        self.details: Mapping[str, Any] = details if details is not None else {}
+        self.details = details if details is not None else {}
         if error_labels is None:
             found = self.details.get("errorLabels")
             error_labels = (
@@ -437,13 +481,39 @@ class ConnectionFailure(MongoError):
 
 
 class AutoReconnect(ConnectionFailure):
-    """A connection-level failure after which the operation may succeed if tried again."""
+    """A connection-level failure after which the operation may succeed if tried again.
+
+    ``details`` and ``errors`` are PyMongo's: the server's reply for a :class:`NotPrimaryError`,
+    else an empty list."""
+
+    @property
+    def details(self) -> Any:
+        return []
+
+    @property
+    def errors(self) -> Any:
+        return self.details
 
 
 class NotPrimaryError(OperationFailure, AutoReconnect):
     """The server is not (or is no longer) a writable primary, or is recovering: SDAM's
     "state change" errors.  The server it came from is marked unknown.  Both an
     :class:`AutoReconnect` (as in PyMongo) and an :class:`OperationFailure` (it is a reply)."""
+
+    # its own, so that PyMongo's NotPrimaryError.__init__ (a base once PyMongo is loaded)
+    # is never the one called
+    def __init__(
+        self,
+        errmsg: str,
+        code: int | None = None,
+        details: Mapping[str, Any] | None = None,
+        *,
+        code_name: str | None = None,
+        error_labels: Iterable[str] | None = None,
+    ) -> None:
+        OperationFailure.__init__(
+            self, errmsg, code, details, code_name=code_name, error_labels=error_labels
+        )
 
 
 class NetworkError(AutoReconnect):
@@ -467,6 +537,11 @@ class AuthenticationError(MongoError):
     """Authentication failed; ``code`` is the server's code when the server refused us (18,
     AuthenticationFailed) and None when we refused the server (a bad proof, a nonce that does
     not extend ours, too few iterations).  Messages never contain a password."""
+
+    # PyMongo raises an OperationFailure (code 18) here: once PyMongo is loaded this class
+    # derives from it, and these shadow its read-only properties
+    code: int | None = None
+    details: Mapping[str, Any] | None = None
 
     def __init__(self, message: str, *, code: int | None = None) -> None:
         super().__init__(message)

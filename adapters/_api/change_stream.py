@@ -38,6 +38,7 @@ from mongo_sansio.selection import ReadPreference
 
 from .cursor import END
 from .program import Program, Run, operation
+from .validators import check_pipeline
 
 __all__ = ["ChangeStreamBase", "watch_options"]
 
@@ -98,7 +99,7 @@ class ChangeStreamBase:
         self._codec_options = DEFAULT_CODEC_OPTIONS if codec_options is None else codec_options
         self._stream = ChangeStreamMachine(
             target,
-            list(pipeline or ()),
+            list(check_pipeline(pipeline) or ()),
             options,
             read_preference,
             read_concern=read_concern,

@@ -57,6 +57,7 @@ from mongo_sansio.uri import ConnectionString, apply_seedlist, discovery_for
 
 from .._engine_base import EngineBase
 from .._publish import LogSettings, Publisher
+from .._pymongo_errors import adopt_pymongo_errors
 from .._uri import emit_uri_warnings, parse_client_uri
 from ..environment import client_metadata
 from .change_stream import ChangeStreamBase, watch_options
@@ -157,6 +158,7 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
         dns_resolver: Resolver | None = None,
         **options: Any,
     ) -> None:
+        adopt_pymongo_errors()  # PyMongo may have been imported after our client module
         if not isinstance(host, str):
             raise ConfigurationError(f"host must be a connection string, not {host!r}")
         if type_registry is not None:

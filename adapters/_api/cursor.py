@@ -43,6 +43,7 @@ from mongo_sansio.ops.decoding import (
 from mongo_sansio.ops.explain import explain_find
 
 from .program import Program, Run, operation
+from .validators import check_collation, check_find_arguments, check_hint, check_sort
 
 __all__ = [
     "END",
@@ -176,7 +177,9 @@ class CursorBase(Generic[CollectionT]):
         else:
             document = yield from self._next_document()
             item = END if document is None else apply_codec_options(document, self._codec_options)
-        if item is END:
+        machine = self._machine
+        if item is END and (machine is None or machine.exhausted):
+            # (a tailable cursor's empty getMore ends the iteration only: it stays alive)
             self._killed = True
         return item
 
@@ -271,6 +274,7 @@ class FindCursorBase(CursorBase[CollectionT]):
         session: Any = None,
         **options: Any,
     ) -> None:
+        check_find_arguments(projection, options)  # at find(), as PyMongo checks them
         super().__init__(collection, session=session)
         self._filter = filter
         self._projection = projection
@@ -295,7 +299,7 @@ class FindCursorBase(CursorBase[CollectionT]):
         """``sort("i")``, ``sort("i", -1)``, ``sort([("a", 1), ("b", -1)])`` or a mapping."""
         if isinstance(key_or_list, str):
             key_or_list = [(key_or_list, 1 if direction is None else direction)]
-        return self._set("sort", key_or_list)
+        return self._set("sort", check_sort(key_or_list))
 
     def skip(self, skip: int) -> Self:
         return self._set("skip", check_integer(skip, "skip", minimum=0))
@@ -308,7 +312,7 @@ class FindCursorBase(CursorBase[CollectionT]):
         return self._set("batch_size", check_integer(batch_size, "batch_size", minimum=0))
 
     def hint(self, index: Any) -> Self:
-        return self._set("hint", index)
+        return self._set("hint", check_hint(index))
 
     def max_time_ms(self, max_time_ms: int | None) -> Self:
         return self._set("max_time_ms", check_integer(max_time_ms, "max_time_ms", optional=True))
@@ -321,7 +325,7 @@ class FindCursorBase(CursorBase[CollectionT]):
         return self._set("comment", comment)
 
     def collation(self, collation: Mapping[str, Any] | None) -> Self:
-        return self._set("collation", collation)
+        return self._set("collation", check_collation(collation))
 
     def allow_disk_use(self, allow_disk_use: bool) -> Self:
         if not isinstance(allow_disk_use, bool):

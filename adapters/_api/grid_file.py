@@ -86,6 +86,9 @@ class GridInBase:
     file-like object's contents, then ``close`` (or leave the ``with`` block) to store the last
     chunk and the files document.  Chunks go to the server in batches while writing."""
 
+    #: extra fields of the files document (the legacy GridFS's ``put(data, contentType=...)``)
+    _extra: Mapping[str, Any] | None = None
+
     def __init__(
         self,
         bucket: Any,
@@ -218,6 +221,12 @@ class GridInBase:
             _now(),
             self._file.get("metadata"),
         )
+        # the legacy GridFS's (gridfs_legacy.new_file): a file may have no name, and any
+        # other keyword is a field of the files document (contentType...)
+        if document["filename"] is None:
+            del document["filename"]
+        if self._extra:
+            document.update(self._extra)
         files = self._bucket._files
         try:
             yield from type(files).insert_one.program(files, document, session=self._session)
@@ -302,6 +311,16 @@ class GridOutBase:
     @property
     def metadata(self) -> Mapping[str, Any] | None:
         return self._file.get("metadata")
+
+    @property
+    def content_type(self) -> str | None:
+        """The files document's ``contentType`` (PyMongo's legacy attribute), or None."""
+        return self._file.get("contentType")
+
+    @property
+    def aliases(self) -> Any:
+        """The files document's ``aliases`` (PyMongo's legacy attribute), or None."""
+        return self._file.get("aliases")
 
     @property
     def closed(self) -> bool:

@@ -3,6 +3,7 @@ Collection API's write models and options, concerns and read preferences, the in
 constants and ``timeout``.  ``from mongo_sansio.adapters.<runtime> import InsertOne`` works
 for every runtime because each client module re-exports this list."""
 
+from mongo_sansio.ops.crud_commands import CursorType
 from mongo_sansio.ops.database import CollectionInvalid
 from mongo_sansio.ops.find_and_modify import ReturnDocument
 from mongo_sansio.ops.indexes import IndexModel
@@ -17,6 +18,7 @@ from mongo_sansio.ops.models import (
 from mongo_sansio.ops.search_indexes import SearchIndexModel
 from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
 from mongo_sansio.selection.read_preference import ReadPreference
+from mongo_sansio.sessions import TransactionOptions
 
 from .._timeout import timeout
 
@@ -30,6 +32,8 @@ TEXT = "text"
 
 __all__ = [
     "CollectionInvalid",
+    "CursorType",
+    "TransactionOptions",
     "timeout",
     # Collection API values (PyMongo's names)
     "IndexModel",

@@ -60,6 +60,8 @@ import attrs
 
 from mongo_sansio.flow import Flow
 
+from .._pymongo_errors import adopt_pymongo_errors
+
 __all__ = [
     "Asynchronous",
     "Blocking",
@@ -142,6 +144,7 @@ async def _feed(
         try:
             value = await perform(engine, step)
         except BaseException as error:
+            adopt_pymongo_errors()  # (PyMongo imported since: `except pymongo.errors.X` works)
             step = _advance(program, None, error)
         else:
             step = _advance(program, value, None)
@@ -185,6 +188,7 @@ def run_blocking(engine: Any, program: Program[T]) -> T:
                 value = step.function(*step.args)  # type: ignore[union-attr]
             error = None
         except BaseException as exc:  # noqa: BLE001 - the program decides, as in _feed
+            adopt_pymongo_errors()  # as in _feed
             value, error = None, exc
 
 

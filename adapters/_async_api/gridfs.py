@@ -24,12 +24,14 @@ from mongo_sansio.gridfs import (
 
 from .._api.grid_file import GridInBase, GridOutBase, GridOutCursorMixin
 from .._api.gridfs import GridFSBucketBase
+from .._api.gridfs_legacy import GridFSBase
 from .._api.program import Asynchronous, run_async
 from .cursor import AsyncCursor
 from .database import AsyncDatabase
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "AsyncGridFS",
     "AsyncGridFSBucket",
     "AsyncGridIn",
     "AsyncGridOut",
@@ -91,3 +93,11 @@ class AsyncGridFSBucket(
     _grid_in_class = AsyncGridIn
     _grid_out_class = AsyncGridOut
     _cursor_class = AsyncGridOutCursor
+
+
+class AsyncGridFS(Asynchronous, GridFSBase[AsyncGridFSBucket, AsyncGridOut]):
+    """PyMongo's legacy ``AsyncGridFS`` over one async database (``await fs.put(data)``,
+    ``await fs.get(file_id)``...), over an :class:`AsyncGridFSBucket` of the same collections
+    (:class:`~mongo_sansio.adapters._api.gridfs_legacy.GridFSBase`)."""
+
+    _bucket_class = AsyncGridFSBucket

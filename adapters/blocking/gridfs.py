@@ -7,6 +7,11 @@ read_preference=None)`` stores files as chunks in ``<bucket>.chunks`` and one do
 :class:`GridOutCursor` what ``bucket.find()`` returns.  ``gridfs.errors`` holds ``NoFile``,
 ``CorruptGridFile``, ``FileExists`` and their base ``GridFSError``.  Everything but ``with``
 and iteration is shared with the async GridFS (:mod:`mongo_sansio.adapters._api.gridfs`).
+
+``gridfs.GridFS(db, collection="fs")`` is PyMongo's legacy API over the same collections
+(``put``, ``get``, ``get_version``, ``get_last_version``, ``delete``, ``list``, ``find``,
+``find_one``, ``exists``, ``new_file``; :mod:`mongo_sansio.adapters._api.gridfs_legacy`).
+PyMongo's own ``gridfs.GridFS`` cannot take our database (it checks for PyMongo's class).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from mongo_sansio.gridfs import (
 
 from .._api.grid_file import GridInBase, GridOutBase, GridOutCursorMixin
 from .._api.gridfs import GridFSBucketBase
+from .._api.gridfs_legacy import GridFSBase
 from .._api.program import Blocking, run_blocking
 from .cursor import Cursor
 from .database import Database
@@ -33,6 +39,7 @@ __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "CorruptGridFile",
     "FileExists",
+    "GridFS",
     "GridFSBucket",
     "GridFSError",
     "GridIn",
@@ -87,3 +94,12 @@ class GridFSBucket(Blocking, GridFSBucketBase[GridIn, GridOut, GridOutCursor]):
     _grid_in_class = GridIn
     _grid_out_class = GridOut
     _cursor_class = GridOutCursor
+
+
+class GridFS(Blocking, GridFSBase[GridFSBucket, GridOut]):
+    """PyMongo's legacy GridFS API over one database (``GridFS(db, collection="fs")``: put,
+    get, get_version, get_last_version, delete, list, find, find_one, exists, new_file), over
+    a :class:`GridFSBucket` of the same collections
+    (:class:`~mongo_sansio.adapters._api.gridfs_legacy.GridFSBase`)."""
+
+    _bucket_class = GridFSBucket

@@ -182,6 +182,10 @@ class Cursor:
         #: a getMore was cut while its reply was awaited: the server moved on, that batch is
         #: lost, so the cursor must not carry on as if nothing happened
         self.interrupted = False
+        #: opened with ``tailable`` (a find with CursorType.TAILABLE or TAILABLE_AWAIT): an
+        #: empty getMore ends the current iteration but not the cursor (PyMongo's behaviour;
+        #: looping on would send getMores back to back, forever, while nothing is inserted)
+        self.tailable = False
 
     def hold_session(self, session: Any) -> None:
         """Keep ``session`` for the cursor's later commands (held while the cursor is alive)."""
@@ -450,6 +454,7 @@ def open_cursor(
         comment=comment,
         namespace=fallback,
     )
+    cursor.tailable = body.get("tailable") is True
     if cursor.alive:  # (only a cursor the server holds sends more commands, in that session)
         context = yield GetContext()
         cursor.hold_session(getattr(context, "session", None))
@@ -461,6 +466,7 @@ def _get_more(cursor: Cursor) -> Flow[None]:
     db, body = cursor.get_more_command()
     if "maxTimeMS" in body:  # maxAwaitTimeMS: only tailable-await cursors pay for the check
         body = yield from _await_within_deadline(body)
+
     def attempt(server: ServerInfo) -> Flow[Mapping[str, Any]]:
         return (yield from run_command(server, db, body, session=cursor.command_session()))
 
@@ -512,9 +518,12 @@ def _after_document(cursor: Cursor) -> Flow[None]:
 
 def cursor_next(cursor: Cursor) -> Flow[Any | None]:
     """The next document, sending getMores while batches come back empty and the cursor is
-    alive; None once the cursor is exhausted (its server cursor then closed)."""
+    alive; None once the cursor is exhausted (its server cursor then closed).  A tailable
+    cursor sends at most one getMore: an empty batch gives None with the cursor still alive
+    (the iteration ends; a later one reads what was inserted since), as in PyMongo."""
     if cursor.interrupted:
         yield from _check_interrupted(cursor)
+    sent = False
     while True:
         document = cursor.next_buffered()
         if document is not None:
@@ -523,7 +532,10 @@ def cursor_next(cursor: Cursor) -> Flow[Any | None]:
         if not cursor.can_get_more:
             yield from cursor_close(cursor)
             return None
+        if sent and cursor.tailable:
+            return None
         yield from _get_more(cursor)
+        sent = True
 
 
 def cursor_try_next(cursor: Cursor) -> Flow[Any | None]:
@@ -547,6 +559,7 @@ def cursor_next_batch(cursor: Cursor) -> Flow[list[Any]]:
     is exhausted."""
     if cursor.interrupted:
         yield from _check_interrupted(cursor)
+    sent = False
     while True:
         documents = cursor.take_buffered()
         if documents:
@@ -555,4 +568,7 @@ def cursor_next_batch(cursor: Cursor) -> Flow[list[Any]]:
         if not cursor.can_get_more:
             yield from cursor_close(cursor)
             return []
+        if sent and cursor.tailable:  # as in cursor_next: the cursor stays alive
+            return []
         yield from _get_more(cursor)
+        sent = True

@@ -32,6 +32,7 @@ from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
 from mongo_sansio.selection.read_preference import Mode, ReadPreference
 
 __all__ = [
+    "ArgumentValueError",
     "ArgumentTypeError",
     "CursorType",
     "check_filter",
@@ -59,9 +60,16 @@ __all__ = [
 ]
 
 
-class ArgumentTypeError(LocalProtocolError, TypeError):
+class ArgumentTypeError(TypeError, LocalProtocolError):
     """An argument has the wrong type (a filter that is not a document, a pipeline that is
-    not a list...); the message names the argument."""
+    not a list...); the message names the argument.  TypeError first: PyMongo raises a plain
+    TypeError, which stays the first of Python's or PyMongo's classes in the MRO once our
+    errors also derive from PyMongo's."""
+
+
+class ArgumentValueError(ValueError, LocalProtocolError):
+    """An argument of the right type with a value PyMongo refuses with a plain ValueError (an
+    update without ``$`` operators, a replacement with them, an empty update)."""
 
 
 class CursorType(enum.Enum):
@@ -93,8 +101,13 @@ def _type_name(value: object) -> str:
 
 
 def check_mapping(value: Any, name: str) -> Mapping[str, Any]:
+    """``value`` when it is a document (a mapping); else the TypeError PyMongo raises, in its
+    words (code moved over may match them)."""
     if type(value) is not dict and not isinstance(value, Mapping):
-        raise ArgumentTypeError(f"{name} must be a document (a mapping), not {_type_name(value)}")
+        raise ArgumentTypeError(
+            f"{name} must be an instance of dict, bson.son.SON, or any other type that "
+            "inherits from collections.Mapping"
+        )
     return value
 
 
@@ -103,7 +116,7 @@ def _optional_mapping(value: Any, name: str) -> Mapping[str, Any] | None:
 
 
 def check_filter(value: Any, name: str = "filter") -> Mapping[str, Any]:
-    """The filter document (None means ``{}``: match everything)."""
+    """The filter document of a read (None means ``{}``: match everything)."""
     return {} if value is None else check_mapping(value, name)
 
 
@@ -135,16 +148,16 @@ def check_update(update: Any) -> Mapping[str, Any] | list[Mapping[str, Any]]:
     pipeline (a list of stages)."""
     if isinstance(update, list):
         if not update:
-            raise ConfigurationError("update cannot be empty")
+            raise ArgumentValueError("update cannot be empty")
         for index, stage in enumerate(update):
             check_mapping(stage, f"update[{index}]")
         return update
     document = check_mapping(update, "update")
     if not document:
-        raise ConfigurationError("update cannot be empty")
+        raise ArgumentValueError("update cannot be empty")
     for key in document:
         if not isinstance(key, str) or not key.startswith("$"):
-            raise ConfigurationError(
+            raise ArgumentValueError(
                 f"update only works with $ operators (found {key!r}); "
                 f"to replace the whole document use replace_one"
             )
@@ -156,7 +169,7 @@ def check_replacement(replacement: Any) -> Mapping[str, Any]:
     document = check_mapping(replacement, "replacement")
     first = next(iter(document), None)
     if isinstance(first, str) and first.startswith("$"):
-        raise ConfigurationError(
+        raise ArgumentValueError(
             f"replacement can not include $ operators (found {first!r}); "
             f"to apply operators use update_one"
         )
@@ -356,7 +369,8 @@ def update_statement(
     """One entry of an update command's ``updates``: ``{q, u, multi?, upsert?, ...}``."""
     check_bool(upsert, "upsert")
     statement: dict[str, Any] = {
-        "q": check_filter(filter),
+        # a write's filter is required: None would update every document (PyMongo refuses)
+        "q": check_mapping(filter, "filter"),
         "u": check_replacement(update) if replacement else check_update(update),
     }
     if multi:
@@ -381,7 +395,8 @@ def delete_statement(
     filter: Any, *, multi: bool, collation: Any = None, hint: Any = None
 ) -> dict[str, Any]:
     """One entry of a delete command's ``deletes``: ``{q, limit: 0 | 1, ...}``."""
-    statement: dict[str, Any] = {"q": check_filter(filter), "limit": 0 if multi else 1}
+    # required, as in PyMongo: a None filter would delete every document
+    statement: dict[str, Any] = {"q": check_mapping(filter, "filter"), "limit": 0 if multi else 1}
     _put(statement, "collation", _optional_mapping(collation, "collation"))
     _put(statement, "hint", hint_value(hint))
     return statement
@@ -533,7 +548,10 @@ def count_documents_pipeline(
 ) -> list[dict[str, Any]]:
     """crud.md's countDocuments: ``$match``, then ``$skip`` and ``$limit`` when set, then
     ``{$group: {_id: 1, n: {$sum: 1}}}``."""
-    pipeline: list[dict[str, Any]] = [{"$match": check_filter(filter)}]
+    # None is sent as it is, as PyMongo sends it: the server refuses it (code 15959), where
+    # reading it as {} would count every document
+    match = None if filter is None else check_mapping(filter, "filter")
+    pipeline: list[dict[str, Any]] = [{"$match": match}]
     skip = _optional_non_negative(skip, "skip")
     limit = _optional_non_negative(limit, "limit")
     if skip:

@@ -84,7 +84,8 @@ def _upserted_id(reply: Mapping[str, Any]) -> tuple[bool, Any]:
 class UpdateResult:
     """The outcome of update_one / update_many / replace_one.
 
-    ``raw_result`` is the server's reply (None for an unacknowledged write).  Build one with
+    ``raw_result`` is the server's reply as PyMongo gives it (with ``updatedExisting``, and
+    ``upserted`` the upserted ``_id``; None for an unacknowledged write).  Build one with
     :meth:`from_reply`.
     """
 
@@ -104,7 +105,8 @@ class UpdateResult:
         n = reply_count(reply, "n")
         modified = reply_count(reply, "nModified")
         did_upsert, upserted_id = _upserted_id(reply)
-        return cls(reply, True, max(n - int(did_upsert), 0), modified, did_upsert, upserted_id)
+        raw = _as_pymongo_gives_it(reply, did_upsert, upserted_id)
+        return cls(raw, True, max(n - int(did_upsert), 0), modified, did_upsert, upserted_id)
 
     @property
     def matched_count(self) -> int:
@@ -130,6 +132,22 @@ class UpdateResult:
         if not self.acknowledged:
             raise _unacknowledged("did_upsert")
         return self._did_upsert
+
+
+def _as_pymongo_gives_it(
+    reply: Mapping[str, Any], did_upsert: bool, upserted_id: Any
+) -> dict[str, Any]:
+    """An update's ``raw_result`` as PyMongo builds it from the reply (a copy: the reply as
+    received is what monitoring published): ``updatedExisting`` added (a document matched and
+    none was upserted), ``upserted`` the upserted ``_id`` itself rather than ``[{index, _id}]``."""
+    raw = dict(reply)
+    if raw.get("n") and "upserted" not in raw:
+        raw["updatedExisting"] = True
+    else:
+        raw["updatedExisting"] = False
+        if did_upsert:
+            raw["upserted"] = upserted_id
+    return raw
 
 
 @attrs.frozen

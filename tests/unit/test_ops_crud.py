@@ -38,7 +38,12 @@ from mongo_sansio.flow import (
 )
 from mongo_sansio.ops.collection import CollectionOps
 from mongo_sansio.ops.crud import BODY_RESERVE
-from mongo_sansio.ops.crud_commands import ArgumentTypeError, CursorType, update_statement
+from mongo_sansio.ops.crud_commands import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    CursorType,
+    update_statement,
+)
 from mongo_sansio.ops.database import DatabaseOps, list_database_names
 from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
 from mongo_sansio.ops.write_errors import BulkWriteError
@@ -434,7 +439,7 @@ def test_unacknowledged_update_and_delete() -> None:
     ],
 )
 def test_update_needs_operators_or_a_pipeline(update: Any, message: str) -> None:
-    with pytest.raises(ConfigurationError, match=message):
+    with pytest.raises(ArgumentValueError, match=message):
         collection().update_one({}, update)
     with pytest.raises(ValueError, match=message):
         collection().update_many({}, update)
@@ -452,7 +457,7 @@ def test_update_argument_types() -> None:
 
 
 def test_replacement_must_not_use_operators() -> None:
-    with pytest.raises(ConfigurationError, match=r"^replacement can not include \$ operators"):
+    with pytest.raises(ArgumentValueError, match=r"^replacement can not include \$ operators"):
         collection().replace_one({}, {"$set": {"a": 1}})
     with pytest.raises(ArgumentTypeError, match="replacement"):
         collection().replace_one({}, [{"$set": {"a": 1}}])  # type: ignore[arg-type]

@@ -32,7 +32,8 @@ def test_update_result_counts() -> None:
     result = UpdateResult.from_reply({"n": 3, "nModified": 2, "ok": 1})
     assert (result.matched_count, result.modified_count, result.upserted_id) == (3, 2, None)
     assert result.did_upsert is False and result.acknowledged
-    assert result.raw_result == {"n": 3, "nModified": 2, "ok": 1}
+    # as PyMongo gives it: updatedExisting added
+    assert result.raw_result == {"n": 3, "nModified": 2, "ok": 1, "updatedExisting": True}
 
 
 def test_update_result_upsert_is_not_a_match() -> None:
@@ -40,6 +41,14 @@ def test_update_result_upsert_is_not_a_match() -> None:
     result = UpdateResult.from_reply(reply)
     assert (result.matched_count, result.modified_count) == (0, 0)
     assert result.upserted_id == "new" and result.did_upsert
+    assert result.raw_result == {
+        "n": 1,
+        "nModified": 0,
+        "upserted": "new",
+        "ok": 1.0,
+        "updatedExisting": False,
+    }
+    assert reply["upserted"] == [{"index": 0, "_id": "new"}]  # the reply itself is untouched
 
 
 def test_counts_accept_integral_doubles() -> None:
