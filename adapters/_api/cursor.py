@@ -43,6 +43,7 @@ from mongo_sansio.ops.decoding import (
 from mongo_sansio.ops.explain import explain_find
 
 from .program import Program, Run, operation
+from .pymongo_objects import adopt, adopt_cursor_type
 
 __all__ = [
     "END",
@@ -275,6 +276,8 @@ class FindCursorBase(CursorBase[CollectionT]):
         self._filter = filter
         self._projection = projection
         self._options: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
+        if "cursor_type" in self._options:  # PyMongo's CursorType values are plain ints
+            self._options["cursor_type"] = adopt_cursor_type(self._options["cursor_type"])
         self._empty = False  # a [n:n] slice: no query at all
 
     # -- options, before the first document ----------------------------------------------------
@@ -321,7 +324,7 @@ class FindCursorBase(CursorBase[CollectionT]):
         return self._set("comment", comment)
 
     def collation(self, collation: Mapping[str, Any] | None) -> Self:
-        return self._set("collation", collation)
+        return self._set("collation", adopt(collation))
 
     def allow_disk_use(self, allow_disk_use: bool) -> Self:
         if not isinstance(allow_disk_use, bool):
