@@ -2,7 +2,7 @@
 
 A :class:`Publisher` is built once per client from its ``event_listeners`` (PyMongo's listener
 objects, validated: anything that is not a subclass of one of the listener bases of
-:mod:`mongo_sansio.monitoring` is a TypeError naming it) and its :class:`LogSettings`.
+:mod:`mongo_sansio.monitoring` or of ``pymongo.monitoring`` is a TypeError naming it) and its :class:`LogSettings`.
 :meth:`Publisher.publish` takes one core event (``mongo_sansio.client.events``,
 ``.cmap.events``, ``.sdam.events``, ``.selection.events``), converts it once, calls the matching
 method of every listener whose base class matches (an object that subclasses several bases gets
@@ -77,6 +77,8 @@ from mongo_sansio.monitoring import (
 )
 from mongo_sansio.sdam import events as sdam_events
 from mongo_sansio.selection import events as selection_events
+
+from ._api.pymongo_objects import pymongo_listener_families
 
 __all__ = [
     "LOGGER_NAMES",
@@ -324,10 +326,27 @@ class Publisher:
         environ: Mapping[str, str] | None = None,
         option: str = "event_listeners",
     ) -> None:
-        checked = registered_listeners() + validate_listeners(listeners, option)
+        # listeners subclassing PyMongo's listener classes (pymongo.monitoring) get their
+        # families' events too; everything else must be one of ours
+        theirs: dict[int, frozenset[str]] = {}
+        if isinstance(listeners, Sequence) and not isinstance(listeners, str | bytes):
+            for listener in listeners:
+                families = pymongo_listener_families(listener)
+                if families:
+                    theirs[id(listener)] = families
+        validate_listeners(
+            [x for x in listeners if id(x) not in theirs] if theirs else listeners, option
+        )
+        checked = registered_listeners() + tuple(listeners)
         self.listeners = checked
+
+        def receives(listener: object, family: str, base: type | None) -> bool:
+            if family in theirs.get(id(listener), ()):
+                return True
+            return base is not None and isinstance(listener, base)
+
         self._by_family: dict[str, tuple[object, ...]] = {
-            family: tuple(x for x in checked if base is not None and isinstance(x, base))
+            family: tuple(x for x in checked if receives(x, family, base))
             for family, base in _FAMILY_LISTENER.items()
         }
         if log_settings is None:

@@ -63,6 +63,12 @@ from ..environment import client_metadata
 from .change_stream import ChangeStreamBase, watch_options
 from .database import DatabaseBase
 from .program import Program, Run, driven_property, operation
+from .pymongo_objects import (
+    adopt,
+    adopt_codec_keywords,
+    adopt_type_registry,
+    adopt_write_models,
+)
 
 if TYPE_CHECKING:
     from transports.dns import Resolver
@@ -161,14 +167,14 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
         adopt_pymongo_errors()  # PyMongo may have been imported after our client module
         if not isinstance(host, str):
             raise ConfigurationError(f"host must be a connection string, not {host!r}")
-        if type_registry is not None:
-            raise ConfigurationError("type_registry: custom type codecs are not supported")
+        adopt_type_registry(type_registry)
         if "://" not in host:
             host = f"mongodb://{host}" + (f":{port}" if port is not None else "")
         elif port is not None:
             raise ConfigurationError("port cannot be given with a connection string")
         codec = _split_codec_keywords(options)
         codec.update(document_class=document_class, tz_aware=tz_aware)
+        pymongo_codec = adopt_codec_keywords(codec)  # (PyMongo's document classes: see there)
         # the SRV polling floor: a keyword only (the spec keeps it out of connection strings)
         rescan_ms = options.pop("rescanSRVIntervalMS", None)
         parsed = parse_client_uri(host, options, stacklevel=2)
@@ -176,7 +182,7 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
         emit_uri_warnings(uri.warnings[len(parsed.warnings) :], stacklevel=2)
         # the connection string may name the UUID representation; a keyword wins over it
         in_uri = {"uuidRepresentation": uri.options.get("uuidRepresentation")}
-        self._codec_options = codec_options_from_keywords({**in_uri, **codec})
+        self._codec_options = pymongo_codec(codec_options_from_keywords({**in_uri, **codec}))
         self._settings = ClientSettings.from_connection_string(uri, server_api=server_api)
         self._write_concern = WriteConcern.from_document(self._settings.write_concern or {})
         self._read_concern = ReadConcern.from_document(self._settings.read_concern or {})
@@ -365,7 +371,7 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
         command (:mod:`mongo_sansio.ops.client_bulk`).  ``write_concern`` overrides the
         client's; ``verbose_results`` asks for each model's result.  Failures raise
         ClientBulkWriteException; a server before 8.0 InvalidOperation."""
-        ops = plan_client_bulk(models, ObjectId)
+        ops = plan_client_bulk(adopt_write_models(models), ObjectId)
         flow = client_bulk_write(
             ops,
             ordered=ordered,
@@ -374,7 +380,7 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
             comment=comment,
             let=let,
             raw_data=rawData,
-            write_concern=write_concern,
+            write_concern=adopt(write_concern),
             default_write_concern=self._write_concern,
             codec_options=self.codec_options,
         )
@@ -511,7 +517,7 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
             self,
             self._engine.new_session(
                 causal_consistency=causal_consistency,
-                default_transaction_options=default_transaction_options,
+                default_transaction_options=adopt(default_transaction_options),
                 snapshot=bool(snapshot),
                 snapshot_time=snapshot_time,
             ),

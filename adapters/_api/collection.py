@@ -40,6 +40,7 @@ from .._timeout import operation_timeout
 from .change_stream import ChangeStreamBase, watch_options
 from .collection_writes import WriteMethods
 from .program import Program, Run, operation, run_blocking
+from .pymongo_objects import adopt, adopt_index_models, adopt_keywords
 from .search_indexes import SearchIndexMethods
 from .settings import Settings
 
@@ -67,7 +68,8 @@ _SERVER_SPELLING = {
 def _options(kwargs: dict[str, Any]) -> dict[str, Any]:
     if not kwargs:
         return kwargs  # (most calls pass none: no comprehension to run)
-    return {_SERVER_SPELLING.get(key, key): value for key, value in kwargs.items()}
+    # (PyMongo's objects, e.g. a Collation, made ours: pymongo_objects.py)
+    return adopt_keywords({_SERVER_SPELLING.get(key, key): value for key, value in kwargs.items()})
 
 
 class CollectionBase(
@@ -113,7 +115,8 @@ class CollectionBase(
             "write_concern": write_concern,
             "read_concern": read_concern,
         }
-        changes = {key: value for key, value in settings.items() if value is not None}
+        # (PyMongo's objects made ours: pymongo_objects.py)
+        changes = {key: adopt(value) for key, value in settings.items() if value is not None}
         self._ops: CollectionOps = parent.ops.get_collection(name, **changes)
         self._database = database
         self._name = name
@@ -280,7 +283,8 @@ class CollectionBase(
         **kwargs: Any,
     ) -> Program[list[str]]:
         names: list[str] = yield self._op(
-            self._ops.create_indexes(indexes, comment=comment, **kwargs), session=session
+            self._ops.create_indexes(adopt_index_models(indexes), comment=comment, **kwargs),
+            session=session,
         )
         return names
 
@@ -290,7 +294,8 @@ class CollectionBase(
     ) -> Program[str]:
         """Create an index on ``keys`` ("field", [("a", 1), ("b", -1)] or a mapping); its name."""
         name: str = yield self._op(
-            self._ops.create_index(keys, comment=comment, **kwargs), session=session
+            self._ops.create_index(keys, comment=comment, **adopt_keywords(kwargs)),
+            session=session,
         )
         return name
 

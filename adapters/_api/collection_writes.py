@@ -26,6 +26,7 @@ from mongo_sansio.ops.results import (
 )
 
 from .program import Program, Run, operation
+from .pymongo_objects import adopt, adopt_keywords, adopt_write_models
 
 __all__ = ["WriteMethods"]
 
@@ -54,7 +55,7 @@ class WriteMethods:
         """Send InsertOne/UpdateOne/UpdateMany/ReplaceOne/DeleteOne/DeleteMany ``requests``
         in as few commands as their order allows; errors raise BulkWriteError."""
         flow = self._ops.bulk_write(
-            requests,
+            adopt_write_models(requests),
             ordered,
             bypass_document_validation=bypass_document_validation,
             comment=comment,
@@ -125,7 +126,7 @@ class WriteMethods:
             replacement,
             upsert,
             bypass_document_validation=bypass_document_validation,
-            collation=collation,
+            collation=adopt(collation),
             hint=hint,
             let=let,
             sort=sort,
@@ -157,7 +158,7 @@ class WriteMethods:
             update,
             upsert,
             bypass_document_validation=bypass_document_validation,
-            collation=collation,
+            collation=adopt(collation),
             array_filters=array_filters,
             hint=hint,
             let=let,
@@ -190,7 +191,7 @@ class WriteMethods:
             upsert,
             array_filters=array_filters,
             bypass_document_validation=bypass_document_validation,
-            collation=collation,
+            collation=adopt(collation),
             hint=hint,
             let=let,
             comment=comment,
@@ -212,7 +213,12 @@ class WriteMethods:
         rawData: bool | None = None,  # noqa: N803 - the specifications' name (PyMongo has none)
     ) -> Program[DeleteResult]:
         flow = self._ops.delete_one(
-            filter, collation=collation, hint=hint, let=let, comment=comment, raw_data=rawData
+            filter,
+            collation=adopt(collation),
+            hint=hint,
+            let=let,
+            comment=comment,
+            raw_data=rawData,
         )
         result: DeleteResult = yield self._op(flow, session)
         return result
@@ -230,7 +236,12 @@ class WriteMethods:
         rawData: bool | None = None,  # noqa: N803 - the specifications' name (PyMongo has none)
     ) -> Program[DeleteResult]:
         flow = self._ops.delete_many(
-            filter, collation=collation, hint=hint, let=let, comment=comment, raw_data=rawData
+            filter,
+            collation=adopt(collation),
+            hint=hint,
+            let=let,
+            comment=comment,
+            raw_data=rawData,
         )
         result: DeleteResult = yield self._op(flow, session)
         return result
@@ -250,7 +261,7 @@ class WriteMethods:
     ) -> Program[Any]:
         """Delete the first document matching ``filter`` and return it (None if none)."""
         flow = self._ops.find_one_and_delete(
-            filter, projection, sort, hint, let=let, comment=comment, **kwargs
+            filter, projection, sort, hint, let=let, comment=comment, **adopt_keywords(kwargs)
         )
         return (yield self._op(flow, session))
 
@@ -282,7 +293,7 @@ class WriteMethods:
             hint,
             let=let,
             comment=comment,
-            **kwargs,
+            **adopt_keywords(kwargs),
         )
         return (yield self._op(flow, session))
 
@@ -316,6 +327,6 @@ class WriteMethods:
             hint,
             let=let,
             comment=comment,
-            **kwargs,
+            **adopt_keywords(kwargs),
         )
         return (yield self._op(flow, session))

@@ -43,6 +43,7 @@ from mongo_sansio.ops.decoding import (
 from mongo_sansio.ops.explain import explain_find
 
 from .program import Program, Run, operation
+from .pymongo_objects import adopt, adopt_cursor_type
 from .validators import check_collation, check_find_arguments, check_hint, check_sort
 
 __all__ = [
@@ -279,6 +280,8 @@ class FindCursorBase(CursorBase[CollectionT]):
         self._filter = filter
         self._projection = projection
         self._options: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
+        if "cursor_type" in self._options:  # PyMongo's CursorType values are plain ints
+            self._options["cursor_type"] = adopt_cursor_type(self._options["cursor_type"])
         self._empty = False  # a [n:n] slice: no query at all
 
     # -- options, before the first document ----------------------------------------------------
@@ -325,7 +328,7 @@ class FindCursorBase(CursorBase[CollectionT]):
         return self._set("comment", comment)
 
     def collation(self, collation: Mapping[str, Any] | None) -> Self:
-        return self._set("collation", check_collation(collation))
+        return self._set("collation", check_collation(adopt(collation)))
 
     def allow_disk_use(self, allow_disk_use: bool) -> Self:
         if not isinstance(allow_disk_use, bool):

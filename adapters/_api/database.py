@@ -32,6 +32,7 @@ from .._timeout import operation_timeout
 from .change_stream import ChangeStreamBase, watch_options
 from .collection import CollectionBase
 from .program import Program, Run, operation
+from .pymongo_objects import adopt, adopt_codec_options, adopt_keywords, adopt_settings
 from .settings import Settings
 
 __all__ = ["DatabaseBase"]
@@ -80,12 +81,18 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
         self._name = name
         #: timeoutMS in seconds for this database's operations (None: the client's)
         self.timeout = operation_timeout(timeoutMS)
+        given = adopt_settings(  # PyMongo's objects made ours (pymongo_objects.py)
+            codec_options=codec_options,
+            read_preference=read_preference,
+            write_concern=write_concern,
+            read_concern=read_concern,
+        )
         self._ops: DatabaseOps = DatabaseOps(
             name,
-            codec_options=codec_options or parent.codec_options,
-            read_preference=read_preference or parent.read_preference,
-            write_concern=write_concern or parent.write_concern,
-            read_concern=read_concern or parent.read_concern,
+            codec_options=given["codec_options"] or parent.codec_options,
+            read_preference=given["read_preference"] or parent.read_preference,
+            write_concern=given["write_concern"] or parent.write_concern,
+            read_concern=given["read_concern"] or parent.read_concern,
         )
 
     # -- identity and settings -------------------------------------------------------------------
@@ -236,19 +243,17 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
         ``capped=True, size=4096`` or ``validator={...}``) and return it.  With
         ``check_exists`` an existing collection raises
         :class:`~mongo_sansio.ops.database.CollectionInvalid` before anything is created."""
-        flow = self._ops.create_collection(
-            name,
-            check_exists=bool(check_exists),
+        given = adopt_settings(  # PyMongo's objects made ours (pymongo_objects.py)
             codec_options=codec_options,
             read_preference=read_preference,
             write_concern=write_concern,
             read_concern=read_concern,
-            **kwargs,
+        )
+        flow = self._ops.create_collection(
+            name, check_exists=bool(check_exists), **given, **adopt_keywords(kwargs)
         )
         yield self._op(flow, session)
-        return self.get_collection(
-            name, codec_options, read_preference, write_concern, read_concern
-        )
+        return self.get_collection(name, **given)
 
     @operation
     def drop_collection(
@@ -296,12 +301,14 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
             value,
             check=check,
             allowable_errors=allowable_errors,
-            read_preference=read_preference,
+            read_preference=adopt(read_preference),
             comment=comment,
             **kwargs,
         )
         reply = yield self._op(flow, session)
-        return apply_codec_options(reply, codec_options or DEFAULT_CODEC_OPTIONS)
+        return apply_codec_options(
+            reply, adopt_codec_options(codec_options) or DEFAULT_CODEC_OPTIONS
+        )
 
     @operation
     def cursor_command(
@@ -321,7 +328,7 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
         flow = self._ops.cursor_command(
             command,
             value,
-            read_preference=read_preference,
+            read_preference=adopt(read_preference),
             comment=comment,
             max_await_time_ms=max_await_time_ms,
             **kwargs,
@@ -331,7 +338,7 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
             self._commands(),
             opened,
             session=session,
-            codec_options=codec_options or DEFAULT_CODEC_OPTIONS,
+            codec_options=adopt_codec_options(codec_options) or DEFAULT_CODEC_OPTIONS,
         )
 
     @operation

@@ -33,6 +33,7 @@ from mongo_sansio.sessions import Session, SessionOptions, TransactionOptions
 
 from .._timeout import callback_block, current_deadline, deadline_block
 from .program import Call, Program, Run, operation
+from .pymongo_objects import adopt
 
 __all__ = ["ClientSessionBase", "TransactionBlockBase", "SessionOptions", "TransactionOptions"]
 
@@ -176,8 +177,8 @@ class ClientSessionBase(Generic[ClientT, BlockT]):
         max_commit_time_ms: int | None = None,
     ) -> None:
         self._session.require_usable(self._engine.core)
-        options = TransactionOptions(
-            read_concern, write_concern, read_preference, max_commit_time_ms
+        options = TransactionOptions(  # (PyMongo's concerns made ours: pymongo_objects.py)
+            adopt(read_concern), adopt(write_concern), adopt(read_preference), max_commit_time_ms
         ).merged(self._session.default_transaction_options)
         options = options.merged(self._client.default_transaction_options())
         self._session.start_transaction(options)
