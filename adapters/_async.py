@@ -26,6 +26,9 @@ from mongo_sansio.client.runtime import OpenStream, Receive, Resolve, SendAll, T
 from mongo_sansio.errors import LocalProtocolError, MongoError, NetworkTimeout
 from mongo_sansio.flow import Now, Sleep
 
+from ._oidc_io import OIDC_REQUESTS
+from ._oidc_io import carry_out as carry_out_oidc
+
 __all__ = ["AsyncRuntime", "AsyncEvent", "AsyncInterpreter"]
 
 Buffer = bytes | bytearray | memoryview
@@ -52,6 +55,7 @@ class AsyncRuntime(Protocol):
     async def receive(self, stream: Any, timeout: float | None, size: int = ...) -> bytes: ...
     def close_stream(self, stream: Any, /) -> None: ...
     async def resolve(self, question: Any) -> Any: ...
+    async def in_thread(self, function: Callable[[Any], Any], argument: Any) -> Any: ...
 
 
 class AsyncInterpreter:
@@ -133,4 +137,7 @@ class AsyncInterpreter:
             return None
         if isinstance(request, Resolve):
             return await runtime.resolve(request.question)
+        if isinstance(request, OIDC_REQUESTS):
+            # user code and blocking I/O: in a worker thread, never on the loop
+            return await runtime.in_thread(carry_out_oidc, request)
         raise LocalProtocolError(f"a flow yielded {request!r}, which is not a primitive")

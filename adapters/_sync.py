@@ -24,6 +24,9 @@ from mongo_sansio.client.runtime import OpenStream, Receive, Resolve, SendAll, T
 from mongo_sansio.errors import LocalProtocolError, MongoError, NetworkTimeout
 from mongo_sansio.flow import Now, Sleep
 
+from ._oidc_io import OIDC_REQUESTS
+from ._oidc_io import carry_out as carry_out_oidc
+
 __all__ = ["SyncRuntime", "SyncEvent", "SyncInterpreter"]
 
 T = TypeVar("T")
@@ -141,4 +144,6 @@ class SyncInterpreter:
             return None
         if isinstance(request, Resolve):
             return runtime.resolve(request.question)
+        if isinstance(request, OIDC_REQUESTS):
+            return carry_out_oidc(request)
         raise LocalProtocolError(f"a flow yielded {request!r}, which is not a primitive")

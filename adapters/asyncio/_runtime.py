@@ -58,6 +58,10 @@ class AsyncioRuntime(AsyncRuntimeBase):
         self._tasks: set[asyncio.Task[None]] = set()
 
     sleep = staticmethod(asyncio.sleep)
+
+    async def in_thread(self, function: Any, argument: Any) -> Any:
+        """``function(argument)`` in a worker thread (user code, blocking I/O)."""
+        return await asyncio.to_thread(function, argument)
     event = AsyncioEvent
 
     # -- background tasks -------------------------------------------------------------------------

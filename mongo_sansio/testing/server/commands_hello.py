@@ -17,6 +17,7 @@ from mongo_sansio.testing.engine import CommandError
 from mongo_sansio.testing.server.auth import SaslFailure
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome, Waiting
 from mongo_sansio.testing.server.handshake import await_deadline, hello_reply, negotiate_compression
+from mongo_sansio.testing.server.oidc import MECHANISM as OIDC_MECHANISM
 
 __all__ = ["HELLO_COMMANDS", "AUTH_FAILED"]
 
@@ -70,10 +71,10 @@ def hello(ctx: Context) -> Outcome:
 def _auth_fields(ctx: Context) -> dict[str, Any]:
     authenticator = ctx.cluster.authenticator
     out: dict[str, Any] = {}
-    if authenticator is None:
+    if not ctx.cluster.auth_enabled:
         return out
     asked = ctx.body.get("saslSupportedMechs")
-    if isinstance(asked, str) and "." in asked:
+    if authenticator is not None and isinstance(asked, str) and "." in asked:
         database, user = asked.split(".", 1)
         mechanisms = authenticator.mechanisms(user, database)
         if mechanisms is not None:
@@ -89,9 +90,11 @@ def _auth_fields(ctx: Context) -> dict[str, Any]:
 
 def _start(ctx: Context, command: Mapping[str, Any], database: str) -> dict[str, Any]:
     authenticator = ctx.cluster.authenticator
+    mechanism = command.get("mechanism")
+    if mechanism == OIDC_MECHANISM and ctx.cluster.oidc is not None:
+        return _start_oidc(ctx, command, database)
     if authenticator is None:
         raise CommandError(334, "MechanismUnavailable", "Authentication is not enabled on this server")
-    mechanism = command.get("mechanism")
     if mechanism not in ("SCRAM-SHA-1", "SCRAM-SHA-256"):
         raise CommandError(
             334, "MechanismUnavailable", f"Received authentication for mechanism {mechanism} which is unknown or not enabled"
@@ -108,6 +111,22 @@ def _start(ctx: Context, command: Mapping[str, Any], database: str) -> dict[str,
     return _sasl_reply(ctx, payload, done)
 
 
+def _start_oidc(ctx: Context, command: Mapping[str, Any], database: str) -> dict[str, Any]:
+    """MONGODB-OIDC (users of ``$external``): one step with a JWT, or two with the IdpInfo."""
+    issuer = ctx.cluster.oidc
+    assert issuer is not None
+    if database != "$external":
+        raise CommandError(2, "BadValue", "MONGODB-OIDC must be used with authentication database $external")
+    try:
+        conversation, payload, done = issuer.start(_payload_bytes(command.get("payload")), ctx.cluster.wall(ctx.now))
+    except SaslFailure:
+        raise AUTH_FAILED from None
+    ctx.state.conversation = conversation
+    ctx.state.conversation_done = False
+    ctx.state.skip_empty_exchange = True
+    return _sasl_reply(ctx, payload, done)
+
+
 def _sasl_reply(ctx: Context, payload: bytes, done: bool) -> dict[str, Any]:
     state = ctx.state
     if done and state.conversation is not None:
@@ -115,6 +134,7 @@ def _sasl_reply(ctx: Context, payload: bytes, done: bool) -> dict[str, Any]:
             state.conversation_done = True  # SCRAM's empty final round trip comes next
             return {"conversationId": CONVERSATION_ID, "done": False, "payload": Binary(payload), "ok": 1.0}
         state.user = state.conversation.user
+        state.auth_expires = getattr(state.conversation, "expires", None)
         state.conversation = None
     return {"conversationId": CONVERSATION_ID, "done": done, "payload": Binary(payload), "ok": 1.0}
 

@@ -60,6 +60,7 @@ class ConnectionState:
     conversation: SaslConversation | None = None
     conversation_done: bool = False  # a SCRAM conversation waiting for the empty last step
     skip_empty_exchange: bool = False
+    auth_expires: float | None = None  # wall-clock end of an OIDC authentication (token exp)
 
 
 @attrs.define
