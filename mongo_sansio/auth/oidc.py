@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Generator, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -49,10 +49,12 @@ from mongo_sansio.auth.oidc_providers import (
     token_from_environment,
 )
 from mongo_sansio.bson import Binary, decode, encode
-from mongo_sansio.client.runtime import Signal, Wait
 from mongo_sansio.errors import AuthenticationError, ConfigurationError, command_succeeded
 from mongo_sansio.flow import ConnectionCommand, Now, Sleep
 from mongo_sansio.uri.credential import Credential
+
+if TYPE_CHECKING:
+    from mongo_sansio.client.runtime import Signal
 
 __all__ = [
     "OIDCCallback",
@@ -345,6 +347,9 @@ class OidcAuthenticator:
         """A token from the source, one call at a time per client; a token another
         connection cached meanwhile is taken instead (not with ``fresh``: a new two-step
         conversation needs the callback's answer to this IdpInfo)."""
+        # (imported here: mongo_sansio.client imports this module while it loads)
+        from mongo_sansio.client.runtime import Signal, Wait
+
         cache = self._cache
         while cache.fetching:
             signal = Signal("OIDC token")

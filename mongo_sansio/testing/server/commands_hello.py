@@ -18,6 +18,7 @@ from mongo_sansio.testing.server.auth import SaslFailure
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome, Waiting
 from mongo_sansio.testing.server.handshake import await_deadline, hello_reply, negotiate_compression
 from mongo_sansio.testing.server.oidc import MECHANISM as OIDC_MECHANISM
+from mongo_sansio.testing.server.oidc import OidcConversation
 
 __all__ = ["HELLO_COMMANDS", "AUTH_FAILED"]
 
@@ -119,12 +120,17 @@ def _start_oidc(ctx: Context, command: Mapping[str, Any], database: str) -> dict
         raise CommandError(2, "BadValue", "MONGODB-OIDC must be used with authentication database $external")
     try:
         conversation, payload, done = issuer.start(_payload_bytes(command.get("payload")), ctx.cluster.wall(ctx.now))
-    except SaslFailure:
-        raise AUTH_FAILED from None
+    except SaslFailure as failure:
+        raise _oidc_failed(failure) from None
     ctx.state.conversation = conversation
     ctx.state.conversation_done = False
     ctx.state.skip_empty_exchange = True
     return _sasl_reply(ctx, payload, done)
+
+
+def _oidc_failed(failure: SaslFailure) -> CommandError:
+    # mongod logs why a token was refused; the simulator, a test peer, also says it
+    return CommandError(18, "AuthenticationFailed", f"Authentication failed: {failure}")
 
 
 def _sasl_reply(ctx: Context, payload: bytes, done: bool) -> dict[str, Any]:
@@ -154,8 +160,10 @@ def sasl_continue(ctx: Context) -> Outcome:
         return {"conversationId": CONVERSATION_ID, "done": True, "payload": Binary(b""), "ok": 1.0}
     try:
         payload, done = conversation.step(_payload_bytes(ctx.body.get("payload")))
-    except SaslFailure:
+    except SaslFailure as failure:
         state.conversation = None
+        if isinstance(conversation, OidcConversation):
+            raise _oidc_failed(failure) from None
         raise AUTH_FAILED from None
     return _sasl_reply(ctx, payload, done)
 
