@@ -46,7 +46,8 @@ def carry_out(request: Any) -> Any:
 def _call(request: CallOidcCallback) -> CallbackOutcome:
     callback = request.callback
     try:
-        return CallbackOutcome(result=callback.fetch(_context_for(callback, request.context)))
+        fetch = getattr(callback, "fetch", callback)  # an OIDCCallback, or a plain function
+        return CallbackOutcome(result=fetch(_context_for(callback, request.context)))
     except Exception as error:  # noqa: BLE001 - the core turns it into AuthenticationError
         return CallbackOutcome(error=error)
 

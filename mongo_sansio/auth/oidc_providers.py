@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import quote
 
 import attrs
 
@@ -142,6 +141,16 @@ class TokenResult:
     refresh_token: str | None = None
 
 
+_UNRESERVED: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def quote(text: str) -> str:
+    """RFC 3986 percent-encoding of a query value (every byte but the unreserved ones)."""
+    return "".join(
+        chr(byte) if byte in _UNRESERVED else f"%{byte:02X}" for byte in text.encode("utf-8")
+    )
+
+
 def host_allowed(host: str, allowed: Any) -> bool:
     """Whether ``host`` (no port) matches one of the ALLOWED_HOSTS patterns; ``*.`` matches
     any (nested) subdomain."""
@@ -166,11 +175,11 @@ def environment_request(
         return ReadTokenFile(
             ("AZURE_FEDERATED_TOKEN_FILE", "AWS_WEB_IDENTITY_TOKEN_FILE"), K8S_DEFAULT_TOKEN_FILE
         )
-    resource = quote(token_resource or "", safe="")
+    resource = quote(token_resource or "")
     if environment == "azure":
         url = f"{AZURE_IMDS_URL}?api-version=2018-02-01&resource={resource}"
         if username:
-            url += f"&client_id={quote(username, safe='')}"
+            url += f"&client_id={quote(username)}"
         headers = (("Accept", "application/json"), ("Metadata", "true"))
         return OidcHttpGet(url, headers, timeout)
     if environment == "gcp":
@@ -207,8 +216,8 @@ def token_from_environment(environment: str, outcome: Any) -> TokenResult:
         answer = json.loads(body)
     except ValueError:
         answer = None
-    token = answer.get("access_token") if isinstance(answer, Mapping) else None
-    if not isinstance(token, str) or not token:
+    access = answer.get("access_token") if isinstance(answer, Mapping) else None
+    if not isinstance(access, str) or not access:
         raise AuthenticationError(
             f"{where}: the metadata service's answer has no access_token: {body[:_QUOTED_BODY]}"
         )
@@ -217,7 +226,7 @@ def token_from_environment(environment: str, outcome: Any) -> TokenResult:
         expires_in = None if expires is None else float(expires)
     except (TypeError, ValueError):
         expires_in = None
-    return TokenResult(token, expires_in)
+    return TokenResult(access, expires_in)
 
 
 def read_callback_result(outcome: Any, *, human: bool) -> TokenResult:

@@ -194,14 +194,14 @@ def _check_oidc(username: str | None, properties: Mapping[str, Any]) -> None:
 
 
 def _check_oidc_objects(properties: Mapping[str, Any]) -> None:
-    """The callbacks (objects with ``fetch``, not both) and ALLOWED_HOSTS (a list given in
+    """The callbacks (objects with ``fetch``, or plain functions; not both) and ALLOWED_HOSTS (a list given in
     code, only with a human callback: never in a connection string)."""
     for name in ("OIDC_CALLBACK", "OIDC_HUMAN_CALLBACK"):
         callback = properties.get(name)
-        if name in properties and not callable(getattr(callback, "fetch", None)):
+        if name in properties and not callable(getattr(callback, "fetch", callback)):
             raise ConfigurationError(
-                f"MONGODB-OIDC: {name} must be an OIDCCallback (an object with a fetch method), "
-                f"not {type(callback).__name__}"
+                f"MONGODB-OIDC: {name} must be an OIDCCallback (an object with a fetch method) "
+                f"or a function of the context, not {type(callback).__name__}"
             )
     if "OIDC_CALLBACK" in properties and "OIDC_HUMAN_CALLBACK" in properties:
         raise ConfigurationError("MONGODB-OIDC: OIDC_CALLBACK and OIDC_HUMAN_CALLBACK must not both be given")
