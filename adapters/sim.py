@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from mongo_sansio.testing.server import ReplicaSet
-from mongo_sansio.testing.server.oidc import OidcIssuer
+from mongo_sansio.testing.server.oidc import OidcIssuer, mint_hs256
 
 if TYPE_CHECKING:
     # mypy checks the source tree, where transports/ is a top-level folder; installed, it is
@@ -241,6 +241,14 @@ class SimulatedReplicaSet:
         a standalone server's is ``mongodb://host:port/`` (no replicaSet option).
         Credentials are not included: see :meth:`uri_with_credentials`."""
         return self._uri("")
+
+    def oidc_token(self, subject: str = "user", *, expires_in: float = 3600.0) -> str:
+        """A JWT this deployment's OIDC issuer accepts, for ``subject``, valid ``expires_in``
+        seconds from now (wall clock)."""
+        if self.oidc is None:
+            raise ValueError("this simulated deployment has no OIDC issuer (oidc_secret=...)")
+        claims = {"sub": subject, "aud": self.oidc.audience, "exp": int(self._wall_clock() + expires_in)}
+        return mint_hs256(claims, self.oidc.secret)
 
     def uri_with_credentials(self, user: str | None = None) -> str:
         """The URI with ``user`` (default: the first configured user) and its password."""

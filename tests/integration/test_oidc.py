@@ -294,6 +294,17 @@ def test_invalid_tokens_without_cache_fail_once(runtime: str) -> None:
     run_on(runtime, scenario)
 
 
+def test_the_simulator_mints_its_own_tokens(sim: SimulatedReplicaSet) -> None:
+    async def scenario(make: Callable[..., Any]) -> None:
+        fresh = Callback(lambda _n: sim.oidc_token("carol"))
+        await find(make(**machine(fresh)))
+        stale = Callback(lambda _n: sim.oidc_token("carol", expires_in=-10))
+        with pytest.raises(AuthenticationError, match="expired"):
+            await find(make(**machine(stale)))
+
+    run_on("blocking", scenario)
+
+
 def test_expired_token_refused() -> None:
     callback = Callback(lambda _n: token(lifetime=-5))
 
@@ -389,6 +400,27 @@ def test_reauthentication_with_a_session(runtime: str, sim: SimulatedReplicaSet)
         fail_once(sim, "find", errorCode=391)
         await done(client.test.oidc.find({}, session=session).to_list())
         await done(session.end_session())
+        assert callback.calls == 2
+
+    run_on(runtime, scenario)
+
+
+@pytest.mark.parametrize("runtime", ["blocking", "trio"])
+def test_reauthentication_in_a_transaction(runtime: str, sim: SimulatedReplicaSet) -> None:
+    callback = Callback()
+
+    async def scenario(make: Callable[..., Any]) -> None:
+        client = make(**machine(callback))
+        collection = client.test.oidc_txn
+        await done(collection.delete_many({}))
+        session = await done(client.start_session())
+        await done(session.start_transaction())
+        await done(collection.insert_one({"in": "txn"}, session=session))
+        fail_once(sim, "insert", errorCode=391)
+        await done(collection.insert_one({"in": "txn", "n": 2}, session=session))
+        await done(session.commit_transaction())
+        await done(session.end_session())
+        assert await done(collection.count_documents({"in": "txn"})) == 2
         assert callback.calls == 2
 
     run_on(runtime, scenario)
@@ -605,3 +637,39 @@ def test_our_clients_take_a_pymongo_callback(runtime: str) -> None:
         assert isinstance(contexts[0], auth_oidc.OIDCCallbackContext)
 
     run_on(runtime, scenario)
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def test_the_sim_command_serves_oidc() -> None:
+    import signal
+
+    from integration_helpers import cli_process
+
+    from mongo_sansio.adapters.blocking import MongoClient
+
+    with cli_process("sim", "--members", "1", "--oidc-secret", SECRET, "--oidc-audience", AUDIENCE) as process:
+        first_line: list[str] = []
+        reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(15)
+        assert first_line and first_line[0].startswith("mongodb://"), process.stderr
+        client = MongoClient(
+            first_line[0].strip(), authMechanism="MONGODB-OIDC", **machine(Callback()),
+            serverSelectionTimeoutMS=5000,
+        )
+        try:
+            client.test.cli.insert_one({"from": "cli"})
+            assert client.test.cli.count_documents({}) == 1
+        finally:
+            client.close()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0
+
+
+def test_the_sim_command_wants_both_oidc_options(capsys: pytest.CaptureFixture[str]) -> None:
+    from mongo_sansio.adapters.cli import main
+
+    assert main(["sim", "--oidc-secret", "s"]) == 2
+    assert "--oidc-audience" in capsys.readouterr().err
