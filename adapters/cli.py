@@ -7,11 +7,12 @@ Subcommands:
 * ``bson load FILE [-o OUT]`` -- read Extended JSON (one document per line, or one JSON array
   or document) and write the documents as concatenated BSON.
 * ``sim [--members N] [--replset NAME] [--standalone] [--host H] [--port P]
-  [--auth USER:PASSWORD ...] [--oidc-secret SECRET --oidc-audience AUD] [--seed S]`` -- serve a simulated replica set (or, with
+  [--auth USER:PASSWORD ...] [--oidc-secret SECRET] [--oidc-jwks FILE] [--oidc-audience AUD] [--seed S]`` -- serve a simulated replica set (or, with
   ``--standalone``, one standalone server) on loopback; the first line of standard output is
   its connection URI (with the first user's credentials when ``--auth`` is given). It serves
   until SIGINT or SIGTERM and then exits 0.  ``--oidc-secret`` and ``--oidc-audience`` enable
-  MONGODB-OIDC: JWTs signed HS256 with that secret for that audience authenticate their ``sub``.
+  MONGODB-OIDC: JWTs signed HS256 with that secret (or RS256 with a key of the JWKS file of
+  ``--oidc-jwks``) for that audience authenticate their ``sub``.
 * ``watch [URI] [db.coll]`` -- print a change stream's events as relaxed Extended JSON with
   their resume tokens; without a URI it starts the simulator and a small demo workload
   (:mod:`.cli_watch`).
@@ -115,9 +116,20 @@ def _sim(args: argparse.Namespace) -> int:
     # Imported here so that the bson tools never pay for the simulator (or scramp).
     from .sim import SimulatedReplicaSet
 
-    if (args.oidc_secret is None) != (args.oidc_audience is None):
-        print("mongo-sansio sim: --oidc-secret and --oidc-audience go together", file=sys.stderr)
+    if (args.oidc_secret is None and args.oidc_jwks is None) != (args.oidc_audience is None):
+        print(
+            "mongo-sansio sim: --oidc-audience goes with --oidc-secret or --oidc-jwks",
+            file=sys.stderr,
+        )
         return 2
+    jwks = None
+    if args.oidc_jwks is not None:
+        try:
+            with open(args.oidc_jwks, encoding="utf-8") as file:
+                jwks = json.load(file)
+        except (OSError, ValueError) as error:
+            print(f"mongo-sansio sim: cannot read --oidc-jwks: {error}", file=sys.stderr)
+            return 2
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         stream=sys.stderr,
@@ -134,7 +146,7 @@ def _sim(args: argparse.Namespace) -> int:
         rs = SimulatedReplicaSet(
             members=args.members, replset=args.replset, auth=users, seed=args.seed,
             host=args.host, port=args.port, standalone=args.standalone,
-            oidc_secret=args.oidc_secret, oidc_audience=args.oidc_audience,
+            oidc_secret=args.oidc_secret, oidc_audience=args.oidc_audience, oidc_jwks=jwks,
         )
         with rs:
             print(rs.uri_with_credentials(), flush=True)
@@ -185,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument(
         "--oidc-audience", metavar="AUD", help="the audience (aud) the OIDC tokens must name",
+    )
+    sim.add_argument(
+        "--oidc-jwks", metavar="FILE",
+        help="enable MONGODB-OIDC with RS256 tokens verified by this JSON Web Key Set file",
     )
     sim.add_argument("--seed", type=int, default=0, help="seeds the simulator's ids")
     sim.add_argument("-v", "--verbose", action="store_true", help="log connections to stderr")

@@ -97,8 +97,8 @@ class SimulatedReplicaSet:
     last ``oplog_entries`` entries (a change stream resuming from before them fails with
     ChangeStreamHistoryLost, as against mongod's capped oplog).
     ``oidc_secret`` and ``oidc_audience`` (or an ``oidc_issuer``) enable MONGODB-OIDC: JWTs
-    signed with HS256 and that secret, for that audience, not expired, authenticate their
-    ``sub`` (``mongo_sansio.testing.server.oidc.mint_hs256`` makes them); a saslStart without a
+    signed with HS256 and that secret (or RS256 with a key of the JSON Web Key Set
+    ``oidc_jwks``), for that audience, not expired, authenticate their ``sub`` (``mongo_sansio.testing.server.oidc.mint_hs256`` makes them); a saslStart without a
     ``jwt`` is answered with the issuer's IdpInfo (the human flow).
     ``standalone=True`` serves one server that is not a replica set (``members`` defaults to 1
     and must be 1): its hello has no ``setName``/``hosts``, change streams are refused (40573),
@@ -127,6 +127,7 @@ class SimulatedReplicaSet:
         oidc_secret: str | None = None,
         oidc_audience: str | None = None,
         oidc_issuer: OidcIssuer | None = None,
+        oidc_jwks: Mapping[str, Any] | None = None,
     ) -> None:
         if members is None:
             members = 1 if standalone else 3
@@ -138,10 +139,10 @@ class SimulatedReplicaSet:
             raise ValueError("tls_allow_plain needs a tls context")
         self.replset = replset
         self.auth = dict(auth) if auth else None
-        if (oidc_secret is None) != (oidc_audience is None):
-            raise ValueError("oidc_secret and oidc_audience go together")
-        if oidc_secret is not None and oidc_audience is not None:
-            oidc_issuer = OidcIssuer(secret=oidc_secret, audience=oidc_audience)
+        if (oidc_secret is None and oidc_jwks is None) != (oidc_audience is None):
+            raise ValueError("oidc_audience goes with oidc_secret or oidc_jwks (or both)")
+        if oidc_audience is not None:
+            oidc_issuer = OidcIssuer(secret=oidc_secret, audience=oidc_audience, jwks=oidc_jwks)
         #: the identity provider whose HS256 JWTs MONGODB-OIDC accepts (None: no OIDC)
         self.oidc = oidc_issuer
         self.tls = tls
@@ -245,8 +246,8 @@ class SimulatedReplicaSet:
     def oidc_token(self, subject: str = "user", *, expires_in: float = 3600.0) -> str:
         """A JWT this deployment's OIDC issuer accepts, for ``subject``, valid ``expires_in``
         seconds from now (wall clock)."""
-        if self.oidc is None:
-            raise ValueError("this simulated deployment has no OIDC issuer (oidc_secret=...)")
+        if self.oidc is None or self.oidc.secret is None:
+            raise ValueError("this simulated deployment has no OIDC secret (oidc_secret=...)")
         claims = {"sub": subject, "aud": self.oidc.audience, "exp": int(self._wall_clock() + expires_in)}
         return mint_hs256(claims, self.oidc.secret)
 

@@ -37,7 +37,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.client.events import CommandMonitor
-from mongo_sansio.client.link import exchange, needs_reauthentication, reauthenticate
+from mongo_sansio.client.link import (
+    REAUTHENTICATION_REQUIRED,
+    exchange,
+    needs_reauthentication,
+    reauthenticate,
+)
 from mongo_sansio.client.runtime import Signal, Wait
 from mongo_sansio.client.selecting import select_known
 from mongo_sansio.client.sessions import TRANSIENT_TRANSACTION_ERROR
@@ -316,7 +321,11 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
                 document = yield from _monitored(
                     core, link, request.db, body, request.sequences, exchange_deadline, operation
                 )
-            if attempt == 1 and needs_reauthentication(link, document):
+            if (
+                attempt == 1
+                and document.get("code") == REAUTHENTICATION_REQUIRED
+                and needs_reauthentication(link, document)
+            ):
                 # auth spec, "Reauthentication": authenticate the connection again (no hello)
                 # and send the command once more, retryable or not
                 yield from reauthenticate(link, deadline=exchange_deadline)

@@ -52,7 +52,8 @@ __all__ = ["Link", "LinkOptions", "open_link", "exchange", "read_more", "reauthe
 
 LinkFlow = Generator[Any, Any, Any]
 
-_REAUTHENTICATION_REQUIRED = 391
+#: the server's error code asking a connection to authenticate again (auth spec)
+REAUTHENTICATION_REQUIRED = 391
 
 
 @attrs.frozen(kw_only=True)
@@ -226,7 +227,7 @@ def needs_reauthentication(link: Link, reply: Mapping[str, Any]) -> bool:
     """Whether ``reply`` is a ReauthenticationRequired error (391) that the link's
     authenticator can answer by authenticating again."""
     return (
-        reply.get("code") == _REAUTHENTICATION_REQUIRED
+        reply.get("code") == REAUTHENTICATION_REQUIRED
         and not reply.get("ok")
         and hasattr(link.authenticator, "reauthenticate")
     )

@@ -673,3 +673,54 @@ def test_the_sim_command_wants_both_oidc_options(capsys: pytest.CaptureFixture[s
 
     assert main(["sim", "--oidc-secret", "s"]) == 2
     assert "--oidc-audience" in capsys.readouterr().err
+
+
+def test_rs256_tokens_with_a_jwks_file(tmp_path: Any) -> None:
+    """RS256 beside HS256: the sim command trusts the keys of a JSON Web Key Set file."""
+    import base64
+    import json
+    import signal
+
+    from integration_helpers import cli_process
+
+    from mongo_sansio.adapters.blocking import MongoClient
+
+    rsa = pytest.importorskip("cryptography.hazmat.primitives.asymmetric.rsa")
+    hashes = pytest.importorskip("cryptography.hazmat.primitives.hashes")
+    padding = pytest.importorskip("cryptography.hazmat.primitives.asymmetric.padding")
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    numbers = key.public_key().public_numbers()
+
+    def b64(raw: bytes) -> str:
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    def number(value: int) -> str:
+        return b64(value.to_bytes((value.bit_length() + 7) // 8, "big"))
+
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [{"kty": "RSA", "kid": "main", "n": number(numbers.n), "e": number(numbers.e)}]}))
+
+    def rs256(_n: int) -> str:
+        header = b64(json.dumps({"alg": "RS256", "kid": "main"}).encode())
+        claims = b64(json.dumps({"sub": "rsa", "aud": AUDIENCE, "exp": time.time() + 600}).encode())
+        signature = key.sign(f"{header}.{claims}".encode(), padding.PKCS1v15(), hashes.SHA256())
+        return f"{header}.{claims}.{b64(signature)}"
+
+    with cli_process("sim", "--members", "1", "--oidc-jwks", str(jwks), "--oidc-audience", AUDIENCE) as process:
+        first_line: list[str] = []
+        reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(15)
+        assert first_line and first_line[0].startswith("mongodb://"), process.stderr
+        uri = first_line[0].strip()
+        client = MongoClient(uri, authMechanism="MONGODB-OIDC", **machine(Callback(rs256)), serverSelectionTimeoutMS=5000)
+        hs256 = MongoClient(uri, authMechanism="MONGODB-OIDC", **machine(Callback()), serverSelectionTimeoutMS=5000)
+        try:
+            client.test.rsa.insert_one({"signed": "RS256"})
+            with pytest.raises(AuthenticationError, match="RS256"):  # no secret: HS256 refused
+                hs256.test.rsa.find_one()
+        finally:
+            client.close()
+            hs256.close()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0

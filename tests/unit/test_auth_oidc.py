@@ -3,7 +3,9 @@ answers, ALLOWED_HOSTS, the simulator's HS256 verification, and the runtime's HT
 
 from __future__ import annotations
 
+import base64
 import http.server
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -35,7 +37,7 @@ from mongo_sansio.client.runtime import Wait
 from mongo_sansio.errors import AuthenticationError, ConfigurationError
 from mongo_sansio.flow import ConnectionCommand, Now, Sleep
 from mongo_sansio.testing.server.auth import SaslFailure
-from mongo_sansio.testing.server.oidc import OidcIssuer, mint_hs256, verify_hs256
+from mongo_sansio.testing.server.oidc import OidcIssuer, mint_hs256, verify_hs256, verify_jwt
 from mongo_sansio.uri.credential import Credential
 
 OK = {"ok": 1, "done": True, "conversationId": 1, "payload": b""}
@@ -311,6 +313,28 @@ def test_issuer_conversations() -> None:
     assert conversation.step(encode({"jwt": jwt})) == (b"", True)
     with pytest.raises(SaslFailure):
         issuer.start(b"not bson", now)
+    machine_idp = OidcIssuer(secret="k", audience="aud", client_id=None, request_scopes=("a",))
+    _, payload, _ = machine_idp.start(encode({}), now)
+    assert decode(payload) == {"issuer": "https://simulated-idp.invalid", "requestScopes": ["a"]}
+
+
+def test_human_flow_with_a_machine_idp() -> None:
+    """Prose 1.8: an IdpInfo without clientId is handled."""
+    cache = OidcCache()
+    auth = OidcAuthenticator(credential(OIDC_HUMAN_CALLBACK=object()), cache, host="localhost")
+    step_one = {"ok": 1, "done": False, "conversationId": 1, "payload": encode({"issuer": "https://m"})}
+    contexts: list[Any] = []
+
+    def answer(request: Any) -> Any:
+        if isinstance(request, CallOidcCallback):
+            contexts.append(request.context)
+            return CallbackOutcome(result=OIDCCallbackResult("t"))
+        return step_one if request.body.get("saslStart") else OK
+
+    driver = Driver()
+    driver.run(auth.flow(speculative_reply=None), answer)
+    assert driver.commands()[0]["payload"] == {}  # no username: no principal name
+    assert contexts[0].idp_info.issuer == "https://m" and contexts[0].idp_info.clientId is None
 
 
 # -- the runtime's HTTP GET -----------------------------------------------------------------------
@@ -352,3 +376,46 @@ def test_runtime_http_get(metadata_server: tuple[str, list[dict[str, str]]]) -> 
     assert missing.status == 404 and missing.body == b"nope"
     refused = carry_out(OidcHttpGet("http://127.0.0.1:1/x", (), 2))
     assert refused.status is None and refused.error
+
+
+def rs256_key_and_jwks(kid: str = "k1") -> tuple[Any, dict[str, Any]]:
+    rsa = pytest.importorskip("cryptography.hazmat.primitives.asymmetric.rsa")
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    numbers = key.public_key().public_numbers()
+
+    def b64(number: int) -> str:
+        raw = number.to_bytes((number.bit_length() + 7) // 8, "big")
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    return key, {"keys": [{"kty": "RSA", "kid": kid, "n": b64(numbers.n), "e": b64(numbers.e)}]}
+
+
+def mint_rs256(claims: dict[str, Any], key: Any, kid: str = "k1") -> str:
+    hashes = pytest.importorskip("cryptography.hazmat.primitives.hashes")
+    padding = pytest.importorskip("cryptography.hazmat.primitives.asymmetric.padding")
+
+    def part(document: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(document).encode()).rstrip(b"=").decode()
+
+    signed = f"{part({'alg': 'RS256', 'kid': kid})}.{part(claims)}"
+    signature = key.sign(signed.encode(), padding.PKCS1v15(), hashes.SHA256())
+    return f"{signed}.{base64.urlsafe_b64encode(signature).rstrip(b'=').decode()}"
+
+
+def test_rs256_tokens_with_a_jwks() -> None:
+    key, jwks = rs256_key_and_jwks()
+    other, _ = rs256_key_and_jwks()
+    now = time.time()
+    claims = {"sub": "rsa-user", "aud": "aud", "exp": now + 60}
+    assert verify_jwt(mint_rs256(claims, key), audience="aud", now=now, jwks=jwks)["sub"] == "rsa-user"
+    with pytest.raises(SaslFailure, match="signature"):
+        verify_jwt(mint_rs256(claims, other), audience="aud", now=now, jwks=jwks)
+    with pytest.raises(SaslFailure, match="signature"):  # no key with that kid
+        verify_jwt(mint_rs256(claims, key, kid="k2"), audience="aud", now=now, jwks=jwks)
+    with pytest.raises(SaslFailure, match="not signed with HS256"):  # no JWKS: HS256 only
+        verify_jwt(mint_rs256(claims, key), audience="aud", now=now, secret="s")
+    with pytest.raises(SaslFailure, match="RS256"):  # an HS256 token when only RS256 is trusted
+        verify_jwt(mint_hs256(claims, "s"), audience="aud", now=now, jwks=jwks)
+    issuer = OidcIssuer(secret=None, audience="aud", jwks=jwks)
+    conversation, _, done = issuer.start(encode({"jwt": mint_rs256(claims, key)}), now)
+    assert done and conversation.user == "rsa-user"

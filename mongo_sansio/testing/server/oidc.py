@@ -10,7 +10,9 @@ mongod's do); a token that is malformed, badly signed, for another audience or e
 :class:`~.auth.SaslFailure` (answered as error 18 AuthenticationFailed).
 
 The signature is HMAC-SHA256 over ``header.payload`` (RFC 7515/7519), compared in constant
-time; only ``alg: HS256`` is accepted.  :func:`mint_hs256` makes such tokens (for tests and
+time (``alg: HS256``); with a JSON Web Key Set, ``alg: RS256`` tokens are verified too
+(RSASSA-PKCS1-v1_5 with SHA-256, the key chosen by ``kid``).  No other algorithm (``none``
+included) is accepted.  :func:`mint_hs256` makes such tokens (for tests and
 ``mongo-sansio sim`` users).
 """
 
@@ -28,7 +30,7 @@ import attrs
 from mongo_sansio.bson import decode, encode
 from mongo_sansio.testing.server.auth import SaslFailure
 
-__all__ = ["OidcIssuer", "OidcConversation", "mint_hs256", "verify_hs256"]
+__all__ = ["OidcIssuer", "OidcConversation", "mint_hs256", "verify_hs256", "verify_jwt"]
 
 MECHANISM = "MONGODB-OIDC"
 
@@ -53,7 +55,53 @@ def mint_hs256(claims: Mapping[str, Any], secret: str | bytes) -> str:
 def verify_hs256(token: str, secret: str | bytes, *, audience: str, now: float) -> dict[str, Any]:
     """The claims of ``token`` once its signature, audience and expiry are checked (``now``:
     wall-clock seconds); :class:`SaslFailure` naming what is wrong otherwise."""
-    key = secret.encode() if isinstance(secret, str) else secret
+    return verify_jwt(token, audience=audience, now=now, secret=secret)
+
+
+# DER of the DigestInfo for SHA-256 (RFC 8017, section 9.2, note 1)
+_SHA256_DIGEST_INFO = bytes.fromhex("3031300d060960864801650304020105000420")
+
+
+def _rs256_valid(signed: bytes, signature: bytes, jwks: Mapping[str, Any], kid: Any) -> bool:
+    """RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518 RS256) against the JWKS's RSA keys (the one
+    named ``kid`` when the token names one)."""
+    keys = jwks.get("keys") if isinstance(jwks, Mapping) else None
+    for key in keys if isinstance(keys, list) else []:
+        if not isinstance(key, Mapping) or key.get("kty") != "RSA":
+            continue
+        if kid is not None and key.get("kid") != kid:
+            continue
+        try:
+            modulus = int.from_bytes(_unb64url(str(key["n"])), "big")
+            exponent = int.from_bytes(_unb64url(str(key["e"])), "big")
+        except (KeyError, ValueError):
+            continue
+        size = (modulus.bit_length() + 7) // 8
+        if len(signature) != size or modulus < 2:
+            continue
+        value = pow(int.from_bytes(signature, "big"), exponent, modulus)
+        if value >= 1 << (8 * size):
+            continue
+        digest = _SHA256_DIGEST_INFO + hashlib.sha256(signed).digest()
+        padding = size - 3 - len(digest)
+        if padding < 8:
+            continue
+        expected = b"\x00\x01" + b"\xff" * padding + b"\x00" + digest
+        if hmac.compare_digest(value.to_bytes(size, "big"), expected):
+            return True
+    return False
+
+
+def verify_jwt(
+    token: str,
+    *,
+    audience: str,
+    now: float,
+    secret: str | bytes | None = None,
+    jwks: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The claims of ``token`` (HS256 with ``secret``, or RS256 with a key of ``jwks``) once
+    its signature, audience and times are checked; :class:`SaslFailure` otherwise."""
     parts = token.split(".") if isinstance(token, str) else []
     if len(parts) != 3:
         raise SaslFailure("the token is not a compact JWT")
@@ -63,10 +111,20 @@ def verify_hs256(token: str, secret: str | bytes, *, audience: str, now: float) 
         signature = _unb64url(parts[2])
     except (ValueError, UnicodeDecodeError):
         raise SaslFailure("the token is not a compact JWT") from None
-    if not isinstance(header, dict) or header.get("alg") != "HS256":
-        raise SaslFailure("the token is not signed with HS256")
-    expected = hmac.new(key, f"{parts[0]}.{parts[1]}".encode(), hashlib.sha256).digest()
-    if not hmac.compare_digest(signature, expected):
+    algorithm = header.get("alg") if isinstance(header, dict) else None
+    signed = f"{parts[0]}.{parts[1]}".encode()
+    if algorithm == "HS256" and secret is not None:
+        key = secret.encode() if isinstance(secret, str) else secret
+        valid = hmac.compare_digest(signature, hmac.new(key, signed, hashlib.sha256).digest())
+    elif algorithm == "RS256" and jwks is not None:
+        assert isinstance(header, dict)
+        valid = _rs256_valid(signed, signature, jwks, header.get("kid"))
+    else:
+        accepted = " or ".join(
+            name for name, given in (("HS256", secret), ("RS256", jwks)) if given is not None
+        )
+        raise SaslFailure(f"the token is not signed with {accepted}")
+    if not valid:
         raise SaslFailure("the token's signature is wrong")
     if not isinstance(claims, dict):
         raise SaslFailure("the token's claims are not an object")
@@ -89,14 +147,18 @@ class OidcIssuer:
     """The identity provider the simulated server trusts (``mongo-sansio sim --oidc-secret
     SECRET --oidc-audience AUD``)."""
 
-    secret: str = attrs.field(repr=False)
+    secret: str | None = attrs.field(repr=False)
     audience: str
     issuer: str = "https://simulated-idp.invalid"
-    client_id: str = "mongo-sansio-simulator"
+    client_id: str | None = "mongo-sansio-simulator"  # None: a machine IdP (no clientId)
     request_scopes: tuple[str, ...] = ()
+    #: a JSON Web Key Set whose RSA keys verify RS256 tokens (None: HS256 only)
+    jwks: Mapping[str, Any] | None = attrs.field(default=None, eq=False, repr=False)
 
     def idp_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"issuer": self.issuer, "clientId": self.client_id}
+        info: dict[str, Any] = {"issuer": self.issuer}
+        if self.client_id is not None:
+            info["clientId"] = self.client_id
         if self.request_scopes:
             info["requestScopes"] = list(self.request_scopes)
         return info
@@ -133,7 +195,9 @@ class OidcConversation:
         if not isinstance(token, str):
             raise SaslFailure("the jwt must be a string")
         issuer = self._issuer
-        claims = verify_hs256(token, issuer.secret, audience=issuer.audience, now=self._wall)
+        claims = verify_jwt(
+            token, audience=issuer.audience, now=self._wall, secret=issuer.secret, jwks=issuer.jwks
+        )
         self._user = claims["sub"]
         self.expires = float(claims["exp"])
 
