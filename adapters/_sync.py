@@ -20,6 +20,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from mongo_sansio.auth.oidc_providers import CallOidcCallback
 from mongo_sansio.client.runtime import OpenStream, Receive, Resolve, SendAll, Task, Wait
 from mongo_sansio.errors import LocalProtocolError, MongoError, NetworkTimeout
 from mongo_sansio.flow import Now, Sleep
@@ -60,6 +61,7 @@ class SyncRuntime(Protocol):
 
     def close_stream(self, stream: Any, /) -> None: ...
     def resolve(self, question: Any) -> Any: ...
+    def in_thread(self, function: Callable[[Any], Any], argument: Any) -> Any: ...
 
 
 class SyncInterpreter:
@@ -144,6 +146,8 @@ class SyncInterpreter:
             return None
         if isinstance(request, Resolve):
             return runtime.resolve(request.question)
+        if isinstance(request, CallOidcCallback):
+            return carry_out_oidc(request)  # user code runs where the connection is made
         if isinstance(request, OIDC_REQUESTS):
-            return carry_out_oidc(request)
+            return runtime.in_thread(carry_out_oidc, request)
         raise LocalProtocolError(f"a flow yielded {request!r}, which is not a primitive")

@@ -464,7 +464,7 @@ def test_expiring_token_is_replaced(sim: SimulatedReplicaSet) -> None:
 # -- built-in environments ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("runtime", ["blocking", "trio"])
+@runtimes
 @pytest.mark.parametrize(
     ("environment", "variable"),
     [("test", "OIDC_TOKEN_FILE"), ("k8s", "AZURE_FEDERATED_TOKEN_FILE"), ("k8s", "AWS_WEB_IDENTITY_TOKEN_FILE")],
