@@ -724,3 +724,37 @@ def test_rs256_tokens_with_a_jwks_file(tmp_path: Any) -> None:
             hs256.close()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == 0
+
+
+@pytest.mark.parametrize("runtime", ["blocking", "asyncio"])
+def test_uri_only_configuration_and_connection_status(
+    runtime: str, sim: SimulatedReplicaSet, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ENVIRONMENT in the connection string alone; the server reports the token's subject as
+    the connection's user of $external (connectionStatus), as mongod does."""
+    path = tmp_path / "token"
+    path.write_text(sim.oidc_token("dave"))
+    monkeypatch.setenv("OIDC_TOKEN_FILE", str(path))
+    uri = URI[0] + "&authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:test"
+
+    async def scenario(make: Callable[..., Any]) -> None:
+        client = make(uri)
+        status = await done(client.admin.command("connectionStatus"))
+        assert status["authInfo"]["authenticatedUsers"] == [{"user": "dave", "db": "$external"}]
+
+    run_on(runtime, scenario)
+
+
+def test_pymongo_with_the_test_environment(
+    sim: SimulatedReplicaSet, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pymongo = pytest.importorskip("pymongo")
+    path = tmp_path / "token"
+    path.write_text(sim.oidc_token("erin"))
+    monkeypatch.setenv("OIDC_TOKEN_FILE", str(path))
+    client = pymongo.MongoClient(URI[0] + "&authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:test")
+    try:
+        status = client.admin.command("connectionStatus")
+        assert status["authInfo"]["authenticatedUsers"] == [{"user": "erin", "db": "$external"}]
+    finally:
+        client.close()

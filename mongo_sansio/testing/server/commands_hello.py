@@ -107,6 +107,7 @@ def _start(ctx: Context, command: Mapping[str, Any], database: str) -> dict[str,
     except SaslFailure:
         raise AUTH_FAILED from None
     ctx.state.conversation = conversation
+    ctx.state.conversation_db = database
     ctx.state.conversation_done = False
     ctx.state.skip_empty_exchange = skip_empty
     return _sasl_reply(ctx, payload, done)
@@ -123,6 +124,7 @@ def _start_oidc(ctx: Context, command: Mapping[str, Any], database: str) -> dict
     except SaslFailure as failure:
         raise _oidc_failed(failure) from None
     ctx.state.conversation = conversation
+    ctx.state.conversation_db = database
     ctx.state.conversation_done = False
     ctx.state.skip_empty_exchange = True
     return _sasl_reply(ctx, payload, done)
@@ -140,6 +142,7 @@ def _sasl_reply(ctx: Context, payload: bytes, done: bool) -> dict[str, Any]:
             state.conversation_done = True  # SCRAM's empty final round trip comes next
             return {"conversationId": CONVERSATION_ID, "done": False, "payload": Binary(payload), "ok": 1.0}
         state.user = state.conversation.user
+        state.user_db = state.conversation_db
         state.auth_expires = getattr(state.conversation, "expires", None)
         state.conversation = None
     return {"conversationId": CONVERSATION_ID, "done": done, "payload": Binary(payload), "ok": 1.0}
@@ -156,6 +159,7 @@ def sasl_continue(ctx: Context) -> Outcome:
         raise CommandError(17, "ProtocolError", "No SASL session state found")
     if state.conversation_done:
         state.user = conversation.user
+        state.user_db = state.conversation_db
         state.conversation = None
         return {"conversationId": CONVERSATION_ID, "done": True, "payload": Binary(b""), "ok": 1.0}
     try:
@@ -168,10 +172,19 @@ def sasl_continue(ctx: Context) -> Outcome:
     return _sasl_reply(ctx, payload, done)
 
 
+def connection_status(ctx: Context) -> Outcome:
+    """Who the connection authenticated as (mongod's ``connectionStatus``; roles are not
+    modelled: every simulated user may do everything)."""
+    state = ctx.state
+    users = [] if state.user is None else [{"user": state.user, "db": state.user_db or ctx.db}]
+    return {"authInfo": {"authenticatedUsers": users, "authenticatedUserRoles": []}, "ok": 1.0}
+
+
 HELLO_COMMANDS = [
     CommandSpec("hello", hello, requires_auth=False),
     CommandSpec("isMaster", hello, requires_auth=False),
     CommandSpec("ismaster", hello, requires_auth=False),
     CommandSpec("saslStart", sasl_start, requires_auth=False),
     CommandSpec("saslContinue", sasl_continue, requires_auth=False),
+    CommandSpec("connectionStatus", connection_status, requires_auth=False),
 ]

@@ -61,6 +61,8 @@ class ConnectionState:
     conversation_done: bool = False  # a SCRAM conversation waiting for the empty last step
     skip_empty_exchange: bool = False
     auth_expires: float | None = None  # wall-clock end of an OIDC authentication (token exp)
+    user_db: str | None = None  # the authenticated user's database ($external for OIDC)
+    conversation_db: str | None = None  # the database of the conversation in progress
 
 
 @attrs.define
