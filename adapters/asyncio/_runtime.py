@@ -59,9 +59,10 @@ class AsyncioRuntime(AsyncRuntimeBase):
 
     sleep = staticmethod(asyncio.sleep)
 
-    async def in_thread(self, function: Any, argument: Any) -> Any:
-        """``function(argument)`` in a worker thread (user code, blocking I/O)."""
-        return await asyncio.to_thread(function, argument)
+    async def in_thread(self, function: Any, argument: Any, timeout: float | None = None) -> Any:
+        """``function(argument)`` in a worker thread (user code, blocking I/O); TimeoutError
+        after ``timeout`` seconds (the thread is left to finish)."""
+        return await asyncio.wait_for(asyncio.to_thread(function, argument), timeout)
     event = AsyncioEvent
 
     # -- background tasks -------------------------------------------------------------------------

@@ -86,9 +86,12 @@ class TrioRuntime(AsyncRuntimeBase):
 
     sleep = staticmethod(trio.sleep)
 
-    async def in_thread(self, function: Any, argument: Any) -> Any:
-        """``function(argument)`` in a worker thread (user code, blocking I/O)."""
-        return await trio.to_thread.run_sync(function, argument, abandon_on_cancel=True)
+    async def in_thread(self, function: Any, argument: Any, timeout: float | None = None) -> Any:
+        """``function(argument)`` in a worker thread (user code, blocking I/O); TimeoutError
+        after ``timeout`` seconds (the thread is abandoned to finish)."""
+        with trio.move_on_after(math.inf if timeout is None else timeout):
+            return await trio.to_thread.run_sync(function, argument, abandon_on_cancel=True)
+        raise TimeoutError(f"no result within {timeout} s")
     event = TrioEvent
 
     # -- background tasks -------------------------------------------------------------------------

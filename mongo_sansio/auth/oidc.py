@@ -401,7 +401,7 @@ class OidcAuthenticator:
             idp_info=idp_info,
         )
         callback = self._human_callback if self.human else self._callback
-        outcome = yield CallOidcCallback(callback, context)
+        outcome = yield CallOidcCallback(callback, context, timeout)
         return read_callback_result(outcome, human=self.human)
 
 

@@ -82,10 +82,13 @@ _QUOTED_BODY: Final = 500
 
 @attrs.frozen
 class CallOidcCallback:
-    """Call ``callback.fetch(context)`` (a user's machine or human callback)."""
+    """Call ``callback.fetch(context)`` (a user's machine or human callback).  ``timeout``:
+    the seconds it was given (``context.timeout_seconds``); a runtime that can stop waiting
+    for it (asyncio, trio) answers a :class:`TimeoutError` outcome after that."""
 
     callback: Any = attrs.field(eq=False)
     context: Any = attrs.field(eq=False)
+    timeout: float | None = None
 
 
 @attrs.frozen

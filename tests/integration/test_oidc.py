@@ -758,3 +758,23 @@ def test_pymongo_with_the_test_environment(
         assert status["authInfo"]["authenticatedUsers"] == [{"user": "erin", "db": "$external"}]
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("runtime", ["asyncio", "trio"])
+def test_async_clients_stop_waiting_for_a_slow_callback(runtime: str) -> None:
+    """The async clients wait for a callback no longer than the time it was given (here what
+    remains of connectTimeoutMS); the operation fails with a typed error naming it."""
+
+    class Slow(OIDCCallback):
+        def fetch(self, context: OIDCCallbackContext) -> OIDCCallbackResult:
+            time.sleep(context.timeout_seconds + 1.0)
+            return OIDCCallbackResult(access_token=token())
+
+    async def scenario(make: Callable[..., Any]) -> None:
+        client = make(**machine(Slow()), connectTimeoutMS=300, serverSelectionTimeoutMS=3000)
+        started = time.monotonic()
+        with pytest.raises(AuthenticationError, match="TimeoutError: it did not return within its 0.3 s"):
+            await find(client)
+        assert time.monotonic() - started < 1.2
+
+    run_on(runtime, scenario)
