@@ -112,6 +112,18 @@ def _user_and_password(text: str) -> tuple[str, str]:
     return user, password
 
 
+def _oidc_issuer(args: argparse.Namespace, jwks: Any) -> Any:
+    """The OIDC identity provider the --oidc-* options describe (None without them)."""
+    if args.oidc_audience is None:
+        return None
+    from mongo_sansio.testing.server.oidc import OidcIssuer
+
+    return OidcIssuer(
+        secret=args.oidc_secret, audience=args.oidc_audience, jwks=jwks,
+        issuer=args.oidc_issuer, client_id=args.oidc_client_id,
+    )
+
+
 def _sim(args: argparse.Namespace) -> int:
     # Imported here so that the bson tools never pay for the simulator (or scramp).
     from .sim import SimulatedReplicaSet
@@ -146,7 +158,7 @@ def _sim(args: argparse.Namespace) -> int:
         rs = SimulatedReplicaSet(
             members=args.members, replset=args.replset, auth=users, seed=args.seed,
             host=args.host, port=args.port, standalone=args.standalone,
-            oidc_secret=args.oidc_secret, oidc_audience=args.oidc_audience, oidc_jwks=jwks,
+            oidc_issuer=_oidc_issuer(args, jwks),
         )
         with rs:
             print(rs.uri_with_credentials(), flush=True)
@@ -197,6 +209,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument(
         "--oidc-audience", metavar="AUD", help="the audience (aud) the OIDC tokens must name",
+    )
+    sim.add_argument(
+        "--oidc-issuer", metavar="URL", default="https://simulated-idp.invalid",
+        help="the issuer the OIDC IdpInfo announces (human flow)",
+    )
+    sim.add_argument(
+        "--oidc-client-id", metavar="ID", default="mongo-sansio-simulator",
+        help="the clientId the OIDC IdpInfo announces (human flow)",
     )
     sim.add_argument(
         "--oidc-jwks", metavar="FILE",

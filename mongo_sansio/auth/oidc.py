@@ -129,6 +129,18 @@ class OidcCache:
         self.fetching = False
         self._waiters: list[Signal] = []
 
+    def waiter(self, signal: Signal) -> Signal:
+        """Register ``signal`` to be fired when the token source call in progress ends."""
+        self._waiters.append(signal)
+        return signal
+
+    def fetched(self) -> None:
+        """The token source call ended (with a token or not): wake every waiter."""
+        self.fetching = False
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.fire()
+
     def invalidate(self, token: str | None) -> None:
         """Forget ``token`` if it is still the cached one (a newer token stays)."""
         if token is not None and self.access_token == token:
@@ -352,9 +364,7 @@ class OidcAuthenticator:
 
         cache = self._cache
         while cache.fetching:
-            signal = Signal("OIDC token")
-            cache._waiters.append(signal)
-            yield Wait(signal, None)
+            yield Wait(cache.waiter(Signal("OIDC token")), None)
         if cache.access_token is not None and not fresh:
             return cache.access_token
         cache.fetching = True
@@ -370,10 +380,7 @@ class OidcAuthenticator:
                 cache.refresh_token = result.refresh_token
             return result.access_token
         finally:
-            cache.fetching = False
-            waiters, cache._waiters = cache._waiters, []
-            for waiter in waiters:
-                waiter.fire()
+            cache.fetched()
 
     def _call_source(
         self, idp_info: OIDCIdPInfo | None, refresh_token: str | None

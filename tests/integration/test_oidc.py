@@ -649,7 +649,10 @@ def test_the_sim_command_serves_oidc() -> None:
 
     from mongo_sansio.adapters.blocking import MongoClient
 
-    with cli_process("sim", "--members", "1", "--oidc-secret", SECRET, "--oidc-audience", AUDIENCE) as process:
+    with cli_process(
+        "sim", "--members", "1", "--oidc-secret", SECRET, "--oidc-audience", AUDIENCE,
+        "--oidc-issuer", "https://idp.cli", "--oidc-client-id", "cli-client",
+    ) as process:
         first_line: list[str] = []
         reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
         reader.start()
@@ -659,11 +662,20 @@ def test_the_sim_command_serves_oidc() -> None:
             first_line[0].strip(), authMechanism="MONGODB-OIDC", **machine(Callback()),
             serverSelectionTimeoutMS=5000,
         )
+        human_callback = Callback()
+        human_client = MongoClient(
+            first_line[0].strip(), authMechanism="MONGODB-OIDC", **human(human_callback),
+            serverSelectionTimeoutMS=5000,
+        )
         try:
             client.test.cli.insert_one({"from": "cli"})
             assert client.test.cli.count_documents({}) == 1
+            assert human_client.test.cli.count_documents({}) == 1
+            info = human_callback.contexts[0].idp_info
+            assert (info.issuer, info.clientId) == ("https://idp.cli", "cli-client")
         finally:
             client.close()
+            human_client.close()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == 0
 
