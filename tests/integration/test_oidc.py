@@ -790,3 +790,23 @@ def test_async_clients_stop_waiting_for_a_slow_callback(runtime: str) -> None:
         assert time.monotonic() - started < 1.2
 
     run_on(runtime, scenario)
+
+
+def test_pymongo_async_client_authenticates(sim: SimulatedReplicaSet) -> None:
+    pymongo = pytest.importorskip("pymongo")
+    contexts: list[Any] = []
+    callback = pymongo_callback(contexts)
+
+    async def main() -> None:
+        client = pymongo.AsyncMongoClient(
+            URI[0], authMechanism="MONGODB-OIDC", authMechanismProperties={"OIDC_CALLBACK": callback}
+        )
+        try:
+            await client.test.oidc.insert_one({"peer": "pymongo-async"})
+            fail_once(sim, "find", errorCode=391)
+            assert await client.test.oidc.find_one({"peer": "pymongo-async"}) is not None
+        finally:
+            await client.close()
+
+    asyncio.run(main())
+    assert len(contexts) == 2
