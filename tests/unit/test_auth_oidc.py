@@ -13,11 +13,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mongo_sansio.auth.oidc import (
     OidcAuthenticator,
     OidcCache,
     OIDCCallbackResult,
+    _idp_info,
 )
 from mongo_sansio.auth.oidc_providers import (
     CallbackOutcome,
@@ -419,3 +422,36 @@ def test_rs256_tokens_with_a_jwks() -> None:
     issuer = OidcIssuer(secret=None, audience="aud", jwks=jwks)
     conversation, _, done = issuer.start(encode({"jwt": mint_rs256(claims, key)}), now)
     assert done and conversation.user == "rsa-user"
+
+
+KEYS = st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=8)
+VALUES = st.text(max_size=8) | st.integers(-(2**63), 2**63 - 1) | st.lists(st.text(max_size=4), max_size=3)
+
+
+@given(
+    st.binary(max_size=200)
+    | st.builds(encode, st.dictionaries(KEYS | st.sampled_from(["issuer", "clientId"]), VALUES, max_size=4))
+)
+def test_idp_info_from_any_payload(payload: bytes) -> None:
+    """Whatever the server sends as IdpInfo, the client raises only AuthenticationError."""
+    try:
+        info = _idp_info({"payload": payload})
+    except AuthenticationError:
+        return
+    assert isinstance(info.issuer, str)
+
+
+B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+@given(
+    st.text(max_size=120)
+    | st.lists(st.text(alphabet=B64URL, max_size=40), min_size=3, max_size=3).map(".".join)
+)
+def test_verify_jwt_only_refuses(token: str) -> None:
+    """Any text given as a token is accepted or refused with SaslFailure, nothing else."""
+    with pytest.raises(SaslFailure):
+        verify_jwt(
+            token, audience="aud", now=time.time(), secret="k",
+            jwks={"keys": [{"kty": "RSA", "n": "AQAB", "e": "AQAB"}]},
+        )
