@@ -22,9 +22,13 @@ import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
+from mongo_sansio.auth.oidc_providers import CallbackOutcome, CallOidcCallback
 from mongo_sansio.client.runtime import OpenStream, Receive, Resolve, SendAll, Task, Wait
 from mongo_sansio.errors import LocalProtocolError, MongoError, NetworkTimeout
 from mongo_sansio.flow import Now, Sleep
+
+from ._oidc_io import OIDC_REQUESTS
+from ._oidc_io import carry_out as carry_out_oidc
 
 __all__ = ["AsyncRuntime", "AsyncEvent", "AsyncInterpreter"]
 
@@ -52,6 +56,11 @@ class AsyncRuntime(Protocol):
     async def receive(self, stream: Any, timeout: float | None, size: int = ...) -> bytes: ...
     def close_stream(self, stream: Any, /) -> None: ...
     async def resolve(self, question: Any) -> Any: ...
+    async def in_thread(
+        self, function: Callable[[Any], Any], argument: Any, timeout: float | None = None
+    ) -> Any:
+        """``function(argument)`` in a worker thread; TimeoutError after ``timeout``."""
+        ...
 
 
 class AsyncInterpreter:
@@ -133,4 +142,14 @@ class AsyncInterpreter:
             return None
         if isinstance(request, Resolve):
             return await runtime.resolve(request.question)
+        if isinstance(request, OIDC_REQUESTS):
+            # user code and blocking I/O: in a worker thread, never on the loop; a callback
+            # is waited for no longer than the time it was given
+            timeout = request.timeout if isinstance(request, CallOidcCallback) else None
+            try:
+                return await runtime.in_thread(carry_out_oidc, request, timeout)
+            except TimeoutError:
+                return CallbackOutcome(
+                    error=TimeoutError(f"it did not return within its {timeout:g} s")
+                )
         raise LocalProtocolError(f"a flow yielded {request!r}, which is not a primitive")

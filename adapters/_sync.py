@@ -20,9 +20,13 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from mongo_sansio.auth.oidc_providers import CallOidcCallback
 from mongo_sansio.client.runtime import OpenStream, Receive, Resolve, SendAll, Task, Wait
 from mongo_sansio.errors import LocalProtocolError, MongoError, NetworkTimeout
 from mongo_sansio.flow import Now, Sleep
+
+from ._oidc_io import OIDC_REQUESTS
+from ._oidc_io import carry_out as carry_out_oidc
 
 __all__ = ["SyncRuntime", "SyncEvent", "SyncInterpreter"]
 
@@ -57,6 +61,7 @@ class SyncRuntime(Protocol):
 
     def close_stream(self, stream: Any, /) -> None: ...
     def resolve(self, question: Any) -> Any: ...
+    def in_thread(self, function: Callable[[Any], Any], argument: Any) -> Any: ...
 
 
 class SyncInterpreter:
@@ -141,4 +146,8 @@ class SyncInterpreter:
             return None
         if isinstance(request, Resolve):
             return runtime.resolve(request.question)
+        if isinstance(request, CallOidcCallback):
+            return carry_out_oidc(request)  # user code runs where the connection is made
+        if isinstance(request, OIDC_REQUESTS):
+            return runtime.in_thread(carry_out_oidc, request)
         raise LocalProtocolError(f"a flow yielded {request!r}, which is not a primitive")

@@ -7,10 +7,12 @@ Subcommands:
 * ``bson load FILE [-o OUT]`` -- read Extended JSON (one document per line, or one JSON array
   or document) and write the documents as concatenated BSON.
 * ``sim [--members N] [--replset NAME] [--standalone] [--host H] [--port P]
-  [--auth USER:PASSWORD ...] [--seed S]`` -- serve a simulated replica set (or, with
+  [--auth USER:PASSWORD ...] [--oidc-secret SECRET] [--oidc-jwks FILE] [--oidc-audience AUD] [--seed S]`` -- serve a simulated replica set (or, with
   ``--standalone``, one standalone server) on loopback; the first line of standard output is
   its connection URI (with the first user's credentials when ``--auth`` is given). It serves
-  until SIGINT or SIGTERM and then exits 0.
+  until SIGINT or SIGTERM and then exits 0.  ``--oidc-secret`` and ``--oidc-audience`` enable
+  MONGODB-OIDC: JWTs signed HS256 with that secret (or RS256 with a key of the JWKS file of
+  ``--oidc-jwks``) for that audience authenticate their ``sub``.
 * ``watch [URI] [db.coll]`` -- print a change stream's events as relaxed Extended JSON with
   their resume tokens; without a URI it starts the simulator and a small demo workload
   (:mod:`.cli_watch`).
@@ -110,10 +112,36 @@ def _user_and_password(text: str) -> tuple[str, str]:
     return user, password
 
 
+def _oidc_issuer(args: argparse.Namespace, jwks: Any) -> Any:
+    """The OIDC identity provider the --oidc-* options describe (None without them)."""
+    if args.oidc_audience is None:
+        return None
+    from mongo_sansio.testing.server.oidc import OidcIssuer
+
+    return OidcIssuer(
+        secret=args.oidc_secret, audience=args.oidc_audience, jwks=jwks,
+        issuer=args.oidc_issuer, client_id=args.oidc_client_id,
+    )
+
+
 def _sim(args: argparse.Namespace) -> int:
     # Imported here so that the bson tools never pay for the simulator (or scramp).
     from .sim import SimulatedReplicaSet
 
+    if (args.oidc_secret is None and args.oidc_jwks is None) != (args.oidc_audience is None):
+        print(
+            "mongo-sansio sim: --oidc-audience goes with --oidc-secret or --oidc-jwks",
+            file=sys.stderr,
+        )
+        return 2
+    jwks = None
+    if args.oidc_jwks is not None:
+        try:
+            with open(args.oidc_jwks, encoding="utf-8") as file:
+                jwks = json.load(file)
+        except (OSError, ValueError) as error:
+            print(f"mongo-sansio sim: cannot read --oidc-jwks: {error}", file=sys.stderr)
+            return 2
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         stream=sys.stderr,
@@ -130,6 +158,7 @@ def _sim(args: argparse.Namespace) -> int:
         rs = SimulatedReplicaSet(
             members=args.members, replset=args.replset, auth=users, seed=args.seed,
             host=args.host, port=args.port, standalone=args.standalone,
+            oidc_issuer=_oidc_issuer(args, jwks),
         )
         with rs:
             print(rs.uri_with_credentials(), flush=True)
@@ -173,6 +202,25 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--auth", action="append", type=_user_and_password, metavar="USER:PASSWORD",
         help="require authentication and add this admin user (repeatable)",
+    )
+    sim.add_argument(
+        "--oidc-secret", metavar="SECRET",
+        help="enable MONGODB-OIDC: accept JWTs signed with HS256 and this secret",
+    )
+    sim.add_argument(
+        "--oidc-audience", metavar="AUD", help="the audience (aud) the OIDC tokens must name",
+    )
+    sim.add_argument(
+        "--oidc-issuer", metavar="URL", default="https://simulated-idp.invalid",
+        help="the issuer the OIDC IdpInfo announces (human flow)",
+    )
+    sim.add_argument(
+        "--oidc-client-id", metavar="ID", default="mongo-sansio-simulator",
+        help="the clientId the OIDC IdpInfo announces (human flow)",
+    )
+    sim.add_argument(
+        "--oidc-jwks", metavar="FILE",
+        help="enable MONGODB-OIDC with RS256 tokens verified by this JSON Web Key Set file",
     )
     sim.add_argument("--seed", type=int, default=0, help="seeds the simulator's ids")
     sim.add_argument("-v", "--verbose", action="store_true", help="log connections to stderr")

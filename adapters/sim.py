@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from mongo_sansio.testing.server import ReplicaSet
+from mongo_sansio.testing.server.oidc import OidcIssuer, mint_hs256
 
 if TYPE_CHECKING:
     # mypy checks the source tree, where transports/ is a top-level folder; installed, it is
@@ -95,6 +96,10 @@ class SimulatedReplicaSet:
     lets a test move time); ``wall_clock`` gives the wall time at start.  The oplog keeps the
     last ``oplog_entries`` entries (a change stream resuming from before them fails with
     ChangeStreamHistoryLost, as against mongod's capped oplog).
+    ``oidc_secret`` and ``oidc_audience`` (or an ``oidc_issuer``) enable MONGODB-OIDC: JWTs
+    signed with HS256 and that secret (or RS256 with a key of the JSON Web Key Set
+    ``oidc_jwks``), for that audience, not expired, authenticate their ``sub`` (``mongo_sansio.testing.server.oidc.mint_hs256`` makes them); a saslStart without a
+    ``jwt`` is answered with the issuer's IdpInfo (the human flow).
     ``standalone=True`` serves one server that is not a replica set (``members`` defaults to 1
     and must be 1): its hello has no ``setName``/``hosts``, change streams are refused (40573),
     stepdowns and elections raise, and :attr:`uri` is ``mongodb://host:port/`` without
@@ -119,6 +124,10 @@ class SimulatedReplicaSet:
         tls_allow_plain: bool = False,
         standalone: bool = False,
         oplog_entries: int = 100_000,
+        oidc_secret: str | None = None,
+        oidc_audience: str | None = None,
+        oidc_issuer: OidcIssuer | None = None,
+        oidc_jwks: Mapping[str, Any] | None = None,
     ) -> None:
         if members is None:
             members = 1 if standalone else 3
@@ -130,6 +139,12 @@ class SimulatedReplicaSet:
             raise ValueError("tls_allow_plain needs a tls context")
         self.replset = replset
         self.auth = dict(auth) if auth else None
+        if (oidc_secret is None and oidc_jwks is None) != (oidc_audience is None):
+            raise ValueError("oidc_audience goes with oidc_secret or oidc_jwks (or both)")
+        if oidc_audience is not None:
+            oidc_issuer = OidcIssuer(secret=oidc_secret, audience=oidc_audience, jwks=oidc_jwks)
+        #: the identity provider whose HS256 JWTs MONGODB-OIDC accepts (None: no OIDC)
+        self.oidc = oidc_issuer
         self.tls = tls
         self.seed = seed
         self.clock: Clock = clock if clock is not None else time.monotonic
@@ -178,6 +193,7 @@ class SimulatedReplicaSet:
                 wall_offset=self._wall_clock() - now,
                 max_wire_version=self._max_wire_version,
                 authenticator=authenticator,
+                oidc=self.oidc,
                 now=now,
                 oplog_size=self._oplog_entries,
                 standalone=self.standalone,
@@ -226,6 +242,14 @@ class SimulatedReplicaSet:
         a standalone server's is ``mongodb://host:port/`` (no replicaSet option).
         Credentials are not included: see :meth:`uri_with_credentials`."""
         return self._uri("")
+
+    def oidc_token(self, subject: str = "user", *, expires_in: float = 3600.0) -> str:
+        """A JWT this deployment's OIDC issuer accepts, for ``subject``, valid ``expires_in``
+        seconds from now (wall clock)."""
+        if self.oidc is None or self.oidc.secret is None:
+            raise ValueError("this simulated deployment has no OIDC secret (oidc_secret=...)")
+        claims = {"sub": subject, "aud": self.oidc.audience, "exp": int(self._wall_clock() + expires_in)}
+        return mint_hs256(claims, self.oidc.secret)
 
     def uri_with_credentials(self, user: str | None = None) -> str:
         """The URI with ``user`` (default: the first configured user) and its password."""

@@ -1,8 +1,14 @@
 """The values every client module exports beside its classes, under PyMongo's names: the
 Collection API's write models and options, concerns and read preferences, the index
-constants and ``timeout``.  ``from mongo_sansio.adapters.<runtime> import InsertOne`` works
+constants, ``timeout`` and the MONGODB-OIDC callback types (PyMongo's ``pymongo.auth_oidc``).  ``from mongo_sansio.adapters.<runtime> import InsertOne`` works
 for every runtime because each client module re-exports this list."""
 
+from mongo_sansio.auth.oidc import (
+    OIDCCallback,
+    OIDCCallbackContext,
+    OIDCCallbackResult,
+    OIDCIdPInfo,
+)
 from mongo_sansio.ops.crud_commands import CursorType
 from mongo_sansio.ops.database import CollectionInvalid
 from mongo_sansio.ops.find_and_modify import ReturnDocument
@@ -54,4 +60,9 @@ __all__ = [
     "GEOSPHERE",
     "HASHED",
     "TEXT",
+    # MONGODB-OIDC callbacks (PyMongo's pymongo.auth_oidc names)
+    "OIDCCallback",
+    "OIDCCallbackContext",
+    "OIDCCallbackResult",
+    "OIDCIdPInfo",
 ]

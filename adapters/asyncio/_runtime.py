@@ -58,6 +58,11 @@ class AsyncioRuntime(AsyncRuntimeBase):
         self._tasks: set[asyncio.Task[None]] = set()
 
     sleep = staticmethod(asyncio.sleep)
+
+    async def in_thread(self, function: Any, argument: Any, timeout: float | None = None) -> Any:
+        """``function(argument)`` in a worker thread (user code, blocking I/O); TimeoutError
+        after ``timeout`` seconds (the thread is left to finish)."""
+        return await asyncio.wait_for(asyncio.to_thread(function, argument), timeout)
     event = AsyncioEvent
 
     # -- background tasks -------------------------------------------------------------------------

@@ -49,6 +49,11 @@ class ThreadRuntime:
     def event(self) -> threading.Event:
         return threading.Event()
 
+    def in_thread(self, function: Callable[[Any], Any], argument: Any) -> Any:
+        """``function(argument)``, blocking I/O (an OIDC token file or metadata request):
+        this thread may block."""
+        return function(argument)
+
     def resolve(self, question: Any) -> Any:
         """Answer a DNS question (SRV polling) with the client's resolver."""
         if self._resolver is None:

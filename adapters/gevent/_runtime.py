@@ -78,6 +78,11 @@ class GeventRuntime:
         # (the stubs overload wait() by its timeout, which the protocol's one signature lacks)
         return cast(SyncEvent, gevent.event.Event())
 
+    def in_thread(self, function: Callable[[Any], Any], argument: Any) -> Any:
+        """``function(argument)``, blocking I/O (an OIDC token file or metadata request), in
+        the hub's thread pool: it would stop the hub otherwise."""
+        return gevent.get_hub().threadpool.apply(function, (argument,))
+
     def resolve(self, question: Any) -> Any:
         """Answer a DNS question (SRV polling) with the client's resolver, in the hub's
         thread pool (dnspython's blocking sockets would stop the hub)."""

@@ -31,7 +31,7 @@ import contextlib
 import math
 import ssl
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -85,6 +85,13 @@ class TrioRuntime(AsyncRuntimeBase):
         self._host_done = trio.Event()
 
     sleep = staticmethod(trio.sleep)
+
+    async def in_thread(self, function: Any, argument: Any, timeout: float | None = None) -> Any:
+        """``function(argument)`` in a worker thread (user code, blocking I/O); TimeoutError
+        after ``timeout`` seconds (the thread is abandoned to finish)."""
+        with trio.move_on_after(math.inf if timeout is None else timeout):
+            return await trio.to_thread.run_sync(function, argument, abandon_on_cancel=True)
+        raise TimeoutError(f"no result within {timeout} s")
     event = TrioEvent
 
     # -- background tasks -------------------------------------------------------------------------

@@ -27,7 +27,8 @@ Mechanisms (source/auth/auth.md, and the handshake spec's speculative authentica
   preparing them is the server's business, so the password goes as typed); no speculation;
 * MONGODB-X509: one ``authenticate`` command, ``user`` only when given; a speculative reply
   means it is already done;
-* GSSAPI, MONGODB-AWS, MONGODB-OIDC: refused at construction (not supported yet).
+* MONGODB-OIDC: :class:`~mongo_sansio.auth.oidc.OidcAuthenticator`, not this class;
+* GSSAPI, MONGODB-AWS: refused at construction (not supported yet).
 """
 
 from __future__ import annotations

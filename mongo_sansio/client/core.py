@@ -43,6 +43,8 @@ from typing import Any, Final
 import attrs
 
 from mongo_sansio.auth import Authenticator, ScramCache
+from mongo_sansio.auth.oidc import MECHANISM as OIDC
+from mongo_sansio.auth.oidc import OidcAuthenticator, OidcCache
 from mongo_sansio.client.execute import upkeep_task
 from mongo_sansio.client.link import Link, LinkOptions, open_link
 from mongo_sansio.client.monitors import ServerMonitor
@@ -151,7 +153,9 @@ class ClientCore:
             zlib_compression_level=settings.handshake.zlib_compression_level,
         )
         self._scram_cache = ScramCache()
-        if settings.credential is not None:
+        #: MONGODB-OIDC's client cache (its tokens), shared by every connection
+        self.oidc_cache = OidcCache()
+        if settings.credential is not None and settings.credential.mechanism != OIDC:
             # Refuse an unsupported mechanism now rather than at the first connection.
             Authenticator(settings.credential, nonce=nonce())
         self._topology = Topology(settings.topology, topology_id=topology_id)
@@ -444,11 +448,14 @@ class ClientCore:
         now = yield Now()
         timeout = self.settings.connect_timeout
         deadline = None if timeout is None else now + timeout
-        authenticator = None
-        if self.settings.credential is not None:
-            authenticator = Authenticator(
-                self.settings.credential, nonce=self._nonce(), cache=self._scram_cache
+        authenticator: Authenticator | OidcAuthenticator | None = None
+        credential = self.settings.credential
+        if credential is not None and credential.mechanism == OIDC:
+            authenticator = OidcAuthenticator(
+                credential, self.oidc_cache, host=server.address[0], timeout=timeout
             )
+        elif credential is not None:
+            authenticator = Authenticator(credential, nonce=self._nonce(), cache=self._scram_cache)
         generation = server.pool.generation
 
         def stream_opened(link: Link) -> None:

@@ -37,7 +37,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.client.events import CommandMonitor
-from mongo_sansio.client.link import exchange
+from mongo_sansio.client.link import (
+    REAUTHENTICATION_REQUIRED,
+    exchange,
+    needs_reauthentication,
+    reauthenticate,
+)
 from mongo_sansio.client.runtime import Signal, Wait
 from mongo_sansio.client.selecting import select_known
 from mongo_sansio.client.sessions import TRANSIENT_TRANSACTION_ERROR
@@ -320,22 +325,33 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
         else:
             timeout = command_timeout(core, request.timeout, body)
             exchange_deadline = None if timeout is None else now + timeout
-        publish = core.publish
-        if publish is None:
-            reply = yield from exchange(
-                link,
-                request.db,
-                body,
-                sequences=request.sequences,
-                deadline=exchange_deadline,
-                codec_options=operation.codec_options,
-                more_to_come=is_unacknowledged(body),
-            )
-            document: Mapping[str, Any] = reply.document
-        else:
-            document = yield from _monitored(
-                core, link, request.db, body, request.sequences, exchange_deadline, operation
-            )
+        for attempt in (1, 2):
+            publish = core.publish
+            if publish is None:
+                reply = yield from exchange(
+                    link,
+                    request.db,
+                    body,
+                    sequences=request.sequences,
+                    deadline=exchange_deadline,
+                    codec_options=operation.codec_options,
+                    more_to_come=is_unacknowledged(body),
+                )
+                document: Mapping[str, Any] = reply.document
+            else:
+                document = yield from _monitored(
+                    core, link, request.db, body, request.sequences, exchange_deadline, operation
+                )
+            if (
+                attempt == 1
+                and document.get("code") == REAUTHENTICATION_REQUIRED
+                and needs_reauthentication(link, document)
+            ):
+                # auth spec, "Reauthentication": authenticate the connection again (no hello)
+                # and send the command once more, retryable or not
+                yield from reauthenticate(link, deadline=exchange_deadline)
+                continue
+            break
         core.sessions.absorb(session, document)
         return document
     except MongoError as failure:

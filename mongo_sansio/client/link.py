@@ -45,11 +45,15 @@ from mongo_sansio.connection import (
 )
 from mongo_sansio.connection.establish import AuthenticatorLike
 from mongo_sansio.errors import LocalProtocolError, MongoError, NetworkError
-from mongo_sansio.flow import Now
+from mongo_sansio.flow import ConnectionCommand, Now
 
-__all__ = ["Link", "LinkOptions", "open_link", "exchange", "read_more"]
+__all__ = ["Link", "LinkOptions", "open_link", "exchange", "read_more", "reauthenticate",
+           "needs_reauthentication"]
 
 LinkFlow = Generator[Any, Any, Any]
+
+#: the server's error code asking a connection to authenticate again (auth spec)
+REAUTHENTICATION_REQUIRED = 391
 
 
 @attrs.frozen(kw_only=True)
@@ -78,6 +82,7 @@ class Link:
         "pooled",
         "round_trip_time",
         "checked_out_at",
+        "authenticator",
         "_close_stream",
     )
 
@@ -100,6 +105,8 @@ class Link:
         # the clock reading of a check-out that did not wait (None after a wait): the command
         # that follows at once uses it instead of reading the clock again
         self.checked_out_at: float | None = None
+        #: what authenticated the link (MONGODB-OIDC re-authenticates with it after a 391)
+        self.authenticator: Any = None
         self._close_stream = close_stream
 
     @property
@@ -167,13 +174,20 @@ def open_link(
     )
     first_round_trip: float | None = None
     answer: Any = None
+    thrown: MongoError | None = None
     try:
         while True:
             try:
-                command = flow.send(answer)
+                command = flow.send(answer) if thrown is None else flow.throw(thrown)
             except StopIteration as stop:
                 description: ConnectionDescription = stop.value
                 break
+            answer, thrown = None, None
+            if type(command) is not ConnectionCommand:
+                # a primitive the authenticator needs (an OIDC token source, a wait): passed
+                # on to the runtime; the time it takes does not count against the deadline
+                answer, thrown, deadline = yield from _pass_on(command, deadline)
+                continue
             started = yield Now()
             reply = yield from exchange(
                 link, command.db, command.body, op_query=command.op_query, deadline=deadline
@@ -190,7 +204,61 @@ def open_link(
         raise
     link.description = description
     link.round_trip_time = first_round_trip or 0.0
+    link.authenticator = authenticator
     return link
+
+
+def _pass_on(request: Any, deadline: float | None) -> LinkFlow:
+    """Carry ``request`` out through the runtime: (answer, error thrown, the deadline moved
+    on by the time it took)."""
+    started = yield Now()
+    answer: Any = None
+    thrown: MongoError | None = None
+    try:
+        answer = yield request
+    except MongoError as error:
+        thrown = error
+    if deadline is not None:
+        deadline += (yield Now()) - started
+    return answer, thrown, deadline
+
+
+def needs_reauthentication(link: Link, reply: Mapping[str, Any]) -> bool:
+    """Whether ``reply`` is a ReauthenticationRequired error (391) that the link's
+    authenticator can answer by authenticating again."""
+    return (
+        reply.get("code") == REAUTHENTICATION_REQUIRED
+        and not reply.get("ok")
+        and hasattr(link.authenticator, "reauthenticate")
+    )
+
+
+def reauthenticate(link: Link, *, deadline: float | None) -> LinkFlow:
+    """Run the link's authenticator again on it, without hello (a ReauthenticationRequired
+    error, code 391); the authenticator must offer ``reauthenticate()``.  A failure breaks
+    the link."""
+    authenticator = link.authenticator
+    if link.broken or authenticator is None or not hasattr(authenticator, "reauthenticate"):
+        raise NetworkError(f"connection {link.id} cannot re-authenticate")
+    flow = authenticator.reauthenticate()
+    answer: Any = None
+    thrown: MongoError | None = None
+    try:
+        while True:
+            try:
+                command = flow.send(answer) if thrown is None else flow.throw(thrown)
+            except StopIteration:
+                return None
+            answer, thrown = None, None
+            if type(command) is not ConnectionCommand:
+                answer, thrown, deadline = yield from _pass_on(command, deadline)
+                continue
+            reply = yield from exchange(link, command.db, command.body, deadline=deadline)
+            answer = reply.document
+    except BaseException:
+        flow.close()
+        link.close()
+        raise
 
 
 def exchange(

@@ -24,6 +24,10 @@ request                the runtime's answer (sent into the flow)              on
                        polling of ``mongodb+srv`` clients only)
 =====================  ====================================================  ==============
 
+MONGODB-OIDC's token requests (:mod:`mongo_sansio.auth.oidc_providers`: call the user's
+callback, read a token file, a metadata service's HTTP GET) are carried out by every runtime
+too; their failures are answered as values, never raised.
+
 Deadlines are absolute monotonic seconds (None: no limit).  A runtime that sees a deadline in
 the past raises :class:`~mongo_sansio.errors.NetworkTimeout` into the flow at once, so one
 deadline bounds a whole exchange however the peer trickles its bytes.

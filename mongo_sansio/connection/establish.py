@@ -4,7 +4,9 @@ Inputs: the server's address, the :class:`~.handshake.HandshakeOptions`, the ``c
 metadata document, and an authenticator (or None).  The flow yields
 :class:`~mongo_sansio.flow.ConnectionCommand` requests -- the hello first, then whatever the
 authenticator needs -- and receives each reply document from the adapter, which runs them on
-the new connection (``Connection.send_command(..., op_query=request.op_query)``).
+the new connection (``Connection.send_command(..., op_query=request.op_query)``).  An
+authenticator may also yield runtime primitives (MONGODB-OIDC's token requests, a wait, the
+clock), which the adapter carries out and answers in the same way.
 Output (the generator's return value): the :class:`~.description.ConnectionDescription`,
 which the adapter applies with ``Connection.set_description`` and hands to CMAP/SDAM.
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio.errors import ConfigurationError
+
 __all__ = [
     "CANONICAL",
     "DEPRECATED",
@@ -169,7 +171,15 @@ def _key_value_pairs(name: str, text: str, *, allow_empty: bool) -> Mapping[str,
 
 
 def _auth_mechanism_properties(name: str, text: str) -> Parsed:
-    return Parsed(_key_value_pairs(name, text, allow_empty=False))
+    pairs = _key_value_pairs(name, text, allow_empty=False)
+    if "ALLOWED_HOSTS" in pairs:
+        # auth spec: a security setting that "MUST NOT be allowed in the URI connection
+        # string" (nor as text): an error, never a warning
+        raise ConfigurationError(
+            "MONGODB-OIDC: ALLOWED_HOSTS must not be given in the connection string; pass a "
+            "list in authMechanismProperties={'ALLOWED_HOSTS': [...]}"
+        )
+    return Parsed(pairs)
 
 
 def _tag_set(name: str, text: str) -> Parsed:

@@ -171,6 +171,7 @@ def _check_oidc(username: str | None, properties: Mapping[str, Any]) -> None:
     _allow_properties("MONGODB-OIDC", properties, _OIDC_PROPERTIES)
     environment = properties.get("ENVIRONMENT")
     callbacks = "OIDC_CALLBACK" in properties or "OIDC_HUMAN_CALLBACK" in properties
+    _check_oidc_objects(properties)
     if environment is None:
         if not callbacks:
             raise ConfigurationError(
@@ -190,3 +191,29 @@ def _check_oidc(username: str | None, properties: Mapping[str, Any]) -> None:
         raise ConfigurationError(f"MONGODB-OIDC: ENVIRONMENT {environment} does not take TOKEN_RESOURCE")
     if username is not None and environment not in _OIDC_ACCEPT_USERNAME:
         raise ConfigurationError(f"MONGODB-OIDC: ENVIRONMENT {environment} does not take a username")
+
+
+def _check_oidc_objects(properties: Mapping[str, Any]) -> None:
+    """The callbacks (objects with ``fetch``, or plain functions; not both) and ALLOWED_HOSTS (a list given in
+    code, only with a human callback: never in a connection string)."""
+    for name in ("OIDC_CALLBACK", "OIDC_HUMAN_CALLBACK"):
+        callback = properties.get(name)
+        if name in properties and not callable(getattr(callback, "fetch", callback)):
+            raise ConfigurationError(
+                f"MONGODB-OIDC: {name} must be an OIDCCallback (an object with a fetch method) "
+                f"or a function of the context, not {type(callback).__name__}"
+            )
+    if "OIDC_CALLBACK" in properties and "OIDC_HUMAN_CALLBACK" in properties:
+        raise ConfigurationError("MONGODB-OIDC: OIDC_CALLBACK and OIDC_HUMAN_CALLBACK must not both be given")
+    if "ALLOWED_HOSTS" not in properties:
+        return
+    allowed = properties["ALLOWED_HOSTS"]
+    if isinstance(allowed, str):
+        raise ConfigurationError(
+            "MONGODB-OIDC: ALLOWED_HOSTS must not be given in the connection string; pass a list "
+            "in authMechanismProperties={'ALLOWED_HOSTS': [...]}"
+        )
+    if not isinstance(allowed, list | tuple) or not all(isinstance(h, str) for h in allowed):
+        raise ConfigurationError("MONGODB-OIDC: ALLOWED_HOSTS must be a list of host names")
+    if "OIDC_HUMAN_CALLBACK" not in properties:
+        raise ConfigurationError("MONGODB-OIDC: ALLOWED_HOSTS is only valid with OIDC_HUMAN_CALLBACK")

@@ -17,6 +17,8 @@ from mongo_sansio.testing.engine import CommandError
 from mongo_sansio.testing.server.auth import SaslFailure
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome, Waiting
 from mongo_sansio.testing.server.handshake import await_deadline, hello_reply, negotiate_compression
+from mongo_sansio.testing.server.oidc import MECHANISM as OIDC_MECHANISM
+from mongo_sansio.testing.server.oidc import OidcConversation
 
 __all__ = ["HELLO_COMMANDS", "AUTH_FAILED"]
 
@@ -70,10 +72,10 @@ def hello(ctx: Context) -> Outcome:
 def _auth_fields(ctx: Context) -> dict[str, Any]:
     authenticator = ctx.cluster.authenticator
     out: dict[str, Any] = {}
-    if authenticator is None:
+    if not ctx.cluster.auth_enabled:
         return out
     asked = ctx.body.get("saslSupportedMechs")
-    if isinstance(asked, str) and "." in asked:
+    if authenticator is not None and isinstance(asked, str) and "." in asked:
         database, user = asked.split(".", 1)
         mechanisms = authenticator.mechanisms(user, database)
         if mechanisms is not None:
@@ -89,9 +91,11 @@ def _auth_fields(ctx: Context) -> dict[str, Any]:
 
 def _start(ctx: Context, command: Mapping[str, Any], database: str) -> dict[str, Any]:
     authenticator = ctx.cluster.authenticator
+    mechanism = command.get("mechanism")
+    if mechanism == OIDC_MECHANISM and ctx.cluster.oidc is not None:
+        return _start_oidc(ctx, command, database)
     if authenticator is None:
         raise CommandError(334, "MechanismUnavailable", "Authentication is not enabled on this server")
-    mechanism = command.get("mechanism")
     if mechanism not in ("SCRAM-SHA-1", "SCRAM-SHA-256"):
         raise CommandError(
             334, "MechanismUnavailable", f"Received authentication for mechanism {mechanism} which is unknown or not enabled"
@@ -103,9 +107,32 @@ def _start(ctx: Context, command: Mapping[str, Any], database: str) -> dict[str,
     except SaslFailure:
         raise AUTH_FAILED from None
     ctx.state.conversation = conversation
+    ctx.state.conversation_db = database
     ctx.state.conversation_done = False
     ctx.state.skip_empty_exchange = skip_empty
     return _sasl_reply(ctx, payload, done)
+
+
+def _start_oidc(ctx: Context, command: Mapping[str, Any], database: str) -> dict[str, Any]:
+    """MONGODB-OIDC (users of ``$external``): one step with a JWT, or two with the IdpInfo."""
+    issuer = ctx.cluster.oidc
+    assert issuer is not None
+    if database != "$external":
+        raise CommandError(2, "BadValue", "MONGODB-OIDC must be used with authentication database $external")
+    try:
+        conversation, payload, done = issuer.start(_payload_bytes(command.get("payload")), ctx.cluster.wall(ctx.now))
+    except SaslFailure as failure:
+        raise _oidc_failed(failure) from None
+    ctx.state.conversation = conversation
+    ctx.state.conversation_db = database
+    ctx.state.conversation_done = False
+    ctx.state.skip_empty_exchange = True
+    return _sasl_reply(ctx, payload, done)
+
+
+def _oidc_failed(failure: SaslFailure) -> CommandError:
+    # mongod logs why a token was refused; the simulator, a test peer, also says it
+    return CommandError(18, "AuthenticationFailed", f"Authentication failed: {failure}")
 
 
 def _sasl_reply(ctx: Context, payload: bytes, done: bool) -> dict[str, Any]:
@@ -115,6 +142,8 @@ def _sasl_reply(ctx: Context, payload: bytes, done: bool) -> dict[str, Any]:
             state.conversation_done = True  # SCRAM's empty final round trip comes next
             return {"conversationId": CONVERSATION_ID, "done": False, "payload": Binary(payload), "ok": 1.0}
         state.user = state.conversation.user
+        state.user_db = state.conversation_db
+        state.auth_expires = getattr(state.conversation, "expires", None)
         state.conversation = None
     return {"conversationId": CONVERSATION_ID, "done": done, "payload": Binary(payload), "ok": 1.0}
 
@@ -130,14 +159,25 @@ def sasl_continue(ctx: Context) -> Outcome:
         raise CommandError(17, "ProtocolError", "No SASL session state found")
     if state.conversation_done:
         state.user = conversation.user
+        state.user_db = state.conversation_db
         state.conversation = None
         return {"conversationId": CONVERSATION_ID, "done": True, "payload": Binary(b""), "ok": 1.0}
     try:
         payload, done = conversation.step(_payload_bytes(ctx.body.get("payload")))
-    except SaslFailure:
+    except SaslFailure as failure:
         state.conversation = None
+        if isinstance(conversation, OidcConversation):
+            raise _oidc_failed(failure) from None
         raise AUTH_FAILED from None
     return _sasl_reply(ctx, payload, done)
+
+
+def connection_status(ctx: Context) -> Outcome:
+    """Who the connection authenticated as (mongod's ``connectionStatus``; roles are not
+    modelled: every simulated user may do everything)."""
+    state = ctx.state
+    users = [] if state.user is None else [{"user": state.user, "db": state.user_db or ctx.db}]
+    return {"authInfo": {"authenticatedUsers": users, "authenticatedUserRoles": []}, "ok": 1.0}
 
 
 HELLO_COMMANDS = [
@@ -146,4 +186,5 @@ HELLO_COMMANDS = [
     CommandSpec("ismaster", hello, requires_auth=False),
     CommandSpec("saslStart", sasl_start, requires_auth=False),
     CommandSpec("saslContinue", sasl_continue, requires_auth=False),
+    CommandSpec("connectionStatus", connection_status, requires_auth=False),
 ]

@@ -60,6 +60,9 @@ class ConnectionState:
     conversation: SaslConversation | None = None
     conversation_done: bool = False  # a SCRAM conversation waiting for the empty last step
     skip_empty_exchange: bool = False
+    auth_expires: float | None = None  # wall-clock end of an OIDC authentication (token exp)
+    user_db: str | None = None  # the authenticated user's database ($external for OIDC)
+    conversation_db: str | None = None  # the database of the conversation in progress
 
 
 @attrs.define

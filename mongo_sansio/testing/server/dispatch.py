@@ -98,7 +98,7 @@ CODE_NAMES = {
     117: "ConflictingOperationInProgress", 225: "TransactionTooOld", 239: "SnapshotTooOld",
     246: "SnapshotUnavailable", 256: "TransactionCommitted", 263: "OperationNotSupportedInTransaction",
     267: "PreparedTransactionInProgress", 234: "RetryChangeStream", 237: "CursorKilled", 251: "NoSuchTransaction",
-    262: "ExceededTimeLimit", 280: "ChangeStreamFatalError", 286: "ChangeStreamHistoryLost",
+    262: "ExceededTimeLimit", 280: "ChangeStreamFatalError", 286: "ChangeStreamHistoryLost", 391: "ReauthenticationRequired",
     9001: "SocketException", 10107: "NotWritablePrimary", 11000: "DuplicateKey",
     11600: "InterruptedAtShutdown", 11601: "Interrupted", 11602: "InterruptedDueToReplStateChange",
     322: "APIVersionError", 323: "APIStrictError", 324: "APIDeprecationError", 325: "APIMismatchError",
@@ -230,8 +230,13 @@ def _execute(ctx: Context) -> Outcome:
     ctx.api = parse_api_parameters(request.name, ctx.body)
     if request.name == "aggregate":
         check_pipeline(ctx.api, ctx.body.get("pipeline"))
-    if spec.requires_auth and ctx.cluster.authenticator is not None and ctx.state.user is None:
-        raise CommandError(13, "Unauthorized", f"Command {request.name} requires authentication")
+    if spec.requires_auth and ctx.cluster.auth_enabled:
+        if ctx.state.user is None:
+            raise CommandError(13, "Unauthorized", f"Command {request.name} requires authentication")
+        expires = ctx.state.auth_expires
+        if expires is not None and ctx.cluster.wall(ctx.now) >= expires:
+            # mongod: the OIDC token the connection authenticated with has expired
+            raise CommandError(391, "ReauthenticationRequired", "Reauthentication required")
     if ctx.cluster.standalone and "txnNumber" in ctx.body:
         raise CommandError(20, "IllegalOperation", "Transaction numbers are only allowed on a replica set member or mongos")
     preload_client_metadata(ctx)

@@ -41,6 +41,7 @@ from mongo_sansio.testing.engine import Collection, WriteEvent
 from mongo_sansio.testing.server.auth import Authenticator
 from mongo_sansio.testing.server.cursors import CursorRegistry
 from mongo_sansio.testing.server.failpoints import FailPoints
+from mongo_sansio.testing.server.oidc import OidcIssuer
 from mongo_sansio.testing.server.oplog import Oplog, OplogEntry, wall_datetime
 from mongo_sansio.testing.server.sessions import Sessions
 from mongo_sansio.testing.server.transactions import Transactions
@@ -80,6 +81,7 @@ class ReplicaSet:
         wall_offset: float = 1_700_000_000.0,
         max_wire_version: int = 21,
         authenticator: Authenticator | None = None,
+        oidc: OidcIssuer | None = None,
         now: float = 0.0,
         oplog_size: int = 100_000,
         standalone: bool = False,
@@ -97,6 +99,8 @@ class ReplicaSet:
         self.wall_offset = wall_offset
         self.max_wire_version = max_wire_version
         self.authenticator = authenticator
+        #: the OIDC identity provider whose HS256 tokens MONGODB-OIDC accepts (None: no OIDC)
+        self.oidc = oidc
         self.set_version = 1
         self.term = 0
         self.election_id = ObjectId(b"\x7f\xff\xff\xff" + bytes(8))
@@ -139,6 +143,11 @@ class ReplicaSet:
             self.elect(members[0], now)
 
     # --- time and randomness ---------------------------------------------------------------
+
+    @property
+    def auth_enabled(self) -> bool:
+        """Whether commands need an authenticated connection (SCRAM users or OIDC)."""
+        return self.authenticator is not None or self.oidc is not None
 
     def wall(self, now: float) -> float:
         return now + self.wall_offset

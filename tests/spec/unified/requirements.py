@@ -18,8 +18,9 @@ from .matching import is_number
 
 __all__ = ["Deployment", "requirements_reason", "version_tuple"]
 
-#: the mechanisms a simulated deployment with access control offers its users
-SIMULATED_MECHANISMS = ("SCRAM-SHA-1", "SCRAM-SHA-256")
+#: the mechanisms a simulated deployment with access control offers its users (MONGODB-OIDC:
+#: JWTs of the deployment's OIDC issuer, found by ENVIRONMENT test in $OIDC_TOKEN_FILE)
+SIMULATED_MECHANISMS = ("SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-OIDC")
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -52,10 +53,13 @@ class Deployment:
     csfle: bool = False
     simulator: Any = None
     server_parameter: Callable[[str], Any] | None = None
+    #: the file (in $OIDC_TOKEN_FILE) holding a JWT the simulator's OIDC issuer accepts
+    oidc_token_file: str | None = None
 
-    def uri(self, *, direct: bool = False) -> str:
+    def uri(self, *, direct: bool = False, credentials: bool = True) -> str:
+        """``credentials`` False: without the SCRAM user (a client authenticating otherwise)."""
         user = ""
-        if self.credentials is not None:
+        if self.credentials is not None and credentials:
             user = f"{quote(self.credentials[0], safe='')}:{quote(self.credentials[1], safe='')}@"
         if direct or self.topology == "single":
             return f"mongodb://{user}{self.members[0]}/"
@@ -105,7 +109,7 @@ def unmet(requirement: Mapping[str, Any], deployment: Deployment) -> str | None:
         if key == "auth" and bool(value) != deployment.auth:
             return "needs authentication enabled" if value else "needs authentication disabled"
         if key == "authMechanism" and (not deployment.auth or value not in SIMULATED_MECHANISMS):
-            return f"needs the {value} authentication mechanism (the simulator offers SCRAM only)"
+            return f"needs the {value} authentication mechanism (the simulator offers SCRAM and OIDC)"
         if key == "csfle":
             supported = deployment.csfle
             if value is False and supported:

@@ -17,8 +17,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 import signal
+import tempfile
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
 else:
     from mongo_sansio.adapters.sim import SimulatedReplicaSet
 from mongo_sansio.testing.server.commands_admin import VERSIONS
+from mongo_sansio.testing.server.oidc import mint_hs256
 
 __all__ = ["DeploymentPool", "run_case", "unified_cases"]
 
@@ -49,6 +53,9 @@ DEFAULT_WIRE_VERSION = 21
 NEWER_WIRE_VERSION = 25
 NEWER_SERVER = (8, 0, 99)  # the newest minServerVersion the newer simulator meets
 CLOSE_TIMEOUT_SECONDS = 10.0
+#: the simulated OIDC identity provider of auth-enabled deployments
+OIDC_SECRET = "unified-runner-oidc-secret"
+OIDC_AUDIENCE = "mongo-sansio-unified"
 #: one test's time limit (the watchdog of tests/spec/conftest.py, 60 s, ends the whole run)
 TEST_TIME_LIMIT_SECONDS = 20.0
 
@@ -106,6 +113,10 @@ class DeploymentPool:
     def _start(self, topology: str, auth: bool, wire_version: int) -> Deployment:
         users = {AUTH_USER[0]: AUTH_USER[1]} if auth else None
         shape: dict[str, Any] = {"standalone": True} if topology == "single" else {"members": 3}
+        token_file = None
+        if auth:  # SCRAM users, and MONGODB-OIDC for the auth spec's OIDC tests
+            shape.update(oidc_secret=OIDC_SECRET, oidc_audience=OIDC_AUDIENCE)
+            token_file = _oidc_token_file()
         simulator = SimulatedReplicaSet(**shape, auth=users, max_wire_version=wire_version)
         simulator.start()
         self._simulators.append(simulator)
@@ -117,6 +128,7 @@ class DeploymentPool:
             auth=auth,
             credentials=AUTH_USER if auth else None,
             simulator=simulator,
+            oidc_token_file=token_file,
         )
         client = self.driver.client_class(deployment.uri(), serverSelectionTimeoutMS=10000)
         try:
@@ -144,6 +156,20 @@ class DeploymentPool:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _oidc_token_file() -> str:
+    """A file with a JWT for the deployments' OIDC issuer (valid for a day), named by
+    $OIDC_TOKEN_FILE as the auth spec's ``ENVIRONMENT: test`` expects (set once per run)."""
+    path = os.environ.get("OIDC_TOKEN_FILE")
+    if path and os.path.exists(path):
+        return path
+    claims = {"sub": "unified-runner-oidc", "aud": OIDC_AUDIENCE, "exp": int(time.time()) + 86400}
+    handle, path = tempfile.mkstemp(prefix="mongo-sansio-oidc-", suffix=".jwt")
+    with os.fdopen(handle, "w") as file:
+        file.write(mint_hs256(claims, OIDC_SECRET))
+    os.environ["OIDC_TOKEN_FILE"] = path
+    return path
 
 
 def _server_parameter(driver: Driver, deployment: Deployment, name: str) -> Any:
