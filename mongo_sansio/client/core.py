@@ -149,6 +149,7 @@ class ClientCore:
             close_stream=close_stream,
             server_api=settings.server_api,
             zlib_compression_level=settings.handshake.zlib_compression_level,
+            proxy=settings.proxy,
         )
         self._scram_cache = ScramCache()
         if settings.credential is not None:
