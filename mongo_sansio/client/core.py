@@ -43,6 +43,7 @@ from typing import Any, Final
 import attrs
 
 from mongo_sansio.auth import Authenticator, ScramCache
+from mongo_sansio.auth.aws_credentials import AwsAuthenticator, AwsCredentialCache, AwsEnvironment
 from mongo_sansio.client.execute import upkeep_task
 from mongo_sansio.client.link import Link, LinkOptions, open_link
 from mongo_sansio.client.monitors import ServerMonitor
@@ -102,6 +103,7 @@ from mongo_sansio.sdam.topology import TopologyDescription
 from mongo_sansio.selection import (
     RandomDraw,
 )
+from mongo_sansio.uri.credential import Credential
 from mongo_sansio.wire import RequestIds
 
 __all__ = ["ClientCore", "KillCursor"]
@@ -131,6 +133,7 @@ class ClientCore:
         publish: Callable[[object], None] | None = None,
         faas: bool = False,
         srv: SrvSource | None = None,
+        aws_environment: Callable[[], AwsEnvironment] | None = None,
     ) -> None:
         self.settings = settings
         self.draw = draw
@@ -152,9 +155,13 @@ class ClientCore:
             proxy=settings.proxy,
         )
         self._scram_cache = ScramCache()
+        # MONGODB-AWS: the adapter's snapshot of the AWS_* variables and the wall clock, and
+        # the temporary credentials this client fetched
+        self._aws_environment = aws_environment
+        self._aws_cache = AwsCredentialCache()
         if settings.credential is not None:
             # Refuse an unsupported mechanism now rather than at the first connection.
-            Authenticator(settings.credential, nonce=nonce())
+            self._authenticator(settings.credential)
         self._topology = Topology(settings.topology, topology_id=topology_id)
         self._described: dict[Address, ConnectionDescription] = {}
         # (see selecting._known_server): (description, window of a primary read, of a write)
@@ -429,6 +436,17 @@ class ClientCore:
         waiter.link = link
         waiter.signal.fire()
 
+    def _authenticator(self, credential: Credential) -> Authenticator | AwsAuthenticator:
+        """A new connection's authenticator for ``credential``."""
+        if credential.mechanism == "MONGODB-AWS":
+            return AwsAuthenticator(
+                credential,
+                random_bytes=self._nonce,
+                environment=self._aws_environment,
+                cache=self._aws_cache,
+            )
+        return Authenticator(credential, nonce=self._nonce(), cache=self._scram_cache)
+
     def _open_task(self, server: ServerState, connection_id: int) -> Flow:
         """Open and establish one pooled connection, then tell SDAM and the pool."""
         now = yield Now()
@@ -436,9 +454,7 @@ class ClientCore:
         deadline = None if timeout is None else now + timeout
         authenticator = None
         if self.settings.credential is not None:
-            authenticator = Authenticator(
-                self.settings.credential, nonce=self._nonce(), cache=self._scram_cache
-            )
+            authenticator = self._authenticator(self.settings.credential)
         generation = server.pool.generation
 
         def stream_opened(link: Link) -> None:

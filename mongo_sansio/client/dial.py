@@ -13,6 +13,12 @@ name goes to the proxy unresolved), then TLS on top with
 monitors, RTT probes -- is opened here, so none bypasses the proxy.  A Unix socket path is
 local: it is never proxied.  Whatever fails, the stream opened so far is closed before the
 error propagates; the deadline bounds the whole of it.
+
+:func:`http_exchange` is the tiny HTTP/1.1 client of the credentials services (MONGODB-AWS):
+a direct stream (plain, or TLS verified against the system's CAs for ``https``), one request,
+the response parsed by :class:`~mongo_sansio.auth.http11.HttpResponseParser`; every failure
+is answered as an :class:`~mongo_sansio.auth.http11.HttpFailure` value, and the stream is
+always closed.
 """
 
 from __future__ import annotations
@@ -22,10 +28,19 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio.auth.http11 import (
+    HttpFailure,
+    HttpParseError,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseParser,
+)
 from mongo_sansio.client.runtime import OpenStream, Receive, SendAll, StartTls
 from mongo_sansio.connection.socks5 import Socks5Client
+from mongo_sansio.errors import ConfigurationError, MongoError
+from mongo_sansio.flow import Now
 
-__all__ = ["ProxySettings", "dial", "DEFAULT_PROXY_PORT"]
+__all__ = ["ProxySettings", "dial", "http_exchange", "DEFAULT_PROXY_PORT"]
 
 #: ``proxyPort``'s default (the SOCKS5 spec).
 DEFAULT_PROXY_PORT = 1080
@@ -111,3 +126,43 @@ def dial(
             pass
         raise
     return stream
+
+
+def http_exchange(
+    request: HttpRequest,
+    deadline: float | None,
+    *,
+    close_stream: Callable[[Any], None],
+) -> Generator[Any, Any, HttpResponse | HttpFailure]:
+    """Make ``request`` before ``deadline`` (and within its own ``timeout``); returns the
+    response, or an HttpFailure saying what went wrong."""
+    try:
+        https, host, port, _path = request.target
+        payload = request.to_bytes()
+    except ConfigurationError as error:
+        return HttpFailure(str(error))
+    now = yield Now()
+    limit = now + request.timeout
+    deadline = limit if deadline is None else min(deadline, limit)
+    stream: Any = None
+    try:
+        stream = yield OpenStream((host, port), deadline, tls=False)
+        if https:
+            stream = yield StartTls(stream, (host, port), deadline, https=True)
+        yield SendAll(stream, [payload], deadline)
+        parser = HttpResponseParser()
+        while True:
+            data = yield Receive(stream, deadline)
+            response = parser.receive_data(data)
+            if response is not None:
+                return response
+    except MongoError as error:
+        return HttpFailure(f"{request.method} {request.url}: {error}")
+    except HttpParseError as error:
+        return HttpFailure(f"{request.method} {request.url}: {error}")
+    finally:
+        if stream is not None:
+            try:
+                close_stream(stream)
+            except Exception:  # noqa: BLE001 - nothing left to tell
+                pass

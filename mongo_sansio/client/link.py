@@ -31,9 +31,10 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio.auth.http11 import HttpRequest
 from mongo_sansio.backpressure import label_establishment_error
 from mongo_sansio.bson.codec_options import CodecOptions
-from mongo_sansio.client.dial import ProxySettings, dial
+from mongo_sansio.client.dial import ProxySettings, dial, http_exchange
 from mongo_sansio.client.runtime import RECEIVE_SIZE, Receive, SendAll
 from mongo_sansio.connection import (
     CLOSED,
@@ -181,6 +182,11 @@ def open_link(
             except StopIteration as stop:
                 description: ConnectionDescription = stop.value
                 break
+            if isinstance(command, HttpRequest):  # an authenticator asks a credentials service
+                answer = yield from http_exchange(
+                    command, deadline, close_stream=options.close_stream
+                )
+                continue
             started = yield Now()
             reply = yield from exchange(
                 link, command.db, command.body, op_query=command.op_query, deadline=deadline
