@@ -38,14 +38,12 @@ class AwsAuthenticator:
         *,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        table: dict[str, tuple[str, str | None]] = {}
-        for identity in identities:
-            access_key, secret, *rest = identity
-            if not access_key or not secret:
-                raise ValueError("an AWS identity needs an access key id and a secret")
-            table[access_key] = (secret, rest[0] if rest else None)
-        self.identities = AwsIdentities(table)
+        self.identities = AwsIdentities(_table(identities))
         self._wall_clock = wall_clock
+
+    def replace(self, identities: Iterable[Sequence[str | None]]) -> None:
+        """Accept these identities from now on, instead of the earlier ones (rotated keys)."""
+        self.identities = AwsIdentities(_table(identities), host=self.identities.host)
 
     def mechanisms(self, user: str, database: str) -> list[str] | None:
         return None
@@ -78,3 +76,13 @@ class CombinedAuthenticator:
             if mechanism in names:
                 return part.start(mechanism, database, payload)
         raise SaslFailure(f"mechanism {mechanism} is not supported")
+
+
+def _table(identities: Iterable[Sequence[str | None]]) -> dict[str, tuple[str, str | None]]:
+    table: dict[str, tuple[str, str | None]] = {}
+    for identity in identities:
+        access_key, secret, *rest = identity
+        if not access_key or not secret:
+            raise ValueError("an AWS identity needs an access key id and a secret")
+        table[access_key] = (secret, rest[0] if rest else None)
+    return table

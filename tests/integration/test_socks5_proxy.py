@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 from integration_helpers import trusted_tls
+from runtime_round_trip import RUNTIMES
+from runtime_round_trip import round_trip as plain_round_trip
 
 from mongo_sansio.adapters.sim import SimulatedReplicaSet
 from mongo_sansio.errors import MongoError
@@ -25,7 +27,6 @@ from mongo_sansio.selection.errors import ServerSelectionTimeoutError
 from mongo_sansio.transports.socks5_proxy import Socks5Proxy
 
 NAME = "mongo.socks.test"
-RUNTIMES = ["blocking", "gevent", "asyncio", "trio"]
 OPTIONS: dict[str, Any] = {"serverSelectionTimeoutMS": 3000, "connectTimeoutMS": 2000}
 
 
@@ -36,37 +37,7 @@ def to_loopback(host: str, port: int) -> tuple[str, int]:
 
 
 def round_trip(runtime: str, uri: str, **options: Any) -> Any:
-    """Insert and read back a document with ``runtime``'s client; returns what was read."""
-    options = {**OPTIONS, **options}
-    if runtime in ("blocking", "gevent"):
-        if runtime == "gevent":
-            pytest.importorskip("gevent", reason="the gevent extra is not installed")
-            from mongo_sansio.adapters.gevent import MongoClient
-        else:
-            from mongo_sansio.adapters.blocking import MongoClient
-        with MongoClient(uri, **options) as client:
-            client.test.things.insert_one({"_id": runtime})
-            return client.test.things.find_one({"_id": runtime})
-
-    async def main() -> Any:
-        if runtime == "asyncio":
-            from mongo_sansio.adapters.asyncio import AsyncMongoClient
-        else:
-            from mongo_sansio.adapters.trio import AsyncMongoClient
-        client = AsyncMongoClient(uri, **options)
-        try:
-            await client.test.things.insert_one({"_id": runtime})
-            return await client.test.things.find_one({"_id": runtime})
-        finally:
-            await client.close()
-
-    if runtime == "asyncio":
-        import asyncio
-
-        return asyncio.run(main())
-    import trio
-
-    return trio.run(main)
+    return plain_round_trip(runtime, uri, **{**OPTIONS, **options})
 
 
 @pytest.fixture
