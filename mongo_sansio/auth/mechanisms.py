@@ -27,7 +27,9 @@ Mechanisms (source/auth/auth.md, and the handshake spec's speculative authentica
   preparing them is the server's business, so the password goes as typed); no speculation;
 * MONGODB-X509: one ``authenticate`` command, ``user`` only when given; a speculative reply
   means it is already done;
-* GSSAPI, MONGODB-AWS, MONGODB-OIDC: refused at construction (not supported yet).
+* MONGODB-AWS: not this class's; the client builds an
+  :class:`~mongo_sansio.auth.aws_credentials.AwsAuthenticator` for it;
+* GSSAPI, MONGODB-OIDC: refused at construction (not supported yet).
 """
 
 from __future__ import annotations

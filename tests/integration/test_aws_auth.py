@@ -14,6 +14,7 @@ credentials service that is down (a clear error, no server blamed).
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -222,3 +223,35 @@ def test_pymongo_authenticates_to_the_simulator(
     monkeypatch.setenv("AWS_SESSION_TOKEN", TEMPORARY[2])
     with pymongo.MongoClient(no_credentials_uri(rs), **OPTIONS) as client:
         assert client.test.things.count_documents({"by": "pymongo"}) == 2
+
+
+def test_the_command_line_simulator_with_aws() -> None:
+    """``mongo-sansio sim --aws KEY:SECRET:TOKEN`` prints a URI our client and PyMongo use."""
+    import signal
+    import threading
+
+    from integration_helpers import cli_process
+
+    from mongo_sansio.adapters.blocking import MongoClient
+
+    with cli_process("sim", "--members", "1", "--aws", "ASIACLI:cli-secret:cli+token/=") as process:
+        first_line: list[str] = []
+        reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(15)
+        assert first_line, process.stderr
+        uri = first_line[0].strip()
+        assert uri.startswith("mongodb://ASIACLI:cli-secret@") and "authMechanism=MONGODB-AWS" in uri
+        with MongoClient(uri, **OPTIONS) as client:
+            client.test.things.insert_one({"from": "cli"})
+        wrong = uri.replace("cli-secret", "bad-secret")
+        with MongoClient(wrong, **{**OPTIONS, "serverSelectionTimeoutMS": 800}) as client:
+            with pytest.raises(MongoError):
+                client.admin.command("ping")
+        if importlib.util.find_spec("pymongo_auth_aws") is not None:
+            import pymongo
+
+            with pymongo.MongoClient(uri, **OPTIONS) as peer:
+                assert peer.test.things.count_documents({"from": "cli"}) == 1
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(10) == 0

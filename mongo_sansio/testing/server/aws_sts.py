@@ -46,9 +46,10 @@ _REQUIRED: Final = frozenset(
 
 def _decode(payload: bytes) -> Mapping[str, Any]:
     try:
-        return decode(bytes(payload))
+        document: Mapping[str, Any] = decode(bytes(payload))
     except (BSONError, ValueError) as exc:
         raise SaslFailure(f"MONGODB-AWS: the payload is not BSON: {exc}") from None
+    return document
 
 
 def _epoch(date: str) -> float:
