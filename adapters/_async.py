@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from mongo_sansio.auth.oidc_providers import CallbackOutcome, CallOidcCallback
-from mongo_sansio.client.runtime import OpenStream, Receive, Resolve, SendAll, Task, Wait
+from mongo_sansio.client.runtime import OpenStream, Receive, Resolve, SendAll, StartTls, Task, Wait
 from mongo_sansio.errors import LocalProtocolError, MongoError, NetworkTimeout
 from mongo_sansio.flow import Now, Sleep
 
@@ -49,7 +49,12 @@ class AsyncRuntime(Protocol):
     async def sleep(self, seconds: float) -> None: ...
     def event(self) -> AsyncEvent: ...
     def spawn(self, target: Callable[[], Awaitable[None]], name: str) -> None: ...
-    async def open_stream(self, address: tuple[str, int], timeout: float | None) -> Any: ...
+    async def open_stream(
+        self, address: tuple[str, int], timeout: float | None, tls: bool = ...
+    ) -> Any: ...
+    async def start_tls(
+        self, stream: Any, address: tuple[str, int], timeout: float | None, https: bool
+    ) -> Any: ...
     async def send_all(
         self, stream: Any, buffers: Sequence[Buffer], timeout: float | None
     ) -> None: ...
@@ -136,7 +141,15 @@ class AsyncInterpreter:
                 return await event.wait(None)
             return await event.wait(max(0.0, request.deadline - runtime.monotonic()))
         if isinstance(request, OpenStream):
-            return await runtime.open_stream(request.address, self._remaining(request.deadline))
+            if request.tls:
+                return await runtime.open_stream(request.address, self._remaining(request.deadline))
+            return await runtime.open_stream(
+                request.address, self._remaining(request.deadline), False
+            )
+        if isinstance(request, StartTls):
+            return await runtime.start_tls(
+                request.stream, request.address, self._remaining(request.deadline), request.https
+            )
         if isinstance(request, Sleep):
             await runtime.sleep(max(0.0, request.seconds))
             return None

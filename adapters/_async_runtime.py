@@ -24,9 +24,9 @@ from mongo_sansio.client import TlsSettings
 from mongo_sansio.client.runtime import RECEIVE_SIZE
 
 if TYPE_CHECKING:
-    from transports.blocking import make_ssl_context
+    from transports.blocking import make_https_context, make_ssl_context
 else:
-    from mongo_sansio.transports.blocking import make_ssl_context
+    from mongo_sansio.transports.blocking import make_https_context, make_ssl_context
 
 __all__ = ["AsyncRuntimeBase", "AsyncStream"]
 
@@ -49,6 +49,7 @@ class AsyncRuntimeBase:
 
     def __init__(self, ssl_context: ssl.SSLContext | None, resolver: Any = None) -> None:
         self._ssl_context = ssl_context  # for the runtime's open_stream (None: plain TCP)
+        self._https_context: ssl.SSLContext | None = None
         self._resolver = resolver
         self._queued: list[tuple[Target, str]] = []
         self._stopped = False
@@ -89,6 +90,15 @@ class AsyncRuntimeBase:
         self, stream: AsyncStream, timeout: float | None, size: int = RECEIVE_SIZE
     ) -> bytes:
         return await stream.receive(timeout, size)
+
+    def tls_context(self, https: bool) -> ssl.SSLContext | None:
+        """The context of a :class:`~mongo_sansio.client.runtime.StartTls`: the client's (None:
+        no TLS), or for ``https`` one verifying with the system's CAs (made on first use)."""
+        if not https:
+            return self._ssl_context
+        if self._https_context is None:
+            self._https_context = make_https_context()
+        return self._https_context
 
     def close_stream(self, stream: AsyncStream, /) -> None:
         """Close at once; a task blocked on ``stream`` wakes (end of stream or NetworkError)."""

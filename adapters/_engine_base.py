@@ -40,6 +40,7 @@ from mongo_sansio.sessions import Session
 
 from . import _fork
 from ._api.validators import check_session
+from ._aws_env import aws_environment
 from ._timeout import current_deadline
 
 __all__ = ["EngineBase", "Primitives"]
@@ -100,6 +101,7 @@ class EngineBase:
             publish=None if publish is None else _fork.in_process(pid, publish, _fork.ignore),
             faas=self._faas,
             srv=self._srv,
+            aws_environment=aws_environment,
         )
         self._pid = pid
         with self.lock:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from mongo_sansio.auth.oidc_providers import CallOidcCallback
-from mongo_sansio.client.runtime import OpenStream, Receive, Resolve, SendAll, Task, Wait
+from mongo_sansio.client.runtime import OpenStream, Receive, Resolve, SendAll, StartTls, Task, Wait
 from mongo_sansio.errors import LocalProtocolError, MongoError, NetworkTimeout
 from mongo_sansio.flow import Now, Sleep
 
@@ -53,7 +53,13 @@ class SyncRuntime(Protocol):
 
     def spawn(self, target: Callable[[], None], name: str) -> None: ...
 
-    def open_stream(self, address: tuple[str, int], timeout: float | None) -> Any: ...
+    def open_stream(
+        self, address: tuple[str, int], timeout: float | None, tls: bool = ...
+    ) -> Any: ...
+
+    def start_tls(
+        self, stream: Any, address: tuple[str, int], timeout: float | None, https: bool
+    ) -> Any: ...
 
     def send_all(self, stream: Any, buffers: Sequence[Buffer], timeout: float | None) -> None: ...
 
@@ -140,7 +146,15 @@ class SyncInterpreter:
                 return event.wait()
             return event.wait(max(0.0, request.deadline - runtime.monotonic()))
         if isinstance(request, OpenStream):
-            return runtime.open_stream(request.address, self._remaining(request.deadline))
+            if request.tls:
+                return runtime.open_stream(request.address, self._remaining(request.deadline))
+            return runtime.open_stream(
+                request.address, self._remaining(request.deadline), False
+            )
+        if isinstance(request, StartTls):
+            return runtime.start_tls(
+                request.stream, request.address, self._remaining(request.deadline), request.https
+            )
         if isinstance(request, Sleep):
             runtime.sleep(max(0.0, request.seconds))
             return None

@@ -7,10 +7,12 @@ Subcommands:
 * ``bson load FILE [-o OUT]`` -- read Extended JSON (one document per line, or one JSON array
   or document) and write the documents as concatenated BSON.
 * ``sim [--members N] [--replset NAME] [--standalone] [--host H] [--port P]
-  [--auth USER:PASSWORD ...] [--oidc-secret SECRET] [--oidc-jwks FILE] [--oidc-audience AUD] [--seed S]`` -- serve a simulated replica set (or, with
-  ``--standalone``, one standalone server) on loopback; the first line of standard output is
-  its connection URI (with the first user's credentials when ``--auth`` is given). It serves
-  until SIGINT or SIGTERM and then exits 0.  ``--oidc-secret`` and ``--oidc-audience`` enable
+  [--auth USER:PASSWORD ...] [--aws ACCESS_KEY:SECRET[:SESSION_TOKEN] ...] [--oidc-secret SECRET]
+  [--oidc-jwks FILE] [--oidc-audience AUD] [--seed S]`` -- serve a simulated replica set (or,
+  with ``--standalone``, one standalone server) on loopback; the first line of standard output
+  is its connection URI (with the first user's credentials when ``--auth`` is given, else the
+  first AWS identity's with ``authMechanism=MONGODB-AWS`` when ``--aws`` is). It serves until
+  SIGINT or SIGTERM and then exits 0.  ``--oidc-secret`` and ``--oidc-audience`` enable
   MONGODB-OIDC: JWTs signed HS256 with that secret (or RS256 with a key of the JWKS file of
   ``--oidc-jwks``) for that audience authenticate their ``sub``.
 * ``watch [URI] [db.coll]`` -- print a change stream's events as relaxed Extended JSON with
@@ -124,6 +126,14 @@ def _oidc_issuer(args: argparse.Namespace, jwks: Any) -> Any:
     )
 
 
+def _aws_identity(text: str) -> tuple[str, str, str | None]:
+    access_key, sep, rest = text.partition(":")
+    secret, _, token = rest.partition(":")
+    if not sep or not access_key or not secret:
+        raise argparse.ArgumentTypeError(f"expected ACCESS_KEY:SECRET[:SESSION_TOKEN], got {text!r}")
+    return access_key, secret, token or None
+
+
 def _sim(args: argparse.Namespace) -> int:
     # Imported here so that the bson tools never pay for the simulator (or scramp).
     from .sim import SimulatedReplicaSet
@@ -157,11 +167,11 @@ def _sim(args: argparse.Namespace) -> int:
         users = dict(args.auth) if args.auth else None
         rs = SimulatedReplicaSet(
             members=args.members, replset=args.replset, auth=users, seed=args.seed,
-            host=args.host, port=args.port, standalone=args.standalone,
+            host=args.host, port=args.port, standalone=args.standalone, aws=args.aws,
             oidc_issuer=_oidc_issuer(args, jwks),
         )
         with rs:
-            print(rs.uri_with_credentials(), flush=True)
+            print(rs.uri_with_aws() if args.aws and not users else rs.uri_with_credentials(), flush=True)
             while not stop.wait(0.5):  # a timed wait keeps signal handlers running promptly
                 pass
     finally:
@@ -221,6 +231,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--oidc-jwks", metavar="FILE",
         help="enable MONGODB-OIDC with RS256 tokens verified by this JSON Web Key Set file",
+    )
+    sim.add_argument(
+        "--aws", action="append", type=_aws_identity, metavar="ACCESS_KEY:SECRET[:SESSION_TOKEN]",
+        help="require authentication and accept this AWS identity with MONGODB-AWS (repeatable)",
     )
     sim.add_argument("--seed", type=int, default=0, help="seeds the simulator's ids")
     sim.add_argument("-v", "--verbose", action="store_true", help="log connections to stderr")

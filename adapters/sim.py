@@ -24,7 +24,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -100,6 +100,9 @@ class SimulatedReplicaSet:
     signed with HS256 and that secret (or RS256 with a key of the JSON Web Key Set
     ``oidc_jwks``), for that audience, not expired, authenticate their ``sub`` (``mongo_sansio.testing.server.oidc.mint_hs256`` makes them); a saslStart without a
     ``jwt`` is answered with the issuer's IdpInfo (the human flow).
+    ``aws`` is an AWS identity ``(access_key_id, secret[, session_token])``, or a list of them,
+    accepted with MONGODB-AWS on ``$external`` (the SigV4 signature checked as STS would, with
+    the secret; the user is the identity's ARN); it turns access control on.
     ``standalone=True`` serves one server that is not a replica set (``members`` defaults to 1
     and must be 1): its hello has no ``setName``/``hosts``, change streams are refused (40573),
     stepdowns and elections raise, and :attr:`uri` is ``mongodb://host:port/`` without
@@ -128,6 +131,7 @@ class SimulatedReplicaSet:
         oidc_audience: str | None = None,
         oidc_issuer: OidcIssuer | None = None,
         oidc_jwks: Mapping[str, Any] | None = None,
+        aws: Sequence[str | None] | Sequence[Sequence[str | None]] | None = None,
     ) -> None:
         if members is None:
             members = 1 if standalone else 3
@@ -145,6 +149,7 @@ class SimulatedReplicaSet:
             oidc_issuer = OidcIssuer(secret=oidc_secret, audience=oidc_audience, jwks=oidc_jwks)
         #: the identity provider whose HS256 JWTs MONGODB-OIDC accepts (None: no OIDC)
         self.oidc = oidc_issuer
+        self.aws = _aws_identities(aws)
         self.tls = tls
         self.seed = seed
         self.clock: Clock = clock if clock is not None else time.monotonic
@@ -185,6 +190,8 @@ class SimulatedReplicaSet:
                     from mongo_sansio.transports.sim_auth import ScramAuthenticator
 
                 authenticator = ScramAuthenticator(self.auth)
+            if self.aws:
+                authenticator = _with_aws(authenticator, self.aws)
             now = self.clock()
             self._cluster = ReplicaSet(
                 self.members,
@@ -259,6 +266,17 @@ class SimulatedReplicaSet:
         userinfo = f"{quote(name, safe='')}:{quote(self.auth[name], safe='')}@"
         return self._uri(userinfo)
 
+    def uri_with_aws(self, index: int = 0) -> str:
+        """The URI with the ``index``-th AWS identity (``aws=``) as username and password, its
+        session token in ``authMechanismProperties``, and ``authMechanism=MONGODB-AWS``."""
+        access_key, secret, *rest = self.aws[index]
+        userinfo = f"{quote(str(access_key), safe='')}:{quote(str(secret), safe='')}@"
+        uri = self._uri(userinfo)
+        uri += ("&" if "?" in uri else "?") + "authMechanism=MONGODB-AWS&authSource=%24external"
+        if rest and rest[0]:
+            uri += "&authMechanismProperties=AWS_SESSION_TOKEN:" + quote(str(rest[0]), safe="")
+        return uri
+
     def _uri(self, userinfo: str) -> str:
         if not self.members:
             raise RuntimeError("the simulated replica set is not started")
@@ -324,3 +342,27 @@ class SimulatedReplicaSet:
 
     def failpoint_off(self, member: str, name: str = "failCommand") -> None:
         self.configure_failpoint(member, {"configureFailPoint": name, "mode": "off"})
+
+
+def _aws_identities(
+    aws: Sequence[str | None] | Sequence[Sequence[str | None]] | None,
+) -> list[tuple[str | None, ...]]:
+    """``aws`` as a list of identities (one identity may be given alone)."""
+    if not aws:
+        return []
+    if isinstance(aws[0], str):
+        return [tuple(aws)]  # type: ignore[arg-type]
+    return [tuple(identity) for identity in aws]  # type: ignore[arg-type]
+
+
+def _with_aws(scram: Any, identities: list[tuple[str | None, ...]]) -> Any:
+    """An authenticator for the AWS ``identities``, beside the SCRAM users when there are."""
+    if TYPE_CHECKING:
+        from transports.sim_auth_aws import AwsAuthenticator, CombinedAuthenticator
+    else:
+        from mongo_sansio.transports.sim_auth_aws import AwsAuthenticator, CombinedAuthenticator
+
+    aws = AwsAuthenticator(identities)
+    if scram is None:
+        return aws
+    return CombinedAuthenticator([(("MONGODB-AWS",), aws), (("SCRAM-SHA-1", "SCRAM-SHA-256"), scram)])

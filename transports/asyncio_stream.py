@@ -31,7 +31,7 @@ from mongo_sansio.errors import ConnectionSetupError, NetworkError, NetworkTimeo
 
 from .blocking import _is_unix, _network_error, _set_keepalive, describe_address
 
-__all__ = ["AsyncioStream", "open_stream"]
+__all__ = ["AsyncioStream", "open_stream", "start_tls"]
 
 Buffer = bytes | bytearray | memoryview
 
@@ -58,6 +58,32 @@ async def open_stream(
     except TimeoutError as exc:  # our limit; the system's timeouts are NetworkTimeouts already
         raise NetworkTimeout(f"{phase}: timed out") from exc
     return AsyncioStream(reader, writer, where)
+
+
+async def start_tls(
+    stream: AsyncioStream,
+    ssl_context: ssl.SSLContext,
+    address: tuple[str, int],
+    *,
+    timeout: float | None,
+) -> AsyncioStream:
+    """TLS on top of the connected ``stream`` (a tunnel through a SOCKS5 proxy) for the
+    server at ``address``; the new stream replaces ``stream``, which is closed if the
+    handshake fails."""
+    where = describe_address(address)
+    stream._check_open()
+    writer = stream._writer
+    try:
+        async with asyncio.timeout(timeout):
+            await _start_tls(writer, ssl_context, address, where)
+    except TimeoutError as exc:
+        stream.close()
+        raise NetworkTimeout(f"TLS handshake with {where} failed: timed out") from exc
+    except BaseException:
+        stream.close()
+        raise
+    stream._closed = True  # the reader and writer now belong to the new stream
+    return AsyncioStream(stream._reader, writer, stream.where)
 
 
 async def _connect(

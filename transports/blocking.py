@@ -40,7 +40,14 @@ from mongo_sansio.errors import (
 if TYPE_CHECKING:
     from mongo_sansio.client import TlsSettings
 
-__all__ = ["BlockingStream", "open_stream", "make_ssl_context", "describe_address"]
+__all__ = [
+    "BlockingStream",
+    "open_stream",
+    "start_tls",
+    "make_ssl_context",
+    "make_https_context",
+    "describe_address",
+]
 
 Buffer = bytes | bytearray | memoryview
 
@@ -93,6 +100,34 @@ def make_ssl_context(
     elif settings.allow_invalid_hostnames:
         context.check_hostname = False
     return context
+
+
+def make_https_context(context_class: type[ssl.SSLContext] = ssl.SSLContext) -> ssl.SSLContext:
+    """A context verifying a web endpoint (an HTTPS credentials service) against the system's
+    certificate authorities, whatever the client's TLS settings."""
+    context = context_class(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    return context
+
+
+def start_tls(
+    stream: BlockingStream,
+    ssl_context: ssl.SSLContext,
+    address: tuple[str, int],
+    *,
+    timeout: float | None,
+) -> BlockingStream:
+    """TLS on top of the connected ``stream`` (a tunnel through a SOCKS5 proxy) for the
+    server at ``address`` (its host name checked); the new stream replaces ``stream``, which
+    is closed if the handshake fails."""
+    where = describe_address(address)
+    stream._check_open()
+    sock = _wrap_tls(stream._sock, ssl_context, address, timeout, where)
+    tls = BlockingStream(sock, stream.where, stream.default_timeout)
+    tls.set_timeout(stream.default_timeout)
+    stream._closed = True  # the socket now belongs to ``tls``
+    return tls
 
 
 def open_stream(

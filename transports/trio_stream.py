@@ -45,7 +45,7 @@ if HAVE_DNSPYTHON:
     import dns.asyncresolver
     import dns.exception
 
-__all__ = ["TrioStream", "open_stream", "lookup_host", "HostLookup"]
+__all__ = ["TrioStream", "open_stream", "start_tls", "lookup_host", "HostLookup"]
 
 Buffer = bytes | bytearray | memoryview
 #: Resolves a host name to the IP addresses to try, in order (NetworkError if it cannot).
@@ -83,6 +83,36 @@ async def open_stream(
     if stream is None or limit.cancelled_caught:  # the socket was closed where it was cut
         raise NetworkTimeout(f"{phase}: timed out")
     return TrioStream(stream, sock, where)
+
+
+async def start_tls(
+    stream: TrioStream,
+    ssl_context: ssl.SSLContext,
+    address: tuple[str, int],
+    *,
+    timeout: float | None,
+) -> TrioStream:
+    """TLS on top of the connected ``stream`` (a tunnel through a SOCKS5 proxy) for the
+    server at ``address``; the new stream replaces ``stream``, which is closed if the
+    handshake fails."""
+    where = describe_address(address)
+    stream._check_open()
+    plain = stream._stream
+    if not isinstance(plain, trio.SocketStream):
+        stream.close()
+        raise NetworkError(f"TLS handshake with {where} failed: the stream already has TLS")
+    tls: trio.SSLStream[trio.SocketStream] | None = None
+    with trio.move_on_after(math.inf if timeout is None else timeout):
+        try:
+            tls = await _start_tls(plain, ssl_context, address, where)
+        except BaseException:
+            stream.close()
+            raise
+    if tls is None:
+        stream.close()
+        raise NetworkTimeout(f"TLS handshake with {where} failed: timed out")
+    stream._closed = True  # the socket now belongs to the new stream
+    return TrioStream(tls, stream._sock, stream.where)
 
 
 async def lookup_host(host: str) -> list[str]:

@@ -221,7 +221,7 @@ class _RawBSONDocuments(Mapping[str, Any]):
     _codec_options: Any = None
     _raw_class: Any = None
 
-    def __new__(cls, document: Mapping[str, Any]) -> Any:  # type: ignore[misc]
+    def __new__(cls, document: Mapping[str, Any]) -> Any:
         return cls._raw_class(encode(document), codec_options=cls._codec_options)
 
 

@@ -24,10 +24,10 @@ from collections.abc import AsyncIterator, Coroutine
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from transports.asyncio_stream import AsyncioStream, open_stream
+    from transports.asyncio_stream import AsyncioStream, open_stream, start_tls
     from transports.dns_asyncio import AsyncioResolver, AsyncResolver
 else:
-    from mongo_sansio.transports.asyncio_stream import AsyncioStream, open_stream
+    from mongo_sansio.transports.asyncio_stream import AsyncioStream, open_stream, start_tls
     from mongo_sansio.transports.dns_asyncio import AsyncioResolver, AsyncResolver
 
 from .._async_runtime import AsyncRuntimeBase, Target
@@ -114,8 +114,19 @@ class AsyncioRuntime(AsyncRuntimeBase):
 
     # -- streams (sending, receiving, closing, DNS and the clock: AsyncRuntimeBase) ------------
 
-    async def open_stream(self, address: tuple[str, int], timeout: float | None) -> AsyncioStream:
-        return await open_stream(address, timeout=timeout, ssl_context=self._ssl_context)
+    async def open_stream(
+        self, address: tuple[str, int], timeout: float | None, tls: bool = True
+    ) -> AsyncioStream:
+        context = self._ssl_context if tls else None
+        return await open_stream(address, timeout=timeout, ssl_context=context)
+
+    async def start_tls(
+        self, stream: AsyncioStream, address: tuple[str, int], timeout: float | None, https: bool
+    ) -> AsyncioStream:
+        context = self.tls_context(https)
+        if context is None:
+            return stream
+        return await start_tls(stream, context, address, timeout=timeout)
 
     def default_resolver(self) -> AsyncResolver:
         return AsyncioResolver()

@@ -19,9 +19,14 @@ from typing import TYPE_CHECKING, Any
 from mongo_sansio.client.runtime import RECEIVE_SIZE
 
 if TYPE_CHECKING:
-    from transports.blocking import BlockingStream, open_stream
+    from transports.blocking import BlockingStream, make_https_context, open_stream, start_tls
 else:
-    from mongo_sansio.transports.blocking import BlockingStream, open_stream
+    from mongo_sansio.transports.blocking import (
+        BlockingStream,
+        make_https_context,
+        open_stream,
+        start_tls,
+    )
 
 __all__ = ["ThreadRuntime"]
 
@@ -35,6 +40,7 @@ class ThreadRuntime:
         self.lock = threading.RLock()
         self._resolver = resolver
         self._ssl_context = ssl_context
+        self._https_context: ssl.SSLContext | None = None
         self._threads: set[threading.Thread] = set()
         self._threads_lock = threading.Lock()
         # streams some thread is reading or writing (how many), and those of them whose
@@ -77,10 +83,24 @@ class ThreadRuntime:
             self._threads.add(thread)
         thread.start()
 
-    def open_stream(self, address: tuple[str, int], timeout: float | None) -> BlockingStream:
-        return open_stream(
-            address, connect_timeout=timeout, socket_timeout=None, ssl_context=self._ssl_context
-        )
+    def open_stream(
+        self, address: tuple[str, int], timeout: float | None, tls: bool = True
+    ) -> BlockingStream:
+        context = self._ssl_context if tls else None
+        return open_stream(address, connect_timeout=timeout, socket_timeout=None, ssl_context=context)
+
+    def start_tls(
+        self, stream: BlockingStream, address: tuple[str, int], timeout: float | None, https: bool
+    ) -> BlockingStream:
+        if https:
+            if self._https_context is None:
+                self._https_context = make_https_context()
+            context: ssl.SSLContext | None = self._https_context
+        else:
+            context = self._ssl_context
+        if context is None:
+            return stream
+        return start_tls(stream, context, address, timeout=timeout)
 
     def send_all(
         self, stream: BlockingStream, buffers: Sequence[Buffer], timeout: float | None

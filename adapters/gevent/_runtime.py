@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, cast
 import gevent
 import gevent.event
 import gevent.socket
+import gevent.ssl
 from gevent import Greenlet, GreenletExit
 
 from mongo_sansio.client.runtime import RECEIVE_SIZE
@@ -46,9 +47,14 @@ from .. import _fork
 from .._sync import SyncEvent
 
 if TYPE_CHECKING:
-    from transports.blocking import BlockingStream, open_stream
+    from transports.blocking import BlockingStream, make_https_context, open_stream, start_tls
 else:
-    from mongo_sansio.transports.blocking import BlockingStream, open_stream
+    from mongo_sansio.transports.blocking import (
+        BlockingStream,
+        make_https_context,
+        open_stream,
+        start_tls,
+    )
 
 __all__ = ["GeventRuntime"]
 
@@ -64,6 +70,7 @@ class GeventRuntime:
     def __init__(self, ssl_context: ssl.SSLContext | None, resolver: Any = None) -> None:
         self.lock = contextlib.nullcontext()
         self._ssl_context = ssl_context
+        self._https_context: ssl.SSLContext | None = None
         self._resolver = resolver
         self._greenlets: set[Greenlet[[], None]] = set()
         self._streams: weakref.WeakSet[BlockingStream] = weakref.WeakSet()
@@ -101,16 +108,34 @@ class GeventRuntime:
         greenlet.rawlink(self._greenlets.discard)
         greenlet.start()
 
-    def open_stream(self, address: tuple[str, int], timeout: float | None) -> BlockingStream:
+    def open_stream(
+        self, address: tuple[str, int], timeout: float | None, tls: bool = True
+    ) -> BlockingStream:
         stream = open_stream(
             address,
             connect_timeout=timeout,
             socket_timeout=None,
-            ssl_context=self._ssl_context,
+            ssl_context=self._ssl_context if tls else None,
             sockets=gevent.socket,
         )
         self._streams.add(stream)
         return stream
+
+    def start_tls(
+        self, stream: BlockingStream, address: tuple[str, int], timeout: float | None, https: bool
+    ) -> BlockingStream:
+        if https:
+            if self._https_context is None:
+                self._https_context = make_https_context(gevent.ssl.SSLContext)
+            context: ssl.SSLContext | None = self._https_context
+        else:
+            context = self._ssl_context
+        if context is None:
+            return stream
+        self._streams.discard(stream)
+        tls = start_tls(stream, context, address, timeout=timeout)
+        self._streams.add(tls)
+        return tls
 
     def send_all(
         self, stream: BlockingStream, buffers: Sequence[Buffer], timeout: float | None

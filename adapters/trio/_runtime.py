@@ -38,11 +38,11 @@ import trio
 if TYPE_CHECKING:
     from transports.dns_asyncio import AsyncResolver
     from transports.dns_trio import TrioResolver
-    from transports.trio_stream import HostLookup, TrioStream, open_stream
+    from transports.trio_stream import HostLookup, TrioStream, open_stream, start_tls
 else:
     from mongo_sansio.transports.dns_asyncio import AsyncResolver
     from mongo_sansio.transports.dns_trio import TrioResolver
-    from mongo_sansio.transports.trio_stream import HostLookup, TrioStream, open_stream
+    from mongo_sansio.transports.trio_stream import HostLookup, TrioStream, open_stream, start_tls
 
 from .._async_runtime import AsyncRuntimeBase, Target
 
@@ -165,10 +165,19 @@ class TrioRuntime(AsyncRuntimeBase):
 
     # -- streams (sending, receiving, closing, DNS and the clock: AsyncRuntimeBase) ------------
 
-    async def open_stream(self, address: tuple[str, int], timeout: float | None) -> TrioStream:
-        return await open_stream(
-            address, timeout=timeout, ssl_context=self._ssl_context, lookup=self._lookup
-        )
+    async def open_stream(
+        self, address: tuple[str, int], timeout: float | None, tls: bool = True
+    ) -> TrioStream:
+        context = self._ssl_context if tls else None
+        return await open_stream(address, timeout=timeout, ssl_context=context, lookup=self._lookup)
+
+    async def start_tls(
+        self, stream: TrioStream, address: tuple[str, int], timeout: float | None, https: bool
+    ) -> TrioStream:
+        context = self.tls_context(https)
+        if context is None:
+            return stream
+        return await start_tls(stream, context, address, timeout=timeout)
 
     def default_resolver(self) -> AsyncResolver:
         return TrioResolver()

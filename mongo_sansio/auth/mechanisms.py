@@ -28,7 +28,9 @@ Mechanisms (source/auth/auth.md, and the handshake spec's speculative authentica
 * MONGODB-X509: one ``authenticate`` command, ``user`` only when given; a speculative reply
   means it is already done;
 * MONGODB-OIDC: :class:`~mongo_sansio.auth.oidc.OidcAuthenticator`, not this class;
-* GSSAPI, MONGODB-AWS: refused at construction (not supported yet).
+* MONGODB-AWS: not this class's; the client builds an
+  :class:`~mongo_sansio.auth.aws_credentials.AwsAuthenticator` for it;
+* GSSAPI: refused at construction (not supported yet).
 """
 
 from __future__ import annotations

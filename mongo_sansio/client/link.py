@@ -7,7 +7,8 @@ A :class:`Link` pairs the runtime's opaque stream handle with the
 the runtime seam's primitives only (:mod:`mongo_sansio.client.runtime`), are all the I/O the
 client does:
 
-* :func:`open_link` -- open a stream, then drive :func:`~mongo_sansio.connection.establish`
+* :func:`open_link` -- open a stream (:func:`~mongo_sansio.client.dial.dial`: directly or
+  through the client's SOCKS5 proxy), then drive :func:`~mongo_sansio.connection.establish`
   (hello, then authentication when an authenticator is given), each command through
   :func:`exchange`; everything before ``deadline``.
 * :func:`exchange` -- send one command and read until its reply is framed.
@@ -30,9 +31,11 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio.auth.http11 import HttpRequest
 from mongo_sansio.backpressure import label_establishment_error
 from mongo_sansio.bson.codec_options import CodecOptions
-from mongo_sansio.client.runtime import RECEIVE_SIZE, OpenStream, Receive, SendAll
+from mongo_sansio.client.dial import ProxySettings, dial, http_exchange
+from mongo_sansio.client.runtime import RECEIVE_SIZE, Receive, SendAll
 from mongo_sansio.connection import (
     CLOSED,
     NEED_DATA,
@@ -67,6 +70,8 @@ class LinkOptions:
     close_stream: Callable[[Any], None]
     server_api: ServerApi | None = None
     zlib_compression_level: int = -1
+    #: the SOCKS5 proxy every connection goes through (None: connect directly)
+    proxy: ProxySettings | None = None
 
 
 class Link:
@@ -148,9 +153,12 @@ def open_link(
     ``backpressure`` (a pooled connection): a network error before the hello's reply gets the
     overload labels (:func:`~mongo_sansio.backpressure.label_establishment_error`)."""
     try:
-        stream = yield OpenStream(address, deadline)
+        stream = yield from dial(
+            address, deadline, proxy=options.proxy, close_stream=options.close_stream
+        )
     except MongoError as error:
-        if backpressure:
+        # a failure to reach or use the proxy says nothing of the server's load (SOCKS5 spec)
+        if backpressure and options.proxy is None:
             label_establishment_error(error, authenticating=False)
         raise
     machine = Connection(
@@ -183,6 +191,11 @@ def open_link(
                 description: ConnectionDescription = stop.value
                 break
             answer, thrown = None, None
+            if isinstance(command, HttpRequest):  # an authenticator asks a credentials service
+                answer = yield from http_exchange(
+                    command, deadline, close_stream=options.close_stream
+                )
+                continue
             if type(command) is not ConnectionCommand:
                 # a primitive the authenticator needs (an OIDC token source, a wait): passed
                 # on to the runtime; the time it takes does not count against the deadline

@@ -11,7 +11,12 @@ request                the runtime's answer (sent into the flow)              on
 =====================  ====================================================  ==============
 :class:`OpenStream`    an opaque stream handle: a TCP (or Unix socket)        NetworkError /
                        connection to ``address``, TLS set up when the         NetworkTimeout
-                       client's settings ask for it, before ``deadline``      thrown in
+                       client's settings ask for it (and ``tls`` is True),    thrown in
+                       before ``deadline``
+:class:`StartTls`      a stream handle for TLS on top of ``stream`` (which    thrown in
+                       it replaces), as the client's settings say (the same
+                       handle back when they ask for none; ``https``: a
+                       verifying context with the system's CAs instead)
 :class:`SendAll`       None, once every buffer was written                    thrown in
 :class:`Receive`       the next bytes that arrived (``b""`` at end of          thrown in
                        stream), waiting at most until ``deadline``
@@ -60,6 +65,7 @@ from mongo_sansio.flow import Now, Sleep
 __all__ = [
     "Signal",
     "OpenStream",
+    "StartTls",
     "SendAll",
     "Receive",
     "Wait",
@@ -106,6 +112,23 @@ class OpenStream:
 
     address: tuple[str, int]
     deadline: float | None
+    #: False: plain TCP whatever the client's settings (a SOCKS5 proxy, which TLS goes over
+    #: with :class:`StartTls` once the proxy connected us; a plain HTTP endpoint)
+    tls: bool = True
+
+
+@attrs.frozen
+class StartTls:
+    """Set TLS up on ``stream`` (opened with ``tls=False``) for the server at ``address``
+    (its host name is sent as SNI and checked) before ``deadline``.  With the client's TLS
+    settings, or, when ``https`` is True, a context that verifies against the system's
+    certificate authorities (an HTTPS endpoint, whatever the client's settings).  Answered
+    with the new stream handle; on failure the stream is closed and the error thrown in."""
+
+    stream: object = attrs.field(eq=False)
+    address: tuple[str, int]
+    deadline: float | None
+    https: bool = False
 
 
 @attrs.frozen
@@ -152,7 +175,7 @@ class Resolve:
     question: Any
 
 
-Primitive: TypeAlias = OpenStream | SendAll | Receive | Wait | Resolve | Now | Sleep
+Primitive: TypeAlias = OpenStream | StartTls | SendAll | Receive | Wait | Resolve | Now | Sleep
 
 #: A flow made only of primitives: what the runtime runs, in the foreground or as a task.
 Task: TypeAlias = Generator[Any, Any, Any]

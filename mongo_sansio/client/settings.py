@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 
 from mongo_sansio.backpressure import MAX_RETRIES
+from mongo_sansio.client.dial import ProxySettings
 from mongo_sansio.cmap.options import PoolOptions
 from mongo_sansio.connection import HandshakeOptions, ServerApi, sasl_supported_mechs_user
 from mongo_sansio.errors import ConfigurationError
@@ -186,6 +187,8 @@ class ClientSettings:
     """maxAdaptiveRetries: retries of an operation once an overload error was seen."""
     overload_retargeting: bool = False
     """enableOverloadRetargeting: a retry after an overload error avoids that server."""
+    proxy: ProxySettings | None = None
+    """proxyHost, proxyPort, proxyUsername, proxyPassword: the SOCKS5 proxy (None: none)."""
 
     @classmethod
     def from_connection_string(
@@ -261,6 +264,7 @@ class ClientSettings:
             timeout=None if timeout_ms is None else timeout_ms / 1000.0,
             max_adaptive_retries=uri.max_adaptive_retries,
             overload_retargeting=uri.enable_overload_retargeting,
+            proxy=ProxySettings.from_options(uri.options),
         )
 
 

@@ -89,6 +89,10 @@ def _auth_fields(ctx: Context) -> dict[str, Any]:
     return out
 
 
+#: the SASL mechanisms the server knows (the authenticator says whom it accepts)
+_SASL_MECHANISMS = ("SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-AWS")
+
+
 def _start(ctx: Context, command: Mapping[str, Any], database: str) -> dict[str, Any]:
     authenticator = ctx.cluster.authenticator
     mechanism = command.get("mechanism")
@@ -96,12 +100,13 @@ def _start(ctx: Context, command: Mapping[str, Any], database: str) -> dict[str,
         return _start_oidc(ctx, command, database)
     if authenticator is None:
         raise CommandError(334, "MechanismUnavailable", "Authentication is not enabled on this server")
-    if mechanism not in ("SCRAM-SHA-1", "SCRAM-SHA-256"):
+    if mechanism not in _SASL_MECHANISMS:
         raise CommandError(
             334, "MechanismUnavailable", f"Received authentication for mechanism {mechanism} which is unknown or not enabled"
         )
     options = command.get("options")
     skip_empty = isinstance(options, Mapping) and options.get("skipEmptyExchange") is True
+    skip_empty = skip_empty or not str(mechanism).startswith("SCRAM-")  # only SCRAM has the extra step
     try:
         conversation, payload, done = authenticator.start(str(mechanism), database, _payload_bytes(command.get("payload")))
     except SaslFailure:
