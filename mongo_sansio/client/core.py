@@ -42,10 +42,9 @@ from typing import Any, Final
 
 import attrs
 
-from mongo_sansio.auth import Authenticator, ScramCache
-from mongo_sansio.auth.aws_credentials import AwsAuthenticator, AwsCredentialCache, AwsEnvironment
-from mongo_sansio.auth.oidc import MECHANISM as OIDC
-from mongo_sansio.auth.oidc import OidcAuthenticator, OidcCache
+from mongo_sansio.auth.aws_credentials import AwsEnvironment
+from mongo_sansio.auth.oidc import OidcCache
+from mongo_sansio.client.authenticators import ClientAuthenticators
 from mongo_sansio.client.execute import upkeep_task
 from mongo_sansio.client.link import Link, LinkOptions, open_link
 from mongo_sansio.client.monitors import ServerMonitor
@@ -105,7 +104,6 @@ from mongo_sansio.sdam.topology import TopologyDescription
 from mongo_sansio.selection import (
     RandomDraw,
 )
-from mongo_sansio.uri.credential import Credential
 from mongo_sansio.wire import RequestIds
 
 __all__ = ["ClientCore", "KillCursor"]
@@ -156,16 +154,9 @@ class ClientCore:
             zlib_compression_level=settings.handshake.zlib_compression_level,
             proxy=settings.proxy,
         )
-        self._scram_cache = ScramCache()
-        #: MONGODB-OIDC's client cache (its tokens), shared by every connection
-        self.oidc_cache = OidcCache()
-        # MONGODB-AWS: the adapter's snapshot of the AWS_* variables and the wall clock, and
-        # the temporary credentials this client fetched
-        self._aws_environment = aws_environment
-        self._aws_cache = AwsCredentialCache()
-        if settings.credential is not None and settings.credential.mechanism != OIDC:
-            # Refuse an unsupported mechanism now rather than at the first connection.
-            self._authenticator(settings.credential)
+        self.authenticators = ClientAuthenticators(
+            settings.credential, nonce=nonce, aws_environment=aws_environment
+        )
         self._topology = Topology(settings.topology, topology_id=topology_id)
         self._described: dict[Address, ConnectionDescription] = {}
         # (see selecting._known_server): (description, window of a primary read, of a write)
@@ -185,6 +176,11 @@ class ClientCore:
         self.last_now = 0.0
         self._closed = False
         self._opened = False
+
+    @property
+    def oidc_cache(self) -> OidcCache:
+        """MONGODB-OIDC's token cache, shared by this client's connections."""
+        return self.authenticators.oidc_cache
 
     @property
     def publish(self) -> Callable[[object], None] | None:
@@ -451,32 +447,12 @@ class ClientCore:
         waiter.link = link
         waiter.signal.fire()
 
-    def _authenticator(
-        self, credential: Credential, *, host: str = "", timeout: float | None = None
-    ) -> Authenticator | AwsAuthenticator | OidcAuthenticator:
-        """A new connection's authenticator for ``credential`` (``host`` and ``timeout``:
-        the server's name and the connect timeout, which MONGODB-OIDC uses)."""
-        if credential.mechanism == OIDC:
-            return OidcAuthenticator(credential, self.oidc_cache, host=host, timeout=timeout)
-        if credential.mechanism == "MONGODB-AWS":
-            return AwsAuthenticator(
-                credential,
-                random_bytes=self._nonce,
-                environment=self._aws_environment,
-                cache=self._aws_cache,
-            )
-        return Authenticator(credential, nonce=self._nonce(), cache=self._scram_cache)
-
     def _open_task(self, server: ServerState, connection_id: int) -> Flow:
         """Open and establish one pooled connection, then tell SDAM and the pool."""
         now = yield Now()
         timeout = self.settings.connect_timeout
         deadline = None if timeout is None else now + timeout
-        authenticator = None
-        if self.settings.credential is not None:
-            authenticator = self._authenticator(
-                self.settings.credential, host=server.address[0], timeout=timeout
-            )
+        authenticator = self.authenticators.for_connection(host=server.address[0], timeout=timeout)
         generation = server.pool.generation
 
         def stream_opened(link: Link) -> None:
