@@ -101,14 +101,16 @@ def test_a_pipeline_read_carries_them_too(rs: SimulatedReplicaSet, recorded: Rec
 
 
 def test_reads_follow_the_read_preference(rs: SimulatedReplicaSet, recorded: Recorder) -> None:
-    options = _options(rs, readPreference="secondaryPreferred", partitions="1")
+    # "secondary", not "secondaryPreferred": a fresh client may not know a secondary yet, and
+    # secondaryPreferred then rightly reads from the primary (a race this test must not have)
+    options = _options(rs, readPreference="secondary", partitions="1")
     schema, tree = batch.infer(options)
     reader = batch.MongoBatchReader(options, schema, tree)
     assert sum(b.num_rows for p in reader.partitions() for b in reader.read(p)) == 400
     reads = _sent(recorded, "aggregate", "find")
     primary = rs.primary
     assert reads and all(f"{e.connection_id[0]}:{e.connection_id[1]}" != primary for e in reads)
-    assert all(e.command["$readPreference"]["mode"] == "secondaryPreferred" for e in reads)
+    assert all(e.command["$readPreference"]["mode"] == "secondary" for e in reads)
 
 
 def test_stream_commands_and_writes_carry_the_comment(rs: SimulatedReplicaSet, recorded: Recorder) -> None:
