@@ -84,7 +84,31 @@ def add_pipeline_parser(commands: Any) -> None:
         "--conf", action="append", default=[], metavar="KEY=VALUE", type=_spark_conf,
         help="a Spark setting passed to the session (repeatable), as spark-submit's --conf",
     )
+    pipeline.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE", type=_key_value,
+        help="a data source option (repeatable), e.g. publishFullDocumentOnly=true, "
+        "mode=PERMISSIVE, comment=cdc (docs/spark.md lists them)",
+    )
+    pipeline.add_argument(
+        "--schema", default=None, metavar="DDL",
+        help="the rows' schema for typed documents (publishFullDocumentOnly), e.g. "
+        "'_id INT, qty INT'; inferred from the collection when absent",
+    )
     pipeline.set_defaults(run=run_pipeline)
+
+
+#: source options the pipeline sets itself from its arguments
+_OWN_OPTIONS = frozenset({"uri", "database", "collection", "checkpointlocation"})
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    """One ``--option KEY=VALUE``; argparse turns the ValueError into a usage error."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise ValueError(f"--option takes KEY=VALUE, not {text!r}")
+    if key.strip().lower() in _OWN_OPTIONS:
+        raise ValueError(f"--option {key.strip()}: give it as the pipeline's own argument")
+    return key.strip(), value
 
 
 def _spark_conf(text: str) -> tuple[str, str]:
@@ -168,6 +192,7 @@ def _source_options(args: argparse.Namespace, uri: str, namespace: str, checkpoi
         options["maxEventsPerBatch"] = str(args.max_events_per_batch)
     if args.full_document:
         options["fullDocument"] = args.full_document
+    options.update(dict(getattr(args, "option", [])))
     return options
 
 
@@ -175,13 +200,23 @@ def _start(spark: Any, args: argparse.Namespace, options: dict[str, str], out: s
     from .spark.options import parse_options
     from .spark.stream import fix_initial_offset
 
-    initial = fix_initial_offset(parse_options(options))  # read back when already fixed
+    parsed = parse_options(options)
+    initial = fix_initial_offset(parsed)  # read back when already fixed
     print(f"started: {initial.token or initial.operation_time}", flush=True)
+    misfits = _MisfitCount.needed(parsed)
+    if misfits is not None:
+        options = {**options, "mode": "PERMISSIVE"}  # every misfit marked, so it can be counted
     reader = spark.readStream.format("mongo_sansio")
     for key, value in options.items():
         reader = reader.option(key, value)
+    schema = getattr(args, "schema", None)
+    if schema is not None:
+        reader = reader.schema(schema if misfits is None else misfits.schema_with_column(spark, schema))
+    frame = reader.load()
+    if misfits is not None:
+        frame = misfits.counted(frame)
     writer = (
-        reader.load().writeStream.format(args.format)
+        frame.writeStream.format(args.format)
         .option("path", out).option("checkpointLocation", checkpoint)
     )
     if several_namespaces(f"{options['database']}.{options['collection']}"):
@@ -191,6 +226,62 @@ def _start(spark: Any, args: argparse.Namespace, options: dict[str, str], out: s
     else:
         writer = writer.trigger(processingTime=f"{int(args.trigger_seconds * 1000)} milliseconds")
     return writer.start()
+
+
+class _MisfitCount:
+    """Typed documents under PERMISSIVE or DROPMALFORMED, counted per micro-batch.
+
+    A Python data source has no metrics channel from its executors, so the pipeline reads
+    such a stream in PERMISSIVE mode (each misfit marked in the corrupt-record column), counts
+    the marked rows with Spark's ``observe`` (the count arrives in the micro-batch's progress,
+    under ``observedMetrics``), and for DROPMALFORMED leaves them out itself.  The corrupt
+    column is added for the counting when the schema lacks it and removed again after, so
+    the rows written are what the mode gives without the pipeline."""
+
+    #: the observation's name by mode: also the progress line's word
+    NAMES = ("marked", "dropped")
+
+    def __init__(self, column: str, dropping: bool) -> None:
+        self.column = column
+        self.dropping = dropping
+        self.name = self.NAMES[dropping]
+        self.added = dropping  # an inferred schema has the column only under PERMISSIVE
+
+    @classmethod
+    def needed(cls, parsed: Any) -> _MisfitCount | None:
+        from mongo_sansio.pipeline.parse_modes import ParseMode
+
+        if not parsed.publish_full_document_only or parsed.mode is ParseMode.FAILFAST:
+            return None
+        return cls(parsed.corrupt_column, dropping=parsed.mode is ParseMode.DROPMALFORMED)
+
+    def schema_with_column(self, spark: Any, ddl: str) -> Any:
+        """The given schema, with the corrupt-record column when it lacks it."""
+        from pyspark.sql.types import StringType
+
+        given = spark.createDataFrame([], ddl).schema
+        self.added = self.column not in given.fieldNames()
+        return given.add(self.column, StringType()) if self.added else given
+
+    def counted(self, frame: Any) -> Any:
+        from pyspark.sql import functions
+
+        marked = functions.col(self.column)
+        frame = frame.observe(self.name, functions.count(marked).alias("n"))  # non-null ones
+        if self.dropping:
+            frame = frame.where(marked.isNull())
+        return frame.drop(self.column) if self.added else frame
+
+
+def _misfits(progress: Any) -> str | None:
+    """What :class:`_MisfitCount` observed in one progress report, as ``"N dropped"`` or
+    ``"N marked"`` (None: not counted)."""
+    metrics = progress.get("observedMetrics") or {}
+    for name in _MisfitCount.NAMES:
+        row = metrics.get(name) if hasattr(metrics, "get") else None
+        if row is not None:
+            return f"{int(row['n'] or 0)} {name}"
+    return None
 
 
 def _progress_line(progress: dict[str, Any]) -> str:
@@ -210,8 +301,12 @@ def _progress_line(progress: dict[str, Any]) -> str:
     when = "-"
     if cluster:
         when = datetime.datetime.fromtimestamp(int(str(cluster).split(".")[0]), datetime.UTC).strftime("%H:%M:%S")
-    return (f"batch {progress.get('batchId')}: {events} events, {rate:.0f} events/s, "
+    line = (f"batch {progress.get('batchId')}: {events} events, {rate:.0f} events/s, "
             f"last cluster time {cluster or '-'} ({when}), lag {lag}")
+    misfits = _misfits(progress)
+    if misfits is not None:
+        line += f", {misfits}"
+    return line
 
 
 def _follow(query: Any, stop: threading.Event) -> int:

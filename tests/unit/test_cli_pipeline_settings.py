@@ -49,3 +49,29 @@ def test_which_namespaces_are_partitioned_by_collection(namespace: str, several:
     from mongo_sansio.adapters.cli_pipeline import several_namespaces
 
     assert several_namespaces(namespace) is several
+
+
+def test_source_options_pass_through_but_not_the_pipelines_own() -> None:
+    from mongo_sansio.adapters.cli_pipeline import _source_options
+
+    args = build_parser().parse_args(
+        ["pipeline", "--option", "publishFullDocumentOnly=true", "--option", "mode=PERMISSIVE",
+         "--option", "comment=a=b"]
+    )
+    options = _source_options(args, "mongodb://h/", "db.c", "/cp")
+    assert options["publishFullDocumentOnly"] == "true"
+    assert options["mode"] == "PERMISSIVE"
+    assert options["comment"] == "a=b"
+    assert (options["database"], options["collection"]) == ("db", "c")
+    for own in ("uri=mongodb://x/", "Collection=other", "noequals"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["pipeline", "--option", own])
+
+
+def test_the_progress_line_counts_marked_or_dropped_documents() -> None:
+    from mongo_sansio.adapters.cli_pipeline import _progress_line
+
+    base = {"batchId": 3, "numInputRows": 10, "processedRowsPerSecond": 5.0, "sources": [{}]}
+    assert _progress_line(base).endswith("lag -")
+    assert _progress_line({**base, "observedMetrics": {"dropped": {"n": 2}}}).endswith(", 2 dropped")
+    assert _progress_line({**base, "observedMetrics": {"marked": {"n": 0}}}).endswith(", 0 marked")
