@@ -178,6 +178,16 @@ class ReadPreference:
         return self.mode.value[0].upper() + self.mode.value[1:]
 
     @property
+    def mongos_mode(self) -> str:
+        """PyMongo's name of the mode as ``$readPreference`` spells it (``"secondaryPreferred"``)."""
+        return self.mode.value
+
+    @property
+    def max_staleness(self) -> int:
+        """PyMongo's spelling of :attr:`max_staleness_seconds`: -1 for no maximum."""
+        return -1 if self.max_staleness_seconds is None else self.max_staleness_seconds
+
+    @property
     def document(self) -> dict[str, Any]:
         """PyMongo's name for :meth:`to_document`."""
         return self.to_document()

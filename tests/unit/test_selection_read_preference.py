@@ -160,3 +160,16 @@ def test_writes_carry_no_read_preference(topology_type: TopologyType) -> None:
         read_preference_document(SECONDARY, topology_type, ServerType.MONGOS, is_write=True) is None
     )
     assert not secondary_ok(SECONDARY, topology_type, ServerType.RS_PRIMARY, is_write=True)
+
+
+def test_pymongos_attribute_names() -> None:
+    """``mongos_mode`` and ``max_staleness`` as PyMongo's read preferences spell them."""
+    import pymongo.read_preferences as theirs
+
+    ours = ReadPreference(mode="secondaryPreferred", max_staleness_seconds=120)
+    their = theirs.SecondaryPreferred(max_staleness=120)
+    assert (ours.mongos_mode, ours.max_staleness, ours.name) == (
+        their.mongos_mode, their.max_staleness, their.name
+    )
+    assert ReadPreference.NEAREST.max_staleness == theirs.Nearest().max_staleness == -1
+    assert ReadPreference.PRIMARY.mongos_mode == theirs.Primary().mongos_mode
