@@ -58,6 +58,7 @@ from mongo_sansio.uri import ConnectionString, apply_seedlist, discovery_for
 from .._engine_base import EngineBase
 from .._publish import LogSettings, Publisher
 from .._pymongo_errors import adopt_pymongo_errors
+from .._pymongo_gridfs import bridge_pymongo_gridfs
 from .._uri import emit_uri_warnings, parse_client_uri
 from ..environment import client_metadata
 from .change_stream import ChangeStreamBase, watch_options
@@ -165,6 +166,7 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
         **options: Any,
     ) -> None:
         adopt_pymongo_errors()  # PyMongo may have been imported after our client module
+        bridge_pymongo_gridfs()  # PyMongo's gridfs.GridFS(db) given our database
         if not isinstance(host, str):
             raise ConfigurationError(f"host must be a connection string, not {host!r}")
         adopt_type_registry(type_registry)

@@ -28,6 +28,7 @@ from mongo_sansio.ops.decoding import apply_codec_options
 from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
 from mongo_sansio.selection import ReadPreference
 
+from .._pymongo_gridfs import bridge_pymongo_gridfs
 from .._timeout import operation_timeout
 from .change_stream import ChangeStreamBase, watch_options
 from .collection import CollectionBase
@@ -73,6 +74,7 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
         *,
         timeoutMS: float | None = None,  # noqa: N803 - the option's name (CSOT spec)
     ) -> None:
+        bridge_pymongo_gridfs()  # (PyMongo's gridfs may be imported after the client was made)
         if not isinstance(name, str):
             raise TypeError(f"name must be an instance of str, not {type(name)}")
         parent: Any = client

@@ -27,12 +27,14 @@ import bson.codec_options
 import bson.errors
 import bson.raw_bson
 import bson.son
+import gridfs
 import pymongo
 import pymongo.errors
 import pymongo.read_concern
 import pytest
 
 import mongo_sansio.adapters.blocking as blocking
+import mongo_sansio.adapters.blocking.gridfs as our_gridfs
 import mongo_sansio.bson as our_bson
 import mongo_sansio.bson.codec_options as our_codec_options
 import mongo_sansio.errors as our_errors
@@ -103,6 +105,7 @@ def pymongo_namespace() -> types.SimpleNamespace:
     ns.CodecOptions = bson.codec_options.CodecOptions
     ns.UuidRepresentation = bson.binary.UuidRepresentation
     ns.CollectionInvalid = pymongo.errors.CollectionInvalid
+    ns.gridfs = gridfs
     return ns
 
 
@@ -118,6 +121,7 @@ def ours_namespace() -> types.SimpleNamespace:
     ns.CodecOptions = our_codec_options.CodecOptions
     ns.UuidRepresentation = our_codec_options.UuidRepresentation
     ns.CollectionInvalid = blocking.CollectionInvalid
+    ns.gridfs = our_gridfs
     return ns
 
 

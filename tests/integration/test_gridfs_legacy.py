@@ -2,7 +2,8 @@
 the simulator: the same scenario (put with extra fields, a str with an encoding, a file-like
 object and no name; get, versions, list, exists, find_one, find, delete, new_file, the
 errors) gives the same outcome; the async ``AsyncGridFS`` on asyncio and trio gives it too.
-Our GridFS errors are PyMongo's ``gridfs.errors`` classes once PyMongo is loaded."""
+Our GridFS errors are PyMongo's ``gridfs.errors`` classes once PyMongo is loaded, and PyMongo's
+own ``gridfs`` module, given one of our databases, hands it to our GridFS."""
 
 from __future__ import annotations
 
@@ -79,12 +80,22 @@ def test_legacy_gridfs_as_pymongos(rs: SimulatedReplicaSet, clients: list[Any]) 
     assert expected[-6:-2] == ["NoFile", "NoFile", "FileExists", "TypeError"]
 
 
-def test_pymongos_gridfs_refuses_our_database(rs: SimulatedReplicaSet, clients: list[Any]) -> None:
-    """Documented: ``import gridfs`` must become ``from <our client module> import gridfs``."""
+def test_pymongos_gridfs_module_takes_our_database(rs: SimulatedReplicaSet, clients: list[Any]) -> None:
+    """Code that keeps ``import gridfs`` (PyMongo's) works with our database: the same scenario
+    through PyMongo's module gives PyMongo's outcome; PyMongo's databases still get PyMongo's
+    own classes."""
+    theirs = pymongo.MongoClient(rs.uri)
     ours = blocking.MongoClient(rs.uri)
-    clients.append(ours)
-    with pytest.raises(TypeError):
-        pymongo_gridfs.GridFS(ours.legacygfs)
+    clients += [theirs, ours]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # PyMongo's contentType
+        expected = scenario(theirs, pymongo_gridfs)
+        assert type(pymongo_gridfs.GridFS(theirs.legacygfs)).__module__.startswith("gridfs.")
+        assert isinstance(pymongo_gridfs.GridFSBucket(theirs.legacygfs), pymongo_gridfs.GridFSBucket)
+    assert scenario(ours, pymongo_gridfs) == expected
+    assert isinstance(pymongo_gridfs.GridFSBucket(ours.legacygfs), our_gridfs.GridFSBucket)
+    with pytest.raises(TypeError):  # not a database at all: PyMongo's own check, unchanged
+        pymongo_gridfs.GridFS("legacygfs")
 
 
 CLIENTS = {"asyncio": (asyncio_client, asyncio_gridfs), "trio": (trio_client, trio_gridfs)}
@@ -101,8 +112,11 @@ CLIENTS = {"asyncio": (asyncio_client, asyncio_gridfs), "trio": (trio_client, tr
         for kit in KITS
     ],
 )
-def test_async_legacy_gridfs(rs: SimulatedReplicaSet, kit: Kit) -> None:
+@pytest.mark.parametrize("module_of_gridfs", ["ours", "pymongos"])
+def test_async_legacy_gridfs(rs: SimulatedReplicaSet, kit: Kit, module_of_gridfs: str) -> None:
     module, gridfs = CLIENTS[kit.family]
+    if module_of_gridfs == "pymongos":
+        gridfs = pymongo_gridfs  # code that keeps ``import gridfs``
 
     async def main() -> None:
         client = module.AsyncMongoClient(rs.uri)

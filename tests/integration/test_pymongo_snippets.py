@@ -26,6 +26,7 @@ import pytest
 pymongo = pytest.importorskip("pymongo")
 import snippets_admin  # noqa: E402, F401 - registers its snippets
 import snippets_details  # noqa: E402, F401 - registers its snippets
+import snippets_gridfs  # noqa: E402, F401 - registers its snippets
 import snippets_reads  # noqa: E402, F401 - registers its snippets
 import snippets_writes  # noqa: E402, F401 - registers its snippets
 from snippet_harness import DB, SNIPPETS, Snippet, ours_namespace, outcome, pymongo_namespace  # noqa: E402
