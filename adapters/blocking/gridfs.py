@@ -11,7 +11,8 @@ and iteration is shared with the async GridFS (:mod:`mongo_sansio.adapters._api.
 ``gridfs.GridFS(db, collection="fs")`` is PyMongo's legacy API over the same collections
 (``put``, ``get``, ``get_version``, ``get_last_version``, ``delete``, ``list``, ``find``,
 ``find_one``, ``exists``, ``new_file``; :mod:`mongo_sansio.adapters._api.gridfs_legacy`).
-PyMongo's own ``gridfs.GridFS`` cannot take our database (it checks for PyMongo's class).
+PyMongo's own ``gridfs`` module hands our databases to these classes
+(:mod:`mongo_sansio.adapters._pymongo_gridfs`), so ``import gridfs`` works as well.
 """
 
 from __future__ import annotations
