@@ -30,7 +30,7 @@ def insert_pymongos_raw_bson_document(client: Any, ns: Any) -> Any:
 
 
 @snippet(
-    ours_gap="not mirrored on purpose (docs/client.md): PyMongo reports None for a raw document's "
+    ours_gap="not mirrored on purpose (docs/migrating.md): PyMongo reports None for a raw document's "
     "inserted_id and leaves it out of inserted_ids; ours reports the _id the raw document holds"
 )
 def inserted_ids_of_raw_documents(client: Any, ns: Any) -> Any:
@@ -87,7 +87,7 @@ def cursor_close_and_context_manager(client: Any, ns: Any) -> Any:
 
 
 @snippet(
-    ours_gap="not mirrored on purpose (docs/client.md): after close() PyMongo's cursor still yields "
+    ours_gap="not mirrored on purpose (docs/migrating.md): after close() PyMongo's cursor still yields "
     "the rest of its current batch and stays alive until it has; ours is empty and dead at once"
 )
 def iterating_a_closed_cursor(client: Any, ns: Any) -> Any:
