@@ -4,14 +4,20 @@ CI sets ``MONGO_SANSIO_CI=1`` (``.ci/run``): hypothesis then derandomizes, so th
 judged on the same examples every run. Exploration happens everywhere else -- local runs draw
 fresh examples each time, and the fuzz targets (``fuzz/``, ``docs/fuzzing.md``) run for hours --
 and what they find becomes an explicit regression test.
+
+The CI profile also lifts the "input generation is slow" health check: on a loaded two-core
+runner the first draw of a text strategy (hypothesis building its character tables) can take
+over a second, which says nothing about the code under test.
 """
 
 from __future__ import annotations
 
 import os
 
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile(
+    "ci", derandomize=True, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
 if os.environ.get("MONGO_SANSIO_CI"):
     settings.load_profile("ci")

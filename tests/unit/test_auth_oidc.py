@@ -424,8 +424,14 @@ def test_rs256_tokens_with_a_jwks() -> None:
     assert done and conversation.user == "rsa-user"
 
 
-KEYS = st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=8)
-VALUES = st.text(max_size=8) | st.integers(-(2**63), 2**63 - 1) | st.lists(st.text(max_size=4), max_size=3)
+# Documents the server could send: text BSON can carry (UTF-8, so no lone surrogates; no NUL in keys).
+UTF8 = st.characters(codec="utf-8")
+KEYS = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=8)
+VALUES = (
+    st.text(UTF8, max_size=8)
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.lists(st.text(UTF8, max_size=4), max_size=3)
+)
 
 
 @given(
