@@ -403,13 +403,19 @@ def _client(driver: Driver, entity: ClientEntity, name: str, arguments: dict[str
 
 def _cursor(cursor: Any, name: str, wait_seconds: float) -> Any:
     if name == "iterateUntilDocumentOrError":
-        if not hasattr(cursor, "try_next"):
-            return next(cursor)
         # next() would wait for ever on a change stream that gets nothing; try_next() is one
-        # round of next()'s loop (a getMore when the batch is empty), bounded here
+        # round of next()'s loop (a getMore when the batch is empty), bounded here. A cursor
+        # without try_next (PyMongo's Cursor) ends next() at a tailable cursor's empty getMore
+        # while the cursor stays alive: "until a document or an error" calls it again.
         deadline = time.monotonic() + wait_seconds
         while time.monotonic() < deadline:
-            document = cursor.try_next()
+            if hasattr(cursor, "try_next"):
+                document = cursor.try_next()
+            else:
+                try:
+                    return next(cursor)
+                except StopIteration:
+                    document = None
             if document is not None:
                 return document
             if not getattr(cursor, "alive", True):
