@@ -276,6 +276,9 @@ class ServerConnection:
             and "topologyVersion" in request.body and "maxAwaitTimeMS" in request.body
         )
         reply_id = self._send(request, outcome, MORE_TO_COME if stream else 0)
+        if self.state.close_after_reply is not None:
+            self.close(self.state.close_after_reply)
+            return
         if stream and not self.should_close:
             # The next streamed hello: awaits a change from the version just sent.
             body = dict(request.body)
