@@ -46,6 +46,7 @@ from mongo_sansio.testing.server.context import (
 )
 from mongo_sansio.testing.server.dispatch import change_stream_labels, error_reply, execute, finish
 from mongo_sansio.testing.server.handshake import MAX_MESSAGE_SIZE_BYTES
+from mongo_sansio.testing.server.load_balancer import follow_primary
 from mongo_sansio.wire import (
     CLOSED,
     MORE_TO_COME,
@@ -191,6 +192,8 @@ class ServerConnection:
         request = self._request(message)
         if request is None:
             return
+        if self.state.via_load_balancer:
+            follow_primary(self)
         ctx = Context(self.cluster, self.member, self.state, request, now)
         self._deliver(ctx, execute(ctx))
 

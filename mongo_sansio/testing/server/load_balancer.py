@@ -11,9 +11,10 @@ the replica set's primary, the one member that serves every command -- and marke
 come in through a load balancer (``ConnectionState.via_load_balancer``, ``service_id``); any
 other address goes to the wrapped cluster unchanged (the members stay reachable directly).
 With no primary, the front drops the connection at once, as a balancer without a healthy
-backend.  A connection stays on the member it was handed to: after a stepdown its commands
-fail as that member's do (NotWritablePrimary), and the client clears that service's
-connections; new ones reach the new primary.
+backend.  As a mongos retargets the new primary after a stepdown, each command of a router's
+connection goes to the primary of the moment (:func:`follow_primary`); a member that stops
+takes the connections it serves down with it (the client then sees a network error and
+clears that service's connections).
 
 The mark changes what the connection's hello answers, as mongos started with a load balancer
 port does (:func:`balanced_hello`):
@@ -114,6 +115,19 @@ class LoadBalancerFront:
         connection.state.via_load_balancer = True
         connection.state.service_id = service_id
         return connection
+
+
+def follow_primary(connection: ServerConnection) -> None:
+    """A router's connection: its next command goes to the current primary (none: it stays)."""
+    cluster = connection.cluster
+    primary = cluster.primary
+    old = connection.member
+    if primary is None or old.address == primary:
+        return
+    if connection in old.connections:
+        old.connections.remove(connection)
+    connection.member = cluster.members[primary]
+    connection.member.connections.append(connection)
 
 
 def balanced_hello(
