@@ -8,8 +8,9 @@ Subcommands:
   or document) and write the documents as concatenated BSON.
 * ``sim [--members N] [--replset NAME] [--standalone] [--host H] [--port P]
   [--auth USER:PASSWORD ...] [--aws ACCESS_KEY:SECRET[:SESSION_TOKEN] ...] [--oidc-secret SECRET]
-  [--oidc-jwks FILE] [--oidc-audience AUD] [--seed S]`` -- serve a simulated replica set (or,
-  with ``--standalone``, one standalone server) on loopback; the first line of standard output
+  [--oidc-jwks FILE] [--oidc-audience AUD] [--load-balanced] [--seed S]`` -- serve a simulated
+  replica set (or, with ``--standalone``, one standalone server) on loopback, with
+  ``--load-balanced`` behind a load balancer front; the first line of standard output
   is its connection URI (with the first user's credentials when ``--auth`` is given, else the
   first AWS identity's with ``authMechanism=MONGODB-AWS`` when ``--aws`` is). It serves until
   SIGINT or SIGTERM and then exits 0.  ``--oidc-secret`` and ``--oidc-audience`` enable
@@ -168,7 +169,7 @@ def _sim(args: argparse.Namespace) -> int:
         rs = SimulatedReplicaSet(
             members=args.members, replset=args.replset, auth=users, seed=args.seed,
             host=args.host, port=args.port, standalone=args.standalone, aws=args.aws,
-            oidc_issuer=_oidc_issuer(args, jwks),
+            oidc_issuer=_oidc_issuer(args, jwks), load_balanced=args.load_balanced,
         )
         with rs:
             print(rs.uri_with_aws() if args.aws and not users else rs.uri_with_credentials(), flush=True)
@@ -235,6 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--aws", action="append", type=_aws_identity, metavar="ACCESS_KEY:SECRET[:SESSION_TOKEN]",
         help="require authentication and accept this AWS identity with MONGODB-AWS (repeatable)",
+    )
+    sim.add_argument(
+        "--load-balanced", action="store_true",
+        help="also serve a load balancer front (on --port; the members take the next ports); "
+        "the URI names it with loadBalanced=true",
     )
     sim.add_argument("--seed", type=int, default=0, help="seeds the simulator's ids")
     sim.add_argument("-v", "--verbose", action="store_true", help="log connections to stderr")

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from mongo_sansio.testing.server import ReplicaSet
+from mongo_sansio.testing.server.load_balancer import LoadBalancerFront
 from mongo_sansio.testing.server.oidc import OidcIssuer, mint_hs256
 
 if TYPE_CHECKING:
@@ -107,6 +108,16 @@ class SimulatedReplicaSet:
     and must be 1): its hello has no ``setName``/``hosts``, change streams are refused (40573),
     stepdowns and elections raise, and :attr:`uri` is ``mongodb://host:port/`` without
     ``replicaSet``.
+    ``load_balanced=True`` also serves a load balancer front on one more port (``port``
+    itself when given, the members then taking the next ones), :attr:`load_balancer`: each
+    connection to it is handed to the primary as to a mongos behind a load balancer (its
+    hello has ``serviceId`` and must ask ``loadBalanced: true``; see
+    :mod:`mongo_sansio.testing.server.load_balancer`), and :attr:`uri` is
+    ``mongodb://<front>/?loadBalanced=true``.  The members stay reachable directly.
+    ``load_balancer_services`` routers (each its own ``serviceId``, as mongoses behind a real
+    balancer; all of them serve through the primary): with more than one, a second front,
+    :attr:`multi_load_balancer` (on a free port), hands its connections to them in turn while
+    :attr:`load_balancer` reaches the first alone (the load balancer spec's test setup).
     """
 
     def __init__(
@@ -132,6 +143,8 @@ class SimulatedReplicaSet:
         oidc_issuer: OidcIssuer | None = None,
         oidc_jwks: Mapping[str, Any] | None = None,
         aws: Sequence[str | None] | Sequence[Sequence[str | None]] | None = None,
+        load_balanced: bool = False,
+        load_balancer_services: int = 1,
     ) -> None:
         if members is None:
             members = 1 if standalone else 3
@@ -154,7 +167,13 @@ class SimulatedReplicaSet:
         self.seed = seed
         self.clock: Clock = clock if clock is not None else time.monotonic
         self._host = host
-        self._ports = [0] * members if port == 0 else [port + i for i in range(members)]
+        self.load_balanced = load_balanced
+        if load_balancer_services < 1:
+            raise ValueError("a load balancer fronts one service or more")
+        self._lb_services = load_balancer_services
+        first_member_port = port + 1 if load_balanced and port != 0 else port
+        self._lb_port = port
+        self._ports = [0] * members if port == 0 else [first_member_port + i for i in range(members)]
         self._unix_socket_dir = unix_socket_dir
         self._wall_clock = wall_clock
         self._max_wire_version = max_wire_version
@@ -166,6 +185,10 @@ class SimulatedReplicaSet:
         self._cluster: ReplicaSet | None = None
         self.members: list[str] = []
         self.unix_sockets: list[str] = []
+        #: the load balancer front's ``host:port`` (``load_balanced=True``), else None
+        self.load_balancer: str | None = None
+        #: with ``load_balancer_services`` > 1, the front over every router (else None)
+        self.multi_load_balancer: str | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -176,6 +199,13 @@ class SimulatedReplicaSet:
         listeners = [(sock, self._member_address(sock)) for sock in tcp]
         try:
             self.members = [address for _sock, address in listeners]
+            if self.load_balanced:
+                ports = [self._lb_port] + ([0] if self._lb_services > 1 else [])
+                fronts = bind_tcp_listeners(self._host, ports)
+                listeners += [(front, self._member_address(front)) for front in fronts]
+                self.load_balancer = self._member_address(fronts[0])
+                if len(fronts) > 1:
+                    self.multi_load_balancer = self._member_address(fronts[1])
             if self._unix_socket_dir is not None:
                 for sock, address in list(listeners):
                     path = os.path.join(self._unix_socket_dir, f"mongodb-{sock.getsockname()[1]}.sock")
@@ -205,8 +235,17 @@ class SimulatedReplicaSet:
                 oplog_size=self._oplog_entries,
                 standalone=self.standalone,
             )
+            served: Any = self._cluster
+            if self.load_balancer is not None:
+                served = LoadBalancerFront(
+                    self._cluster,
+                    self.load_balancer,
+                    services=self._lb_services,
+                    multi_address=self.multi_load_balancer,
+                    now=now,
+                )
             self._server = LoopbackServer(
-                self._cluster,
+                served,
                 listeners,
                 clock=self.clock,
                 ssl_context=self.tls,
@@ -246,7 +285,8 @@ class SimulatedReplicaSet:
     @property
     def uri(self) -> str:
         """``mongodb://`` with every member and ``replicaSet=`` (and ``tls=true`` with TLS);
-        a standalone server's is ``mongodb://host:port/`` (no replicaSet option).
+        a standalone server's is ``mongodb://host:port/`` (no replicaSet option); with
+        ``load_balanced=True``, ``mongodb://<load balancer>/?loadBalanced=true``.
         Credentials are not included: see :meth:`uri_with_credentials`."""
         return self._uri("")
 
@@ -281,10 +321,13 @@ class SimulatedReplicaSet:
         if not self.members:
             raise RuntimeError("the simulated replica set is not started")
         options = [] if self.standalone else [f"replicaSet={quote(self.replset, safe='')}"]
+        hosts = ",".join(self.members)
+        if self.load_balancer is not None:
+            options, hosts = ["loadBalanced=true"], self.load_balancer
         if self.tls is not None:
             options.append("tls=true")
         query = f"?{'&'.join(options)}" if options else ""
-        return f"mongodb://{userinfo}{','.join(self.members)}/{query}"
+        return f"mongodb://{userinfo}{hosts}/{query}"
 
     @property
     def cluster(self) -> ReplicaSet:

@@ -78,6 +78,8 @@ class ServerInfo:
     """A standalone server: it is never sent a ``$readPreference``."""
     is_mongos: bool = False
     """A mongos: a retry after any retryable error avoids it when another suits."""
+    load_balanced: bool = False
+    """A load balancer (load-balanced mode): cursors and transactions keep their connection."""
 
 
 @attrs.frozen

@@ -44,10 +44,12 @@ import attrs
 
 from mongo_sansio.auth.aws_credentials import AwsEnvironment
 from mongo_sansio.auth.oidc import OidcCache
+from mongo_sansio.bson import ObjectId
 from mongo_sansio.client.authenticators import ClientAuthenticators
 from mongo_sansio.client.execute import upkeep_task
 from mongo_sansio.client.link import Link, LinkOptions, open_link
 from mongo_sansio.client.monitors import ServerMonitor
+from mongo_sansio.client.pinning import CursorPins
 from mongo_sansio.client.runtime import Signal, Task, Wait
 from mongo_sansio.client.selecting import select
 from mongo_sansio.client.server_info import describe_server
@@ -91,8 +93,14 @@ from mongo_sansio.sdam.actions import (
     StartMonitor,
     StopMonitor,
 )
-from mongo_sansio.sdam.description import Address, ServerType, TopologyType, format_address
-from mongo_sansio.sdam.errors import ApplicationError
+from mongo_sansio.sdam.description import (
+    Address,
+    ServerDescription,
+    ServerType,
+    TopologyType,
+    format_address,
+)
+from mongo_sansio.sdam.errors import ApplicationError, ErrorPhase
 from mongo_sansio.sdam.events import (
     ServerClosedEvent,
     TopologyDescriptionChangedEvent,
@@ -110,6 +118,8 @@ __all__ = ["ClientCore", "KillCursor"]
 
 #: the jitter's resolution: draw(2**53) / 2**53 is any double in [0, 1) a float's 53 bits hold
 _JITTER_STEPS: Final = 1 << 53
+#: load-balanced sessions never expire client-side: a timeout no session outlives
+LOAD_BALANCED_SESSION_MINUTES: Final = 1 << 40
 _READ_WITHOUT_PREFERENCE: Final = frozenset(
     {ServerType.MONGOS, ServerType.LOAD_BALANCER, ServerType.STANDALONE}
 )
@@ -169,9 +179,10 @@ class ClientCore:
         self._srv = srv
         self.srv_signal: Signal | None = None
         self.sessions = ClientSessions(
-            random16=lambda: nonce()[:16],
-            timeout_minutes=lambda: self._topology.description.logical_session_timeout_minutes,
+            random16=lambda: nonce()[:16], timeout_minutes=self._session_timeout_minutes
         )
+        #: load-balanced mode: connections pinned to cursors (mongo_sansio.client.pinning)
+        self.cursor_pins = CursorPins()
         self.upkeep_signal: Signal | None = None
         self.last_now = 0.0
         self._closed = False
@@ -213,6 +224,17 @@ class ClientCore:
             self._spawn(task, name)
 
     # -- read-only state ----------------------------------------------------------------------
+
+    @property
+    def load_balanced(self) -> bool:
+        return self._topology.description.type is TopologyType.LOAD_BALANCED
+
+    def _session_timeout_minutes(self) -> int | None:
+        """logicalSessionTimeoutMinutes; load-balanced: sessions are always supported and
+        never pruned (load-balancers.md, "Session Expiration")."""
+        if self.load_balanced:
+            return LOAD_BALANCED_SESSION_MINUTES
+        return self._topology.description.logical_session_timeout_minutes
 
     @property
     def description(self) -> TopologyDescription:
@@ -472,14 +494,17 @@ class ClientCore:
                 backpressure=True,
             )
         except MongoError as error:
-            server.opening.pop(connection_id, None)
+            opened = server.opening.pop(connection_id, None)
             now = yield Now()
             self.last_now = now
             if connection_id in server.abandoned:
                 server.abandoned.discard(connection_id)  # cut by the pool: not the server's fault
                 return
             if not self._closed and server.address in self._servers:
-                self._handshake_failed(server.address, error, generation, now)
+                service_id = None
+                if opened is not None and self.load_balanced:
+                    service_id = opened.hello_service_id
+                self._handshake_failed(server.address, error, generation, now, service_id)
             if server.pool.state is not PoolState.CLOSED:
                 server.pool.connection_failed(connection_id, now, error)
                 self._drain_pool(server)
@@ -518,11 +543,19 @@ class ClientCore:
         self._drain_pool(server)
 
     def _handshake_failed(
-        self, address: Address, error: MongoError, generation: int, now: float
+        self,
+        address: Address,
+        error: MongoError,
+        generation: int,
+        now: float,
+        service_id: ObjectId | None = None,
     ) -> None:
+        failure = establishment_error(address, error, generation)
+        if service_id is not None:  # load-balanced: an error after the hello (authentication)
+            failure = attrs.evolve(failure, service_id=service_id, phase=ErrorPhase.AUTHENTICATING)
         self._apply(
             self._topology.application_error(
-                establishment_error(address, error, generation), now=now
+                failure, now=now
             ),
             now,
         )
@@ -530,9 +563,15 @@ class ClientCore:
     # -- errors operations met ------------------------------------------------------------------
 
     def mark_server_unknown(
-        self, request: MarkServerUnknown, now: float, *, generation: int | None = None
+        self,
+        request: MarkServerUnknown,
+        now: float,
+        *,
+        generation: int | None = None,
+        service_id: ObjectId | None = None,
     ) -> None:
-        """An operation saw ``request.error`` on ``request.address``: tell SDAM."""
+        """An operation saw ``request.error`` on ``request.address``: tell SDAM
+        (``service_id``: the connection's load-balanced service)."""
         self.last_now = now
         if self._closed:
             return
@@ -550,15 +589,24 @@ class ClientCore:
                     address=address,
                     kind=error_kind(error),
                     generation=generation,
-                    max_wire_version=server.max_wire_version if server.is_known else None,
+                    max_wire_version=self._error_wire_version(address, server),
                     reply=reply,
                     message=str(error),
                     error_labels=error.error_labels if isinstance(error, MongoError) else (),
+                    service_id=service_id,
                 ),
                 now=now,
             ),
             now,
         )
+
+    def _error_wire_version(self, address: Address, server: ServerDescription) -> int | None:
+        """The wire version SDAM's error rules read: load-balanced, the services' (from a
+        connection's handshake; the balancer's own description has none)."""
+        if server.type is ServerType.LOAD_BALANCER:
+            described = self._described.get(address)
+            return None if described is None else described.max_wire_version
+        return server.max_wire_version if server.is_known else None
 
     def command_body(self, server: ServerInfo, body: Mapping[str, Any]) -> Mapping[str, Any]:
         """``body`` as sent to ``server``: a direct connection (topology Single) to a replica

@@ -43,6 +43,7 @@ from mongo_sansio.client.link import (
     needs_reauthentication,
     reauthenticate,
 )
+from mongo_sansio.client.pinning import SKIP_KILL_CURSORS, pinned_link, settle
 from mongo_sansio.client.runtime import Signal, Wait
 from mongo_sansio.client.selecting import select_known
 from mongo_sansio.client.sessions import TRANSIENT_TRANSACTION_ERROR
@@ -53,6 +54,8 @@ from mongo_sansio.errors import (
     MongoError,
     NetworkError,
     NetworkTimeout,
+    NotPrimaryError,
+    check_reply,
 )
 from mongo_sansio.flow import (
     GetContext,
@@ -103,6 +106,7 @@ class _Operation:
         "core",
         "deadline",
         "generations",
+        "services",
         "operation_id",
         "explicit",
         "sessions",
@@ -129,6 +133,8 @@ class _Operation:
         self.unlimited = deadline == math.inf
         self.deadline = None if self.unlimited else deadline
         self.generations: dict[tuple[str, int], int] = {}
+        #: load-balanced: the serviceId of the connection last used at each address
+        self.services: dict[tuple[str, int], Any] = {}
         self.operation_id = operation_id
         self.explicit = explicit
         self.sessions: list[Session] = []  # every session a command of the operation used
@@ -237,7 +243,12 @@ def drive(
                 elif kind is MarkServerUnknown:
                     now = yield Now()
                     generation = operation.generations.get(request.address)
-                    core.mark_server_unknown(request, now, generation=generation)
+                    core.mark_server_unknown(
+                        request,
+                        now,
+                        generation=generation,
+                        service_id=operation.services.get(request.address),
+                    )
                 elif kind is Now:
                     answer = yield request
                 elif kind is Sleep:
@@ -304,16 +315,30 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
         session = operation.session()
     operation.used(session)
     clock, operation.clock = operation.clock, None
-    link = None if clock is None else core.check_out_now(server.address, clock)
+    body: Mapping[str, Any] = request.body
+    link = None
+    pinned: Any = None
+    load_balanced = server.load_balanced
+    if load_balanced:
+        pinned = pinned_link(core, session, body)
+        if pinned is SKIP_KILL_CURSORS:
+            return {"ok": 1.0}  # (the cursor's connection broke: nothing to kill it on)
+        if pinned is not None:
+            link, clock = pinned, None
+    if link is None:
+        link = None if clock is None else core.check_out_now(server.address, clock)
     if link is None:
         link = yield from core.check_out(server.address, deadline, operation.generations, now=clock)
-    body: Mapping[str, Any] = request.body
+    document: Mapping[str, Any] | None = None
+    failed: BaseException | None = None
     try:
         pooled = link.pooled
         if pooled is not None:
             operation.generations[server.address] = pooled.generation
-        now = link.checked_out_at
-        if now is None:  # (a check-out that waited: read the clock anew)
+        if load_balanced and link.description is not None:
+            operation.services[server.address] = link.description.service_id
+        now = None if link is pinned else link.checked_out_at
+        if now is None:  # (a check-out that waited, or a pinned link: read the clock anew)
             now = yield Now()
         core.last_now = now
         body = core.sessions.prepare(request, session, core.command_body(server, body), now)
@@ -337,7 +362,7 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
                     codec_options=operation.codec_options,
                     more_to_come=is_unacknowledged(body),
                 )
-                document: Mapping[str, Any] = reply.document
+                document = reply.document
             else:
                 document = yield from _monitored(
                     core, link, request.db, body, request.sequences, exchange_deadline, operation
@@ -352,9 +377,13 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
                 yield from reauthenticate(link, deadline=exchange_deadline)
                 continue
             break
+        assert document is not None
         core.sessions.absorb(session, document)
+        if load_balanced and document.get("ok") != 1:
+            _state_change_before_check_in(core, server.address, document, operation)
         return document
     except MongoError as failure:
+        failed = failure
         core.sessions.failed(session, body, failure)
         if isinstance(failure, NetworkError):
             # SDAM hears of it (and clears the pool) before the connection is checked in,
@@ -364,14 +393,39 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
                 MarkServerUnknown(server.address, failure),
                 core.last_now,
                 generation=operation.generations.get(server.address),
+                service_id=operation.services.get(server.address),
             )
+        raise
+    except BaseException as cut:
+        failed = cut
         raise
     finally:
         if link.broken and session is not None and session.server_session is not None:
             # cut mid-exchange (cancelled, a network error): the server may still hold state
             # for this session, so it is never handed out again
             session.server_session.dirty = True
-        core.check_in(link)
+        if not load_balanced or not settle(core, session, body, link, document, failed):
+            core.check_in(link)
+
+
+def _state_change_before_check_in(
+    core: ClientCore, address: tuple[str, int], reply: Mapping[str, Any], operation: _Operation
+) -> None:
+    """Load-balanced: a state-change error clears its service's connections before the
+    connection that met it is checked in (load-balancers.md, "Post-Handshake Errors"; the
+    flow's own MarkServerUnknown then finds it stale), as run_command does for network
+    errors."""
+    try:
+        check_reply(reply)
+    except NotPrimaryError as error:
+        core.mark_server_unknown(
+            MarkServerUnknown(address, error),
+            core.last_now,
+            generation=operation.generations.get(address),
+            service_id=operation.services.get(address),
+        )
+    except MongoError:
+        pass
 
 
 def _monitored(

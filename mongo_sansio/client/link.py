@@ -88,6 +88,7 @@ class Link:
         "round_trip_time",
         "checked_out_at",
         "authenticator",
+        "hello_service_id",
         "_close_stream",
     )
 
@@ -104,6 +105,8 @@ class Link:
         self.stream = stream
         self.machine = machine
         self.description: ConnectionDescription | None = None
+        #: the first hello's serviceId (load-balanced), known before authentication ends
+        self.hello_service_id: Any = None
         self.broken = False
         self.pooled: Any = None  # the CMAP pool's handle while checked out
         self.round_trip_time = 0.0
@@ -208,6 +211,7 @@ def open_link(
             answer = reply.document
             if first_round_trip is None:
                 first_round_trip = (yield Now()) - started
+                link.hello_service_id = answer.get("serviceId")
         machine.set_description(description)
     except BaseException as error:
         flow.close()

@@ -22,6 +22,9 @@ __all__ = ["RETRYABLE_WRITES_WIRE_VERSION", "describe_server"]
 
 #: MongoDB 3.6, the first to accept txnNumber (retryable writes)
 RETRYABLE_WRITES_WIRE_VERSION: Final = 6
+#: MongoDB 5.0, the oldest server a load balancer fronts (load-balancers.md): what a client
+#: in load-balanced mode assumes until a connection's handshake tells the service's version
+LOAD_BALANCED_MIN_WIRE_VERSION: Final = 13
 
 
 def describe_server(
@@ -41,6 +44,20 @@ def describe_server(
             described.max_bson_object_size,
             described.max_message_size_bytes,
             described.max_write_batch_size,
+        )
+    if server.type is ServerType.LOAD_BALANCER:
+        # no monitoring: the services' version comes from the connections' handshakes; every
+        # service behind a balancer supports sessions (load-balancers.md, "Session Support")
+        wire = LOAD_BALANCED_MIN_WIRE_VERSION if described is None else described.max_wire_version
+        return ServerInfo(
+            address=address,
+            max_wire_version=wire,
+            is_writable=True,
+            max_bson_object_size=limits[0],
+            max_message_size_bytes=limits[1],
+            max_write_batch_size=limits[2],
+            supports_retryable_writes=wire >= RETRYABLE_WRITES_WIRE_VERSION,
+            load_balanced=True,
         )
     return ServerInfo(
         address=address,

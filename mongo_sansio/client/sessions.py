@@ -127,6 +127,7 @@ class ClientSessions:
         if session.ended:
             return
         session.ended = True
+        session.unpin()
         self.release(session, now)
 
     def release(self, session: Session, now: float) -> None:

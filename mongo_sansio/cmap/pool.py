@@ -279,6 +279,13 @@ class Pool(PoolLedger):
             self._populate_not_before = now + self.options.populate_backoff_ms / 1000
         self._settle(now)
 
+    def pin(self, connection: PooledConnection, purpose: CheckoutPurpose) -> None:
+        """A checked-out connection is kept for a cursor or a transaction (load-balanced
+        pinning): counted under ``purpose`` in the wait queue timeout's message."""
+        if not isinstance(purpose, CheckoutPurpose):
+            raise PoolMisuseError(f"purpose must be a CheckoutPurpose, not {purpose!r}")
+        self._checked_out(connection).purpose = purpose
+
     # -- check-in -----------------------------------------------------------------------------
 
     def check_in(

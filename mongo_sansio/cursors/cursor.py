@@ -479,6 +479,11 @@ def _get_more(cursor: Cursor) -> Flow[None]:
         cursor.handle_get_more_reply(reply)
     except MongoError as error:
         cursor.handle_get_more_error(error)
+        if cursor.server.load_balanced and cursor.alive:
+            # load-balanced: the cursor keeps its pinned connection until it is closed
+            # (load-balancers.md, "Behaviour With Cursors"; no killCursors after a network
+            # error, see mongo_sansio.client.pinning)
+            raise
         if getattr(error, "timeout", False) and cursor.alive:
             # the operation's time is up: its killCursors could not be sent in time, so the
             # cursor is left interrupted (close() kills it with a timeout of its own; the

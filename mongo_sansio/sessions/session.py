@@ -146,6 +146,9 @@ class Session:
         self.cut_outcome: str | None = None
         #: the background abort of that transaction is still to be started
         self.cut_abort_due = False
+        #: load-balanced mode: the connection the transaction is pinned to (a
+        #: :class:`mongo_sansio.client.pinning.Pin`, released by :meth:`unpin`), or None
+        self.pinned_connection: Any = None
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -209,12 +212,19 @@ class Session:
             raise ConfigurationError("transactions do not support unacknowledged write concern")
         self.transaction_state = next_state(self.transaction_state, START)
         self.transaction_options = options
+        self.unpin()  # a new transaction does not keep the last one's connection
         # (a transaction whose end was cut is the server's to abort now: the new txnNumber
         # aborts it there at the new transaction's first command)
         self.cut_txn_number = None
         self.cut_outcome = None
         if self.server_session is not None:
             self.server_session.advance_txn_number()
+
+    def unpin(self) -> None:
+        """Give back the connection a transaction pinned (load-balanced mode; idempotent)."""
+        pin, self.pinned_connection = self.pinned_connection, None
+        if pin is not None:
+            pin.release()
 
     def operation_sent(self) -> None:
         self.transaction_state = next_state(self.transaction_state, OPERATION)

@@ -4,8 +4,8 @@ description``.
 
 Every suite runs on the blocking client in its own module; here a representative set runs on
 each other runtime, to keep CI bounded (all suites on four runtimes would multiply its time):
-CRUD, retryable writes, transactions, change streams, sessions, MONGODB-OIDC (auth), and
-command logging and monitoring.  Each client runs on a loop thread of its own behind the synchronous facade of
+CRUD, retryable writes, transactions, change streams, sessions, MONGODB-OIDC (auth), load
+balancers (against the simulator's load balancer front), and command logging and monitoring.  Each client runs on a loop thread of its own behind the synchronous facade of
 :mod:`unified.runtimes`; known gaps and skips are the blocking client's (same API code), so a
 case whose outcome differs from the blocking module's is a runtime's bug.  A runtime whose
 package is not installed is skipped, naming it.  Run one runtime's whole suites with
@@ -34,6 +34,7 @@ SUITES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "change-streams": (("change-streams/tests/unified",), HEARTBEAT),
     "sessions": (("sessions/tests",), HEARTBEAT),
     "auth": (("auth/tests/unified",), {}),
+    "load-balancers": (("load-balancers/tests",), {}),
     "command-logging-and-monitoring": (
         (
             "command-logging-and-monitoring/tests/logging",

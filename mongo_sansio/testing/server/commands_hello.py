@@ -17,6 +17,7 @@ from mongo_sansio.testing.engine import CommandError
 from mongo_sansio.testing.server.auth import SaslFailure
 from mongo_sansio.testing.server.context import CommandSpec, Context, Outcome, Waiting
 from mongo_sansio.testing.server.handshake import await_deadline, hello_reply, negotiate_compression
+from mongo_sansio.testing.server.load_balancer import balanced_hello
 from mongo_sansio.testing.server.oidc import MECHANISM as OIDC_MECHANISM
 from mongo_sansio.testing.server.oidc import OidcConversation
 
@@ -54,6 +55,8 @@ def hello(ctx: Context) -> Outcome:
             connection_id=state.connection_id, compression=state.compression if first else None, now=now,
         )
         reply.update(extras)
+        if state.via_load_balancer:
+            reply = balanced_hello(reply, ctx.member, state, body, first=first)
         reply["ok"] = 1.0
         return reply
 

@@ -46,6 +46,7 @@ from mongo_sansio.testing.server.context import (
 )
 from mongo_sansio.testing.server.dispatch import change_stream_labels, error_reply, execute, finish
 from mongo_sansio.testing.server.handshake import MAX_MESSAGE_SIZE_BYTES
+from mongo_sansio.testing.server.load_balancer import follow_primary
 from mongo_sansio.wire import (
     CLOSED,
     MORE_TO_COME,
@@ -191,6 +192,8 @@ class ServerConnection:
         request = self._request(message)
         if request is None:
             return
+        if self.state.via_load_balancer:
+            follow_primary(self)
         ctx = Context(self.cluster, self.member, self.state, request, now)
         self._deliver(ctx, execute(ctx))
 
@@ -276,6 +279,9 @@ class ServerConnection:
             and "topologyVersion" in request.body and "maxAwaitTimeMS" in request.body
         )
         reply_id = self._send(request, outcome, MORE_TO_COME if stream else 0)
+        if self.state.close_after_reply is not None:
+            self.close(self.state.close_after_reply)
+            return
         if stream and not self.should_close:
             # The next streamed hello: awaits a change from the version just sent.
             body = dict(request.body)

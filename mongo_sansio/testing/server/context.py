@@ -63,6 +63,9 @@ class ConnectionState:
     auth_expires: float | None = None  # wall-clock end of an OIDC authentication (token exp)
     user_db: str | None = None  # the authenticated user's database ($external for OIDC)
     conversation_db: str | None = None  # the database of the conversation in progress
+    via_load_balancer: bool = False  # came in through the load balancer front (.load_balancer)
+    close_after_reply: str | None = None  # why to close the connection once this reply is sent
+    service_id: Any = None  # the load balancer's router this connection reached (ObjectId)
 
 
 @attrs.define

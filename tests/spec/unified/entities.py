@@ -276,7 +276,9 @@ def _client(
     if logs is not None:
         options.update(logs.client_options)
     try:
-        uri = deployment.uri(direct=direct, credentials=not oidc)
+        uri = deployment.uri(
+            direct=direct, credentials=not oidc, multiple=spec.get("useMultipleMongoses") is True
+        )
         client = driver.client_class(uri, event_listeners=[make_listener(driver, events)], **options)
     except BaseException:
         if logs is not None:

@@ -357,6 +357,9 @@ def _database(driver: Driver, database: Any, name: str, arguments: dict[str, Any
         extra = {"session": session} if session is not None else {}
         return call_api(database, "command", command, **extra)
     if name == "listCollections":
+        if "batchSize" in args:  # a listCollections field inside its cursor document
+            args = {**args, "cursor": {"batchSize": args["batchSize"]}}
+            del args["batchSize"]
         return list(call_api(database, "list_collections", **_options(driver, args)))
     if name == "listCollectionNames":
         return call_api(database, "list_collection_names", **_options(driver, args))

@@ -44,7 +44,7 @@ class Deployment:
     server does not know it (or has no getParameter)."""
 
     members: list[str]
-    topology: str  # "replicaset" | "single"
+    topology: str  # "replicaset" | "single" | "load-balanced"
     server_version: str
     replset: str | None = None
     auth: bool = False
@@ -55,19 +55,31 @@ class Deployment:
     server_parameter: Callable[[str], Any] | None = None
     #: the file (in $OIDC_TOKEN_FILE) holding a JWT the simulator's OIDC issuer accepts
     oidc_token_file: str | None = None
+    #: topology "load-balanced": the load balancer front's ``host:port`` (clients connect
+    #: there with loadBalanced=true; ``members`` are the replica set behind it)
+    load_balancer: str | None = None
+    #: the front over several routers (a client with useMultipleMongoses), else None
+    multi_load_balancer: str | None = None
 
-    def uri(self, *, direct: bool = False, credentials: bool = True) -> str:
-        """``credentials`` False: without the SCRAM user (a client authenticating otherwise)."""
+    def uri(self, *, direct: bool = False, credentials: bool = True, multiple: bool = False) -> str:
+        """``credentials`` False: without the SCRAM user (a client authenticating otherwise);
+        ``multiple``: a client with useMultipleMongoses (load-balanced: the front over
+        several routers)."""
         user = ""
         if self.credentials is not None and credentials:
             user = f"{quote(self.credentials[0], safe='')}:{quote(self.credentials[1], safe='')}@"
+        if self.load_balancer is not None:
+            front = self.multi_load_balancer if multiple and self.multi_load_balancer else self.load_balancer
+            return f"mongodb://{user}{front}/?loadBalanced=true"
         if direct or self.topology == "single":
             return f"mongodb://{user}{self.members[0]}/"
         options = f"?replicaSet={self.replset}" if self.replset else ""
         return f"mongodb://{user}{','.join(self.members)}/{options}"
 
     def describe(self) -> str:
-        kind = "a replica set" if self.topology == "replicaset" else "a standalone"
+        kind = {"replicaset": "a replica set", "load-balanced": "a load-balanced deployment"}.get(
+            self.topology, "a standalone"
+        )
         return f"{kind} reporting server version {self.server_version}"
 
 

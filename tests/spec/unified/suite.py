@@ -4,7 +4,9 @@
   ``tests/spec/_specs.py``), id ``file: description``, parsed with the driver's Extended JSON
   parser; with our driver, the reason-named marks of :mod:`.known_gaps`.
 * :class:`DeploymentPool` -- simulators started lazily per topology (a replica set; a
-  standalone when the simulator offers ``standalone=True``) and per access control: one
+  standalone when the simulator offers ``standalone=True``; a one-member replica set behind
+  the simulator's load balancer front, for files and tests that ask for a ``load-balanced``
+  topology) and per access control: one
   without, and, for files that ask for ``auth: true``, one whose clients authenticate with
   SCRAM as a user of the admin database; each reused by every test of a module.
 * :func:`run_case` -- pick the first deployment that meets the file's and the test's
@@ -45,6 +47,8 @@ from mongo_sansio.testing.server.oidc import mint_hs256
 __all__ = ["DeploymentPool", "run_case", "unified_cases"]
 
 TOPOLOGIES = ("replicaset", "single")
+#: started only for requirements that name it (see choose_deployment)
+LOAD_BALANCED = "load-balanced"
 #: the user that clients of an auth-enabled deployment authenticate as (admin database)
 AUTH_USER = ("unified-runner", "simulated-secret")
 #: the simulator's wire versions: 21 answers as mongod 7.0 (every deployment's default), 25
@@ -113,6 +117,9 @@ class DeploymentPool:
     def _start(self, topology: str, auth: bool, wire_version: int) -> Deployment:
         users = {AUTH_USER[0]: AUTH_USER[1]} if auth else None
         shape: dict[str, Any] = {"standalone": True} if topology == "single" else {"members": 3}
+        if topology == LOAD_BALANCED:
+            # two routers: SINGLE_MONGOS_LB_URI and MULTI_MONGOS_LB_URI of the spec's setup
+            shape = {"members": 1, "load_balanced": True, "load_balancer_services": 2}
         token_file = None
         if auth:  # SCRAM users, and MONGODB-OIDC for the auth spec's OIDC tests
             shape.update(oidc_secret=OIDC_SECRET, oidc_audience=OIDC_AUDIENCE)
@@ -125,6 +132,8 @@ class DeploymentPool:
             topology=topology,
             server_version="0",
             replset=simulator.replset if topology == "replicaset" else None,
+            load_balancer=getattr(simulator, "load_balancer", None),
+            multi_load_balancer=getattr(simulator, "multi_load_balancer", None),
             auth=auth,
             credentials=AUTH_USER if auth else None,
             simulator=simulator,
@@ -194,11 +203,14 @@ def choose_deployment(pool: DeploymentPool, file: Any, test: Any) -> Deployment:
     wire_versions = [DEFAULT_WIRE_VERSION]
     if _asks_for_newer_server(file) or _asks_for_newer_server(test):
         wire_versions.append(NEWER_WIRE_VERSION)
+    topologies = pool.available()
+    if _asks_for_load_balanced(file) or _asks_for_load_balanced(test):
+        topologies += (LOAD_BALANCED,)
     candidates = [
         (topology, auth, wire_version)
         for wire_version in wire_versions
         for auth in auths
-        for topology in pool.available()
+        for topology in topologies
     ]
     for topology, auth, wire_version in candidates:
         deployment = pool.get(topology, auth=auth, wire_version=wire_version)
@@ -218,6 +230,14 @@ def _asks_for_newer_server(document: Any) -> bool:
         default < version_tuple(requirement["minServerVersion"]) <= NEWER_SERVER
         for requirement in document.get("runOnRequirements") or ()
         if "minServerVersion" in requirement
+    )
+
+
+def _asks_for_load_balanced(document: Any) -> bool:
+    """Some requirement names the load-balanced topology (and the simulator offers it)."""
+    return "load_balanced" in inspect.signature(SimulatedReplicaSet).parameters and any(
+        LOAD_BALANCED in requirement.get("topologies", ())
+        for requirement in document.get("runOnRequirements") or ()
     )
 
 

@@ -1,0 +1,149 @@
+"""A load balancer in front of the simulated deployment (load-balancers.md, "Downstream
+Visible Behavioral Changes"): a layer-4 front that hands each new connection to one service.
+
+Theory of operation
+-------------------
+The front is a cluster wrapper with the socket server's ``connect(address, now)`` interface
+(:class:`LoadBalancerFront`): a connection arriving at the front's own address is handed,
+round-robin, to one of ``services`` routers -- each a service with its own ``serviceId``, as
+the mongoses behind a real balancer; here every router sends the connection's commands to
+the replica set's primary, the one member that serves every command -- and marked as having
+come in through a load balancer (``ConnectionState.via_load_balancer``, ``service_id``); any
+other address goes to the wrapped cluster unchanged (the members stay reachable directly).
+With no primary, the front drops the connection at once, as a balancer without a healthy
+backend.  As a mongos retargets the new primary after a stepdown, each command of a router's
+connection goes to the primary of the moment (:func:`follow_primary`); a member that stops
+takes the connections it serves down with it (the client then sees a network error and
+clears that service's connections).
+
+The mark changes what the connection's hello answers, as mongos started with a load balancer
+port does (:func:`balanced_hello`):
+
+* the first hello must say ``loadBalanced: true``; otherwise it fails with 354
+  LoadBalancerSupportMismatch and the connection is closed after the reply (the error's
+  CloseConnectionError category);
+* the first hello's reply carries ``serviceId``: the router's (an ObjectId drawn from the
+  cluster's seeded ids when the front is built, that does not change while it runs);
+* every reply on it is a router's: ``msg: "isdbgrid"``, writable, no replica set fields.
+
+Inputs: the wrapped cluster, the front's address, the number of services, ``now``.  Outputs: the
+connections of the socket server; hello reply documents.  No sockets, clocks or randomness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from mongo_sansio.bson import ObjectId
+from mongo_sansio.errors import LocalProtocolError
+from mongo_sansio.testing.engine import CommandError
+from mongo_sansio.testing.server.replset import PRIMARY
+
+if TYPE_CHECKING:
+    from mongo_sansio.testing.server.connection import ServerConnection
+    from mongo_sansio.testing.server.context import ConnectionState
+    from mongo_sansio.testing.server.replset import Member, ReplicaSet
+
+__all__ = [
+    "LOAD_BALANCER_MISMATCH",
+    "LoadBalancerFront",
+    "balanced_hello",
+    "primary_service",
+]
+
+#: mongos' answer to a first hello without ``loadBalanced: true`` on its load balancer port
+LOAD_BALANCER_MISMATCH = CommandError(
+    354,
+    "LoadBalancerSupportMismatch",
+    "The server is being accessed through a load balancer, but this driver does not have load "
+    "balancing enabled",
+)
+
+#: replica set fields a router's hello does not carry
+_SET_FIELDS = ("hosts", "setName", "setVersion", "secondary", "primary", "me", "electionId", "lastWrite")
+
+
+def primary_service(cluster: ReplicaSet) -> list[str]:
+    """The services of a replica set behind a balancer: its primary (none while it has none)."""
+    primary = cluster.primary
+    if primary is None or cluster.members[primary].state != PRIMARY:
+        return []
+    return [primary]
+
+
+class LoadBalancerFront:
+    """See the module documentation.  With ``multi_address`` (and ``services`` > 1) a second
+    front rotates over every router while ``address`` reaches the first one alone (the load
+    balancer spec's test setup: SINGLE_MONGOS_LB_URI and MULTI_MONGOS_LB_URI)."""
+
+    def __init__(
+        self,
+        cluster: ReplicaSet,
+        address: str,
+        *,
+        services: int = 1,
+        multi_address: str | None = None,
+        now: float = 0.0,
+    ) -> None:
+        if services < 1:
+            raise LocalProtocolError("a load balancer fronts one service or more")
+        self.cluster = cluster
+        self.address = address
+        #: the routers' serviceIds
+        self.service_ids = [
+            ObjectId.from_parts(int(cluster.wall(now)), cluster.random_bytes(5), i) for i in range(services)
+        ]
+        self._fronts = {address: self.service_ids if multi_address is None else self.service_ids[:1]}
+        if multi_address is not None:
+            self._fronts[multi_address] = self.service_ids
+        self._turns = dict.fromkeys(self._fronts, 0)
+
+    def connect(self, address: str, now: float) -> ServerConnection:
+        rotation = self._fronts.get(address)
+        if rotation is None:
+            return self.cluster.connect(address, now)
+        backends = primary_service(self.cluster)
+        if not backends:
+            # no backend up: the connection is dropped at once
+            connection = self.cluster.connect(next(iter(self.cluster.members)), now)
+            connection.close("no service behind the load balancer is up")
+            return connection
+        service_id = rotation[self._turns[address] % len(rotation)]
+        self._turns[address] += 1
+        connection = self.cluster.connect(backends[0], now)
+        connection.state.via_load_balancer = True
+        connection.state.service_id = service_id
+        return connection
+
+
+def follow_primary(connection: ServerConnection) -> None:
+    """A router's connection: its next command goes to the current primary (none: it stays)."""
+    cluster = connection.cluster
+    primary = cluster.primary
+    old = connection.member
+    if primary is None or old.address == primary:
+        return
+    if connection in old.connections:
+        old.connections.remove(connection)
+    connection.member = cluster.members[primary]
+    connection.member.connections.append(connection)
+
+
+def balanced_hello(
+    reply: dict[str, Any], member: Member, state: ConnectionState, body: Mapping[str, Any], *, first: bool
+) -> dict[str, Any]:
+    """The hello ``reply`` of a connection that came through the balancer (see the module
+    documentation); raises :data:`LOAD_BALANCER_MISMATCH` (after marking the connection to
+    close) for a first hello without ``loadBalanced: true``."""
+    if first and body.get("loadBalanced") is not True:
+        state.close_after_reply = "the driver does not have load balancing enabled"
+        raise LOAD_BALANCER_MISMATCH
+    out = {key: value for key, value in reply.items() if key not in _SET_FIELDS}
+    legacy = "ismaster" in out
+    out.pop("ismaster" if legacy else "isWritablePrimary", None)
+    out = {("ismaster" if legacy else "isWritablePrimary"): True, "msg": "isdbgrid", **out}
+    if first:
+        out["serviceId"] = state.service_id if state.service_id is not None else member.process_id
+    return out
+
