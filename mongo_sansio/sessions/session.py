@@ -146,6 +146,11 @@ class Session:
         self.cut_outcome: str | None = None
         #: the background abort of that transaction is still to be started
         self.cut_abort_due = False
+        #: the mongos a sharded transaction is pinned to (its commands all go there), or None
+        self.pinned_address: tuple[str, int] | None = None
+        #: the last ``recoveryToken`` a mongos gave in the transaction (sent with its
+        #: commitTransaction and abortTransaction, so another mongos can finish it)
+        self.recovery_token: Mapping[str, Any] | None = None
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -209,12 +214,20 @@ class Session:
             raise ConfigurationError("transactions do not support unacknowledged write concern")
         self.transaction_state = next_state(self.transaction_state, START)
         self.transaction_options = options
+        self.unpin()
+        self.recovery_token = None
         # (a transaction whose end was cut is the server's to abort now: the new txnNumber
         # aborts it there at the new transaction's first command)
         self.cut_txn_number = None
         self.cut_outcome = None
         if self.server_session is not None:
             self.server_session.advance_txn_number()
+
+    def unpin(self) -> None:
+        """Let the next command of the session go to any mongos (Transactions spec, "Mongos
+        Pinning": on a new transaction, a transient or unknown-commit error, a commit retry,
+        an operation outside the transaction)."""
+        self.pinned_address = None
 
     def operation_sent(self) -> None:
         self.transaction_state = next_state(self.transaction_state, OPERATION)
