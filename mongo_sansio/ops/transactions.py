@@ -226,6 +226,8 @@ def abort_transaction(session: Session) -> Flow[None]:
     except BaseException:
         session.end_cut()
         raise
+    finally:
+        session.unpin()  # (Transactions spec: an abort, successful or not, unpins)
 
 
 def take_cut_abort(session: Session | None) -> tuple[Session, Flow[None]] | None:

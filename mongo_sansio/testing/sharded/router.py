@@ -102,7 +102,7 @@ class Router:
                 return _held_back(ctx, spec, action.block_ms,
                                   lambda: finish(ctx, self._failpoint_or_route(ctx, blocked)))
             return self._failpoint_or_route(ctx, action)
-        return self._route_safely(ctx)
+        return self._concern_error(ctx, self._route_safely(ctx))
 
     def _failpoint_or_route(self, ctx: Context, action: Any) -> Outcome:
         spec = COMMANDS.get(ctx.request.name)
@@ -116,18 +116,24 @@ class Router:
             if action.error_labels is not None:
                 reply["errorLabels"] = list(action.error_labels)
             return _with_labels(ctx, spec, reply, action.error_code, change_stream=False)
-        reply_or_wait = self._route_safely(ctx)
-        if isinstance(reply_or_wait, dict) and reply_or_wait.get("ok") == 1.0:
-            found = ctx.member.failpoints.write_concern_error(failpoint_target(ctx))
-            if found is not None and spec is not None and spec.access == "write":
-                wce, labels = found
-                reply_or_wait["writeConcernError"] = wce
-                if labels is not None:
-                    reply_or_wait["errorLabels"] = list(labels)
-                else:
-                    code = wce.get("code")
-                    reply_or_wait = _with_labels(ctx, spec, reply_or_wait, code if isinstance(code, int) else None)
-        return reply_or_wait
+        return self._concern_error(ctx, self._route_safely(ctx))
+
+    def _concern_error(self, ctx: Context, outcome: Outcome) -> Outcome:
+        """failCommand's writeConcernError, checked after the write as mongos does."""
+        spec = COMMANDS.get(ctx.request.name)
+        if not isinstance(outcome, dict) or outcome.get("ok") != 1.0 or spec is None or spec.access != "write":
+            return outcome
+        found = ctx.member.failpoints.write_concern_error(failpoint_target(ctx))
+        if found is None:
+            return outcome
+        wce, labels = found
+        outcome["writeConcernError"] = wce
+        if labels is not None:
+            outcome["errorLabels"] = list(labels)
+        if ctx.body.get("autocommit") is False and ctx.request.name not in (transactions.COMMIT, transactions.ABORT):
+            return outcome
+        code = wce.get("code")
+        return _with_labels(ctx, spec, outcome, code if isinstance(code, int) else None)
 
     def _route_safely(self, ctx: Context) -> Outcome:
         try:

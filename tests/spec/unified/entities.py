@@ -276,7 +276,8 @@ def _client(
     if logs is not None:
         options.update(logs.client_options)
     try:
-        uri = deployment.uri(direct=direct, credentials=not oidc)
+        uri = deployment.uri(direct=direct, credentials=not oidc,
+                             one_mongos=spec.get("useMultipleMongoses") is not True)
         client = driver.client_class(uri, event_listeners=[make_listener(driver, events)], **options)
     except BaseException:
         if logs is not None:

@@ -56,18 +56,19 @@ class Deployment:
     #: the file (in $OIDC_TOKEN_FILE) holding a JWT the simulator's OIDC issuer accepts
     oidc_token_file: str | None = None
 
-    def uri(self, *, direct: bool = False, credentials: bool = True) -> str:
-        """``credentials`` False: without the SCRAM user (a client authenticating otherwise)."""
+    def uri(self, *, direct: bool = False, credentials: bool = True, one_mongos: bool = False) -> str:
+        """``credentials`` False: without the SCRAM user (a client authenticating otherwise);
+        ``one_mongos``: only the first mongos of a sharded cluster (useMultipleMongoses false)."""
         user = ""
         if self.credentials is not None and credentials:
             user = f"{quote(self.credentials[0], safe='')}:{quote(self.credentials[1], safe='')}@"
-        if direct or self.topology == "single":
+        if direct or self.topology == "single" or (one_mongos and self.topology == "sharded"):
             return f"mongodb://{user}{self.members[0]}/"
         options = f"?replicaSet={self.replset}" if self.replset else ""
         return f"mongodb://{user}{','.join(self.members)}/{options}"
 
     def describe(self) -> str:
-        kind = "a replica set" if self.topology == "replicaset" else "a standalone"
+        kind = {"replicaset": "a replica set", "sharded": "a sharded cluster"}.get(self.topology, "a standalone")
         return f"{kind} reporting server version {self.server_version}"
 
 
