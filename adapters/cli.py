@@ -15,7 +15,9 @@ Subcommands:
   first AWS identity's with ``authMechanism=MONGODB-AWS`` when ``--aws`` is). It serves until
   SIGINT or SIGTERM and then exits 0.  ``--oidc-secret`` and ``--oidc-audience`` enable
   MONGODB-OIDC: JWTs signed HS256 with that secret (or RS256 with a key of the JWKS file of
-  ``--oidc-jwks``) for that audience authenticate their ``sub``.
+  ``--oidc-jwks``) for that audience authenticate their ``sub``.  ``sim --sharded [--shards N]
+  [--mongos M] [--members K]`` serves a sharded cluster instead (:mod:`.cli_sharded`); its URI
+  lists every mongos.
 * ``watch [URI] [db.coll]`` -- print a change stream's events as relaxed Extended JSON with
   their resume tokens; without a URI it starts the simulator and a small demo workload
   (:mod:`.cli_watch`).
@@ -42,6 +44,7 @@ from mongo_sansio.bson import decode_iter, encode, extjson
 from mongo_sansio.bson.errors import BSONError
 
 from .cli_pipeline import add_pipeline_parser
+from .cli_sharded import add_sharded_arguments, sharded_cluster
 from .cli_watch import add_watch_parser
 
 
@@ -166,11 +169,15 @@ def _sim(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         users = dict(args.auth) if args.auth else None
-        rs = SimulatedReplicaSet(
-            members=args.members, replset=args.replset, auth=users, seed=args.seed,
-            host=args.host, port=args.port, standalone=args.standalone, aws=args.aws,
-            oidc_issuer=_oidc_issuer(args, jwks), load_balanced=args.load_balanced,
-        )
+        rs: Any
+        if args.sharded:
+            rs = sharded_cluster(args, users)
+        else:
+            rs = SimulatedReplicaSet(
+                members=args.members, replset=args.replset, auth=users, seed=args.seed,
+                host=args.host, port=args.port, standalone=args.standalone, aws=args.aws,
+                oidc_issuer=_oidc_issuer(args, jwks), load_balanced=args.load_balanced,
+            )
         with rs:
             print(rs.uri_with_aws() if args.aws and not users else rs.uri_with_credentials(), flush=True)
             while not stop.wait(0.5):  # a timed wait keeps signal handlers running promptly
@@ -243,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the URI names it with loadBalanced=true",
     )
     sim.add_argument("--seed", type=int, default=0, help="seeds the simulator's ids")
+    add_sharded_arguments(sim)
     sim.add_argument("-v", "--verbose", action="store_true", help="log connections to stderr")
     sim.set_defaults(run=_sim)
 

@@ -51,7 +51,7 @@ else:
         tcp_address,
     )
 
-__all__ = ["ManualClock", "SimulatedReplicaSet"]
+__all__ = ["ManualClock", "SimulatedReplicaSet", "SimulatedShardedCluster"]
 
 
 class ManualClock:
@@ -409,3 +409,7 @@ def _with_aws(scram: Any, identities: list[tuple[str | None, ...]]) -> Any:
     if scram is None:
         return aws
     return CombinedAuthenticator([(("MONGODB-AWS",), aws), (("SCRAM-SHA-1", "SCRAM-SHA-256"), scram)])
+
+
+# (at the end: the sharded cluster's module reads ManualClock from this one)
+from .sim_sharded import SimulatedShardedCluster  # noqa: E402

@@ -148,6 +148,12 @@ class ClientSessionBase(Generic[ClientT, BlockT]):
     def in_transaction(self) -> bool:
         return self._session.in_transaction
 
+    @property
+    def _pinned_address(self) -> tuple[str, int] | None:
+        """The mongos the session's transaction is pinned to (PyMongo's private name, which
+        the unified test format's assertSessionPinned reads), or None."""
+        return self._session.pinned_address
+
     def advance_cluster_time(self, cluster_time: Mapping[str, Any]) -> None:
         self._session.advance_cluster_time(cluster_time)
 

@@ -65,6 +65,7 @@ from mongo_sansio.flow import (
     Random,
     RunCommand,
     SelectServer,
+    ServerInfo,
     Sleep,
 )
 from mongo_sansio.ops.transactions import CUT_ABORT_TIMEOUT, take_cut_abort
@@ -227,7 +228,9 @@ def drive(
                 elif kind is SelectServer:
                     try:
                         request = _in_transaction(operation, request)
-                        answer = select_known(core, request)
+                        answer = _pinned(core, operation, request)
+                        if answer is None:
+                            answer = select_known(core, request)
                         if answer is None:
                             operation.clock = None  # (this selection may wait)
                             answer = yield from core.select_server(
@@ -283,6 +286,38 @@ def _abort_cut_later(core: ClientCore, session: Session) -> None:
             pass  # (abort_cut_transaction swallows the rest: the client closed meanwhile)
 
     core.spawn(task(), "abort a transaction whose end was cut")
+
+
+_TRANSACTION_ENDS = ("commitTransaction", "abortTransaction")
+
+
+def _pinned(core: ClientCore, operation: _Operation, request: SelectServer) -> ServerInfo | None:
+    """The mongos a sharded transaction is pinned to, for its commands and its commit or
+    abort (Transactions spec, "Mongos Pinning"); an operation outside a transaction unpins
+    the session.  None: select as usual (not pinned, or the mongos is not known as one now)."""
+    session = operation.explicit
+    if session is None or session.pinned_address is None:
+        return None
+    if not session.in_transaction and request.operation not in _TRANSACTION_ENDS:
+        session.unpin()
+        return None
+    try:
+        info = core.server_info(core.sdam_address(session.pinned_address))
+    except LocalProtocolError:
+        return None
+    return info if info.is_mongos else None
+
+
+def _pin(session: Session, server: ServerInfo, body: Mapping[str, Any], reply: Mapping[str, Any]) -> None:
+    """A command of a transaction answered by a mongos pins the session there, and the
+    reply's ``recoveryToken`` is kept for the commit or abort."""
+    if session.implicit or not server.is_mongos:
+        return
+    if session.in_transaction or next(iter(body), "") in _TRANSACTION_ENDS:
+        session.pinned_address = server.address
+        token = reply.get("recoveryToken")
+        if isinstance(token, Mapping):
+            session.recovery_token = token
 
 
 def _in_transaction(operation: _Operation, request: SelectServer) -> SelectServer:
@@ -381,6 +416,8 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
         core.sessions.absorb(session, document)
         if load_balanced and document.get("ok") != 1:
             _state_change_before_check_in(core, server.address, document, operation)
+        if session is not None and server.is_mongos:
+            _pin(session, server, body, document)
         return document
     except MongoError as failure:
         failed = failure

@@ -113,6 +113,8 @@ class ClientSessions:
                 session.server_session.dirty = True
             if session.in_transaction and next(iter(body), "") not in TRANSACTION_END_COMMANDS:
                 error._add_error_label(TRANSIENT_TRANSACTION_ERROR)
+        if error.has_error_label(TRANSIENT_TRANSACTION_ERROR):
+            session.unpin()  # (Transactions spec: a transient error unpins the session)
 
     def finish(self, session: Session, now: float) -> None:
         """An operation of ``session`` ended: an implicit session nothing holds any more goes

@@ -134,7 +134,7 @@ def _without_wtimeout(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _end(body_for: Any) -> Flow[None]:
+def _end(body_for: Any, session: Session | None = None, operation: str = "") -> Flow[None]:
     """Send commitTransaction / abortTransaction (``body_for(again)``), once more after a
     retryable error -- whatever ``retryWrites`` says (the Transactions spec's retryable-commit
     and retryable-abort tests run with retryWrites=false) -- and, after retryable overload
@@ -148,8 +148,10 @@ def _end(body_for: Any) -> Flow[None]:
     again = False
     deprioritized: tuple[tuple[str, int], ...] = ()
     while True:
-        server = yield from select(for_writes=True, deprioritized=deprioritized)
+        server = yield from select(for_writes=True, deprioritized=deprioritized, operation=operation)
         body = body_for(again)
+        if session is not None and session.recovery_token is not None:
+            body["recoveryToken"] = session.recovery_token
         if timeout_set:
             body = _without_wtimeout(body)
         try:
@@ -176,6 +178,8 @@ def _end(body_for: Any) -> Flow[None]:
                 raise
             if not is_retryable_overload_error(error):
                 again = True
+            if session is not None:
+                session.unpin()  # a retried commit or abort may go to another mongos
             deprioritized = (server.address,) if decision.deprioritize else ()
 
 
@@ -187,11 +191,13 @@ def commit_transaction(session: Session) -> Flow[None]:
         return
     committed_before = before is TransactionState.COMMITTED
     try:
-        yield from _end(lambda again: _commit_body(session, again or committed_before))
+        yield from _end(lambda again: _commit_body(session, again or committed_before), session, "commitTransaction")
     except MongoError as error:
         if _unknown_result(error):
             error._remove_error_label(TRANSIENT_TRANSACTION_ERROR)
             error._add_error_label(UNKNOWN_COMMIT_RESULT)
+        if error.has_error_label(UNKNOWN_COMMIT_RESULT) or error.has_error_label(TRANSIENT_TRANSACTION_ERROR):
+            session.unpin()
         raise
     except BaseException:
         session.end_cut()  # cut: the transaction may be open on the server (module docstring)
@@ -214,12 +220,14 @@ def abort_transaction(session: Session) -> Flow[None]:
         return out
 
     try:
-        yield from _end(body)
+        yield from _end(body, session, "abortTransaction")
     except MongoError:
         pass
     except BaseException:
         session.end_cut()
         raise
+    finally:
+        session.unpin()  # (Transactions spec: an abort, successful or not, unpins)
 
 
 def take_cut_abort(session: Session | None) -> tuple[Session, Flow[None]] | None:

@@ -149,6 +149,11 @@ class Session:
         #: load-balanced mode: the connection the transaction is pinned to (a
         #: :class:`mongo_sansio.client.pinning.Pin`, released by :meth:`unpin`), or None
         self.pinned_connection: Any = None
+        #: the mongos a sharded transaction is pinned to (its commands all go there), or None
+        self.pinned_address: tuple[str, int] | None = None
+        #: the last ``recoveryToken`` a mongos gave in the transaction (sent with its
+        #: commitTransaction and abortTransaction, so another mongos can finish it)
+        self.recovery_token: Mapping[str, Any] | None = None
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -212,7 +217,8 @@ class Session:
             raise ConfigurationError("transactions do not support unacknowledged write concern")
         self.transaction_state = next_state(self.transaction_state, START)
         self.transaction_options = options
-        self.unpin()  # a new transaction does not keep the last one's connection
+        self.unpin()
+        self.recovery_token = None
         # (a transaction whose end was cut is the server's to abort now: the new txnNumber
         # aborts it there at the new transaction's first command)
         self.cut_txn_number = None
@@ -221,7 +227,11 @@ class Session:
             self.server_session.advance_txn_number()
 
     def unpin(self) -> None:
-        """Give back the connection a transaction pinned (load-balanced mode; idempotent)."""
+        """Let the next command of the session go to any mongos, and give back the connection
+        a transaction pinned in load-balanced mode (idempotent). Transactions spec, "Mongos
+        Pinning": on a new transaction, a transient or unknown-commit error, a commit retry,
+        an operation outside the transaction."""
+        self.pinned_address = None
         pin, self.pinned_connection = self.pinned_connection, None
         if pin is not None:
             pin.release()

@@ -437,6 +437,12 @@ class ReplicaSet:
             self.log("c", "create", f"{database}.$cmd", command={"create": name}, ui=found.uuid)
         return found
 
+    def document_key(self, ns: str, document: dict[str, Any]) -> dict[str, Any]:
+        """The ``documentKey`` of a write to ``document`` in ``ns`` (its oplog entry's, its
+        change event's): ``{_id}`` here; a shard of a sharded cluster puts the shard key's
+        fields first (:mod:`mongo_sansio.testing.sharded`)."""
+        return {"_id": document["_id"]}
+
     def install(self, database: str, name: str) -> Collection:
         """A new empty collection, not logged (a committing transaction logs its creation in
         its own entry)."""
@@ -451,7 +457,7 @@ class ReplicaSet:
 
         def on_write(event: WriteEvent) -> None:
             source = event.after if event.after is not None else event.before
-            key = {"_id": source["_id"]} if source is not None else None
+            key = self.document_key(ns, source) if source is not None else None
             op = {"insert": "i", "delete": "d"}.get(event.kind, "u")
             self.log(op, event.kind, ns, document_key=key, before=event.before, after=event.after,
                      images=ns in self.image_namespaces, ui=ui)

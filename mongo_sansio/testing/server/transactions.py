@@ -266,7 +266,7 @@ class Transactions:
             source = event.after if event.after is not None else event.before
             assert source is not None
             op = {"insert": "i", "delete": "d"}.get(event.kind, "u")
-            txn.ops.append(_sub_entry(op, event.kind, ns, document_key={"_id": source["_id"]}, before=event.before,
+            txn.ops.append(_sub_entry(op, event.kind, ns, document_key=self.cluster.document_key(ns, source), before=event.before,
                                       after=event.after, images=ns in self.cluster.image_namespaces))
 
         collection.guard = guard

@@ -276,8 +276,9 @@ def _client(
     if logs is not None:
         options.update(logs.client_options)
     try:
+        multiple = spec.get("useMultipleMongoses") is True
         uri = deployment.uri(
-            direct=direct, credentials=not oidc, multiple=spec.get("useMultipleMongoses") is True
+            direct=direct, credentials=not oidc, multiple=multiple, one_mongos=not multiple
         )
         client = driver.client_class(uri, event_listeners=[make_listener(driver, events)], **options)
     except BaseException:

@@ -61,25 +61,31 @@ class Deployment:
     #: the front over several routers (a client with useMultipleMongoses), else None
     multi_load_balancer: str | None = None
 
-    def uri(self, *, direct: bool = False, credentials: bool = True, multiple: bool = False) -> str:
+    def uri(
+        self, *, direct: bool = False, credentials: bool = True, multiple: bool = False,
+        one_mongos: bool = False,
+    ) -> str:
         """``credentials`` False: without the SCRAM user (a client authenticating otherwise);
         ``multiple``: a client with useMultipleMongoses (load-balanced: the front over
-        several routers)."""
+        several routers); ``one_mongos``: only the first mongos of a sharded cluster
+        (useMultipleMongoses false)."""
         user = ""
         if self.credentials is not None and credentials:
             user = f"{quote(self.credentials[0], safe='')}:{quote(self.credentials[1], safe='')}@"
         if self.load_balancer is not None:
             front = self.multi_load_balancer if multiple and self.multi_load_balancer else self.load_balancer
             return f"mongodb://{user}{front}/?loadBalanced=true"
-        if direct or self.topology == "single":
+        if direct or self.topology == "single" or (one_mongos and self.topology == "sharded"):
             return f"mongodb://{user}{self.members[0]}/"
         options = f"?replicaSet={self.replset}" if self.replset else ""
         return f"mongodb://{user}{','.join(self.members)}/{options}"
 
     def describe(self) -> str:
-        kind = {"replicaset": "a replica set", "load-balanced": "a load-balanced deployment"}.get(
-            self.topology, "a standalone"
-        )
+        kind = {
+            "replicaset": "a replica set",
+            "load-balanced": "a load-balanced deployment",
+            "sharded": "a sharded cluster",
+        }.get(self.topology, "a standalone")
         return f"{kind} reporting server version {self.server_version}"
 
 

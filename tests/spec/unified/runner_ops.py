@@ -33,9 +33,15 @@ def _fail_point(runner: TestRunner, args: Mapping[str, Any]) -> None:
 
 
 def _targeted_fail_point(runner: TestRunner, args: Mapping[str, Any]) -> None:
-    raise UnsupportedInTest(
-        "targetedFailPoint needs a session pinned to a mongos (no sharded deployment here)"
-    )
+    """The fail point set on the mongos the session is pinned to (directly on the simulator)."""
+    address = _pinned_address(runner.entities[args["session"]])
+    simulator = runner.deployment.simulator
+    if address is None or simulator is None or not hasattr(simulator, "mongos"):
+        raise UnsupportedInTest("targetedFailPoint needs a session pinned to a mongos of a sharded deployment")
+    command = args["failPoint"]
+    runner.failpoints.add(command["configureFailPoint"])
+    host, port = address
+    simulator.configure_failpoint(f"{host}:{port}", dict(command))
 
 
 def _pinned_address(session: Any) -> Any:

@@ -38,9 +38,9 @@ from .requirements import Deployment, requirements_reason, version_tuple
 from .runner import TestRunner
 
 if TYPE_CHECKING:
-    from adapters.sim import SimulatedReplicaSet
+    from adapters.sim import SimulatedReplicaSet, SimulatedShardedCluster
 else:
-    from mongo_sansio.adapters.sim import SimulatedReplicaSet
+    from mongo_sansio.adapters.sim import SimulatedReplicaSet, SimulatedShardedCluster
 from mongo_sansio.testing.server.commands_admin import VERSIONS
 from mongo_sansio.testing.server.oidc import mint_hs256
 
@@ -49,6 +49,9 @@ __all__ = ["DeploymentPool", "run_case", "unified_cases"]
 TOPOLOGIES = ("replicaset", "single")
 #: started only for requirements that name it (see choose_deployment)
 LOAD_BALANCED = "load-balanced"
+#: opt-in (MONGO_SANSIO_SHARDED_SPECS=1): also a sharded cluster (two mongos over two
+#: three-member shards), tried after the others, for the files that need one
+SHARDED_OPT_IN = "MONGO_SANSIO_SHARDED_SPECS"
 #: the user that clients of an auth-enabled deployment authenticate as (admin database)
 AUTH_USER = ("unified-runner", "simulated-secret")
 #: the simulator's wire versions: 21 answers as mongod 7.0 (every deployment's default), 25
@@ -102,7 +105,10 @@ class DeploymentPool:
         self._simulators: list[Any] = []
 
     def available(self) -> tuple[str, ...]:
-        return TOPOLOGIES if standalone_supported() else TOPOLOGIES[:1]
+        found = TOPOLOGIES if standalone_supported() else TOPOLOGIES[:1]
+        if os.environ.get(SHARDED_OPT_IN) == "1":
+            found = (*found, "sharded")
+        return found
 
     def get(
         self, topology: str, *, auth: bool = False, wire_version: int = DEFAULT_WIRE_VERSION
@@ -124,11 +130,16 @@ class DeploymentPool:
         if auth:  # SCRAM users, and MONGODB-OIDC for the auth spec's OIDC tests
             shape.update(oidc_secret=OIDC_SECRET, oidc_audience=OIDC_AUDIENCE)
             token_file = _oidc_token_file()
-        simulator = SimulatedReplicaSet(**shape, auth=users, max_wire_version=wire_version)
+        simulator: Any
+        if topology == "sharded":
+            token_file = None
+            simulator = SimulatedShardedCluster(shards=2, mongos=2, members=3, auth=users, max_wire_version=wire_version)
+        else:
+            simulator = SimulatedReplicaSet(**shape, auth=users, max_wire_version=wire_version)
         simulator.start()
         self._simulators.append(simulator)
         deployment = Deployment(
-            members=list(simulator.members),
+            members=list(simulator.mongos if topology == "sharded" else simulator.members),
             topology=topology,
             server_version="0",
             replset=simulator.replset if topology == "replicaset" else None,

@@ -1,0 +1,484 @@
+"""One mongos's command routing: a decoded request in, a reply out.
+
+Inputs: a :class:`~mongo_sansio.testing.server.context.Context` whose cluster is the router's
+own front (a one-member standalone replica set that holds the router's connections, cursors,
+failpoints and users) and the :class:`~.cluster.ShardedCluster` it routes into.  Outputs: a
+reply document, or a :class:`~mongo_sansio.testing.server.context.Waiting` (a getMore on a
+router cursor, a failpoint's block).
+
+The steps, as mongos takes them: commands mongos answers itself (hello, authentication, ping,
+buildInfo, failpoints, getMore/killCursors of its own cursors, session commands, which it also
+sends to every shard) run on the front; everything else is routed: authentication and
+failCommand are checked on the router first, then
+
+* a command on an unsharded collection goes whole to its database's primary shard;
+* on a sharded one, writes go to the shard owning each document or statement (by the shard
+  key's equality in the filter, or to every shard; a single-document update or delete without
+  the shard key first finds the shard holding a match, as mongod 7.0's two-phase write does);
+  reads go to the shards the filter may touch and are merged here (sort merged, then skip,
+  limit and the projection; an aggregate's document-wise leading stages run on the shards,
+  the rest here);
+* cursors are the router's: a shard's results are read whole and served from a router cursor
+  (so getMore goes to the mongos that opened it, as with mongod);
+* sharding commands (enableSharding, shardCollection, split, moveChunk, addShard, listShards)
+  change the catalog, and ``config`` reads see the catalog;
+* transactions and change streams: :mod:`.transactions`, :mod:`.streams`.
+
+Knowing differences from mongod: an ordered write whose statement fails on one shard does not
+stop the other shards' statements; a single-document write without the shard key is placed
+by a read, then a write (mongod does the same in one internal transaction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from mongo_sansio.bson import Int64, ObjectId
+from mongo_sansio.testing.engine import CommandError, Projection, run_pipeline, sort_documents
+from mongo_sansio.testing.engine.order import hashable_key
+from mongo_sansio.testing.server.commands_crud import lsid_key
+from mongo_sansio.testing.server.context import Close, Context, Outcome, Request
+from mongo_sansio.testing.server.dispatch import (
+    COMMANDS,
+    _held_back,
+    _with_labels,
+    code_name,
+    error_reply,
+    execute,
+    failpoint_target,
+    finish,
+)
+from mongo_sansio.testing.sharded import admin, streams, transactions
+from mongo_sansio.testing.sharded.catalog import equality_point
+
+if TYPE_CHECKING:
+    from mongo_sansio.testing.sharded.cluster import ShardedCluster
+
+__all__ = ["Router", "LOCAL_COMMANDS"]
+
+LOCAL_COMMANDS = frozenset({
+    "hello", "isMaster", "ismaster", "saslStart", "saslContinue", "authenticate", "logout", "ping", "buildInfo",
+    "buildinfo", "configureFailPoint", "getParameter", "setParameter", "connectionStatus", "serverStatus", "getMore",
+    "killCursors", "replSetGetStatus", "replSetStepDown", "replSetFreeze", "createUser", "updateUser",
+})
+SESSION_COMMANDS = frozenset({"endSessions", "killSessions", "killAllSessions"})
+_TXN_FIELDS = ("txnNumber", "autocommit", "startTransaction")
+# Fields the router keeps to itself (it sends its own read preference and cluster time).
+_ROUTER_FIELDS = frozenset({"$db", "$clusterTime", "$readPreference", "recoveryToken", "lsid$"})
+# Stages a shard may run on its own documents before the merge (each document alone).
+_DOCUMENT_STAGES = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot",
+                              "$replaceWith", "$unwind", "$redact"})
+
+
+class Router:
+    """See the module documentation."""
+
+    def __init__(self, cluster: ShardedCluster, address: str) -> None:
+        self.cluster = cluster
+        self.address = address
+        self.transactions = transactions.RouterTransactions(self)
+
+    # --- the pipeline --------------------------------------------------------------------------
+
+    def execute(self, ctx: Context) -> Outcome:
+        name = ctx.request.name
+        self.cluster.tick(ctx.now)
+        if name in LOCAL_COMMANDS or name in SESSION_COMMANDS:
+            return self._local(ctx)
+        return finish(ctx, self._routed(ctx))
+
+    def _routed(self, ctx: Context) -> Outcome:
+        name = ctx.request.name
+        spec = COMMANDS.get(name)
+        if spec is None and name not in admin.ROUTER_COMMANDS:
+            return error_reply(CommandError(59, "CommandNotFound", f"no such command: '{name}'"))
+        if ctx.cluster.auth_enabled and ctx.state.user is None and (spec is None or spec.requires_auth):
+            return error_reply(CommandError(13, "Unauthorized", f"command {name} requires authentication"))
+        action = ctx.member.failpoints.fail_command(failpoint_target(ctx))
+        if action is not None:
+            if action.block_ms > 0:
+                blocked = action
+                return _held_back(ctx, spec, action.block_ms,
+                                  lambda: finish(ctx, self._failpoint_or_route(ctx, blocked)))
+            return self._failpoint_or_route(ctx, action)
+        return self._concern_error(ctx, self._route_safely(ctx))
+
+    def _failpoint_or_route(self, ctx: Context, action: Any) -> Outcome:
+        spec = COMMANDS.get(ctx.request.name)
+        if action.close_connection:
+            return Close(f"failCommand failpoint closed the connection on {ctx.request.name}")
+        if action.error_code is not None:
+            reply: dict[str, Any] = {"ok": 0.0, "errmsg": "Failing command via 'failCommand' failpoint",
+                                     "code": action.error_code, "codeName": code_name(action.error_code)}
+            if action.error_extra_info is not None:
+                reply.update(action.error_extra_info)
+            if action.error_labels is not None:
+                reply["errorLabels"] = list(action.error_labels)
+            return _with_labels(ctx, spec, reply, action.error_code, change_stream=False)
+        return self._concern_error(ctx, self._route_safely(ctx))
+
+    def _concern_error(self, ctx: Context, outcome: Outcome) -> Outcome:
+        """failCommand's writeConcernError, checked after the write as mongos does."""
+        spec = COMMANDS.get(ctx.request.name)
+        if not isinstance(outcome, dict) or outcome.get("ok") != 1.0 or spec is None or spec.access != "write":
+            return outcome
+        found = ctx.member.failpoints.write_concern_error(failpoint_target(ctx))
+        if found is None:
+            return outcome
+        wce, labels = found
+        outcome["writeConcernError"] = wce
+        if labels is not None:
+            outcome["errorLabels"] = list(labels)
+        if ctx.body.get("autocommit") is False and ctx.request.name not in (transactions.COMMIT, transactions.ABORT):
+            return outcome
+        code = wce.get("code")
+        return _with_labels(ctx, spec, outcome, code if isinstance(code, int) else None)
+
+    def _route_safely(self, ctx: Context) -> Outcome:
+        try:
+            return self.route(ctx)
+        except CommandError as error:
+            reply = error_reply(error)
+            self.transactions.failed(ctx, reply)
+            return _with_labels(ctx, COMMANDS.get(ctx.request.name), reply, error.code)
+        except Exception as bug:  # noqa: BLE001 -- a routing bug must answer, not kill the connection
+            return error_reply(CommandError(1, "InternalError", f"simulated mongos error in {ctx.request.name}: "
+                                                                f"{type(bug).__name__}: {bug}"))
+
+    def _local(self, ctx: Context) -> Outcome:
+        body = {k: v for k, v in ctx.body.items() if k not in _TXN_FIELDS}
+        request = Request(ctx.request.name, ctx.request.db, body, ctx.request.sequences, ctx.request.request_id,
+                          legacy=ctx.request.legacy, secondary_ok=True, exhaust_allowed=ctx.request.exhaust_allowed,
+                          more_to_come=ctx.request.more_to_come, compressor_id=ctx.request.compressor_id)
+        local = Context(ctx.cluster, ctx.member, ctx.state, request, ctx.now)
+        if ctx.request.name in SESSION_COMMANDS:
+            for shard in self.cluster.shards.values():
+                try:
+                    self.cluster.call(shard, "admin", {ctx.request.name: ctx.body[ctx.request.name]}, ctx.now)
+                except CommandError:
+                    pass
+        return execute(local)
+
+    # --- routing -------------------------------------------------------------------------------
+
+    def route(self, ctx: Context) -> dict[str, Any]:
+        name = ctx.request.name
+        if name in admin.ROUTER_COMMANDS or ctx.db == "config" or name in ("listDatabases",):
+            return admin.run(self, ctx)
+        if name in (transactions.COMMIT, transactions.ABORT):
+            return self.transactions.finish(ctx)
+        txn = self.transactions.enter(ctx)
+        body = self.body(ctx)
+        if name == "aggregate" and streams.is_change_stream(body.get("pipeline")):
+            return streams.open_merged(self, ctx, body)
+        target = body.get(name)
+        ns = f"{ctx.db}.{target}" if isinstance(target, str) else ""
+        if name == "dropDatabase":
+            reply = self.broadcast(ctx, body)
+            self.cluster.catalog.drop_database(ctx.db)
+            return reply
+        result = self._route_collection(ctx, body, ns)
+        if txn is not None:
+            transactions.stamp(txn, result)
+        return result
+
+    def _route_collection(self, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
+        name = ctx.request.name
+        sharded = self.cluster.catalog.sharded(ns) if ns else None
+        if sharded is None:
+            shard = self.cluster.catalog.primary_shard(ctx.db)
+            return self.cursor_reply(ctx, self.send(ctx, shard, body))
+        handler = _SHARDED.get(name)
+        if handler is None:
+            if name == "renameCollection":
+                raise CommandError(20, "IllegalOperation", "cannot rename a sharded collection")
+            reply = self.broadcast(ctx, body, self.cluster.catalog.shards_for_filter(ns, None))
+            if name == "drop":
+                self.cluster.catalog.drop_collection(ns)
+            return self.cursor_reply(ctx, reply)
+        result: dict[str, Any] = handler(self, ctx, body, ns)
+        return result
+
+    def body(self, ctx: Context) -> dict[str, Any]:
+        """The command as the router sends it on: document sequences folded in, the router's
+        own fields left out."""
+        body = {k: v for k, v in ctx.body.items() if k not in _ROUTER_FIELDS}
+        for field, items in ctx.request.sequences.items():
+            body[field] = list(items)
+        return body
+
+    def send(self, ctx: Context, shard: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``body`` run on ``shard`` (inside the client's transaction when there is one)."""
+        body = self.transactions.for_shard(ctx, shard, body)
+        reply = self.cluster.call(self.cluster.shards[shard], ctx.db, body, ctx.now, user=ctx.state.user)
+        self.transactions.after_shard(ctx, shard, reply)
+        return reply
+
+    def broadcast(self, ctx: Context, body: Mapping[str, Any], shards: list[str] | None = None) -> dict[str, Any]:
+        """``body`` on every shard (or ``shards``); the first failure, else the first reply."""
+        first: dict[str, Any] | None = None
+        for shard in shards if shards is not None else list(self.cluster.shards):
+            reply = self.send(ctx, shard, body)
+            if reply.get("ok") != 1.0 and reply.get("code") not in (26,):
+                return reply
+            if first is None or first.get("ok") != 1.0:
+                first = reply
+        return first if first is not None else {"ok": 1.0}
+
+    def drain(self, ctx: Context, shard: str, body: Mapping[str, Any]) -> list[Any]:
+        """Every document of the cursor ``body`` opens on ``shard``."""
+        reply = self.send(ctx, shard, body)
+        if reply.get("ok") != 1.0:
+            raise _reply_error(reply)
+        return self.rest_of(ctx, shard, reply)
+
+    def rest_of(self, ctx: Context, shard: str, reply: Mapping[str, Any]) -> list[Any]:
+        cursor = reply.get("cursor")
+        if not isinstance(cursor, Mapping):
+            return []
+        documents = list(cursor.get("firstBatch", []))
+        cursor_id = int(cursor.get("id", 0))
+        collection = str(cursor.get("ns", ".")).partition(".")[2]
+        while cursor_id:
+            more: dict[str, Any] = {"getMore": Int64(cursor_id), "collection": collection}
+            if "lsid" in ctx.body:
+                more["lsid"] = ctx.body["lsid"]
+            for field in ("txnNumber", "autocommit"):
+                if field in ctx.body:
+                    more[field] = ctx.body[field]
+            following = self.cluster.call(self.cluster.shards[shard], ctx.db, more, ctx.now, user=ctx.state.user)
+            if following.get("ok") != 1.0:
+                raise _reply_error(following)
+            batch = following["cursor"]
+            documents.extend(batch.get("nextBatch", []))
+            cursor_id = int(batch.get("id", 0))
+        return documents
+
+    def cursor_reply(self, ctx: Context, reply: dict[str, Any], shard: str | None = None) -> dict[str, Any]:
+        """A shard's reply with its cursor (if still open) read whole into a router cursor."""
+        cursor = reply.get("cursor")
+        if reply.get("ok") != 1.0 or not isinstance(cursor, Mapping) or not int(cursor.get("id", 0)):
+            return reply
+        if shard is None:
+            shard = self.cluster.catalog.primary_shard(ctx.db)
+        documents = self.rest_of(ctx, shard, reply)
+        return self.open_cursor(ctx, str(cursor.get("ns")), documents, first_given=True)
+
+    def open_cursor(self, ctx: Context, ns: str, documents: list[Any], *, first_given: bool = False) -> dict[str, Any]:
+        batch_size = _batch_size(ctx.body)
+        if first_given:
+            # the shard answered its first batch already: the router's goes on from there
+            batch_size = _batch_size(ctx.body)
+        single = ctx.body.get("singleBatch") is True
+        return ctx.member.cursors.open(ns, documents, batch_size=batch_size, single_batch=single, lsid=lsid_key(ctx))
+
+    def documents(self, ctx: Context, ns: str, query: Any = None) -> list[Any]:
+        """Every document of ``ns`` matching ``query`` (a $lookup's source), from its shards."""
+        database, _, name = ns.partition(".")
+        out: list[Any] = []
+        for shard in self.cluster.catalog.shards_for_filter(ns, query):
+            out.extend(self.drain(ctx, shard, {"find": name, "filter": query or {}}))
+        return out
+
+
+def _batch_size(body: Mapping[str, Any]) -> int | None:
+    cursor = body.get("cursor")
+    value = cursor.get("batchSize") if isinstance(cursor, Mapping) else body.get("batchSize")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _reply_error(reply: Mapping[str, Any]) -> CommandError:
+    code = reply.get("code")
+    code = int(code) if isinstance(code, int) else 8
+    error = CommandError(code, str(reply.get("codeName", code_name(code))), str(reply.get("errmsg", "")))
+    return error
+
+
+# --- sharded collections ------------------------------------------------------------------------
+
+
+def _find(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
+    query = body.get("filter") or {}
+    sort = body.get("sort")
+    skip = int(body.get("skip") or 0)
+    limit = abs(int(body.get("limit") or 0))
+    projection = body.get("projection")
+    shard_body = {k: v for k, v in body.items() if k not in ("skip", "limit", "batchSize", "singleBatch", "projection")}
+    if limit:
+        shard_body["limit"] = limit + skip
+    if projection is not None and not sort:
+        shard_body["projection"] = projection
+    documents: list[Any] = []
+    for shard in router.cluster.catalog.shards_for_filter(ns, query):
+        documents.extend(router.drain(ctx, shard, shard_body))
+    if sort:
+        documents = sort_documents(documents, sort)
+    documents = documents[skip:]
+    if limit:
+        documents = documents[:limit]
+    if projection is not None and sort:
+        compiled = Projection(projection)
+        documents = [compiled.apply(d, filter=query) for d in documents]
+    return router.open_cursor(ctx, ns, documents)
+
+
+def _aggregate(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
+    pipeline = list(body.get("pipeline") or [])
+    split = 0
+    while split < len(pipeline) and isinstance(pipeline[split], Mapping) and next(iter(pipeline[split]), "") in _DOCUMENT_STAGES:
+        split += 1
+    for stage in pipeline[split:]:
+        if isinstance(stage, Mapping) and next(iter(stage), "") in ("$out", "$merge"):
+            raise CommandError(20, "IllegalOperation", "the simulated mongos does not run $out or $merge from a sharded collection")
+    shard_body = {k: v for k, v in body.items() if k not in ("cursor", "explain")}
+    shard_body["pipeline"] = pipeline[:split]
+    shard_body["cursor"] = {}
+    query = pipeline[0].get("$match") if split and "$match" in pipeline[0] else None
+    documents: list[Any] = []
+    for shard in router.cluster.catalog.shards_for_filter(ns, query):
+        documents.extend(router.drain(ctx, shard, shard_body))
+    database = ns.partition(".")[0]
+    if split < len(pipeline):
+        documents = run_pipeline(documents, pipeline[split:], lookup=lambda other: router.documents(ctx, f"{database}.{other}"),
+                                 now=router.cluster.shards[router.cluster.catalog.primary_shard(database)].write_datetime())
+    return router.open_cursor(ctx, ns, documents)
+
+
+def _count(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
+    query = body.get("query") or {}
+    skip = int(body.get("skip") or 0)
+    limit = abs(int(body.get("limit") or 0))
+    shard_body = {k: v for k, v in body.items() if k not in ("skip", "limit")}
+    total = 0
+    for shard in router.cluster.catalog.shards_for_filter(ns, query):
+        reply = router.send(ctx, shard, shard_body)
+        if reply.get("ok") != 1.0:
+            return reply
+        total += int(reply.get("n", 0))
+    total = max(0, total - skip)
+    if limit:
+        total = min(total, limit)
+    return {"n": total, "ok": 1.0}
+
+
+def _distinct(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
+    seen: dict[Any, Any] = {}
+    for shard in router.cluster.catalog.shards_for_filter(ns, body.get("query")):
+        reply = router.send(ctx, shard, body)
+        if reply.get("ok") != 1.0:
+            return reply
+        for value in reply.get("values", []):
+            seen.setdefault(hashable_key(value), value)
+    ordered = sort_documents([{"v": v} for v in seen.values()], {"v": 1})
+    return {"values": [document["v"] for document in ordered], "ok": 1.0}
+
+
+def _locate(router: Router, ctx: Context, ns: str, query: Any, collation: Any, upsert_seed: Any) -> list[str]:
+    """The shard a single-document write goes to: the one its shard key names, else the
+    first holding a match, else (an upsert) the one the new document would live on."""
+    catalog = router.cluster.catalog
+    targets = catalog.shards_for_filter(ns, query)
+    if len(targets) == 1:
+        return targets
+    name = ns.partition(".")[2]
+    for shard in targets:
+        find: dict[str, Any] = {"find": name, "filter": query or {}, "limit": 1, "projection": {"_id": 1}}
+        if collation is not None:
+            find["collation"] = collation
+        if router.drain(ctx, shard, find):
+            return [shard]
+    if upsert_seed is not None:
+        return [catalog.shard_for_document(ns, upsert_seed)]
+    return targets[:1]
+
+
+def _statement_shards(router: Router, ctx: Context, ns: str, query: Any, many: bool, collation: Any, upsert: bool) -> list[str]:
+    if many:
+        return router.cluster.catalog.shards_for_filter(ns, query)
+    key = router.cluster.catalog.sharded(ns)
+    seed = (equality_point(key.key, query) or {}) if key is not None and upsert else None
+    return _locate(router, ctx, ns, query, collation, seed if upsert else None)
+
+
+def _insert(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
+    groups: dict[str, list[tuple[int, Any]]] = {}
+    for index, document in enumerate(body.get("documents") or []):
+        if isinstance(document, Mapping) and "_id" not in document:
+            document = {"_id": ObjectId.from_parts(int(ctx.cluster.wall(ctx.now)), ctx.cluster.random_bytes(5),
+                                                   int.from_bytes(ctx.cluster.random_bytes(3), "big")), **document}
+        shard = router.cluster.catalog.shard_for_document(ns, document if isinstance(document, Mapping) else {})
+        groups.setdefault(shard, []).append((index, document))
+    return _merge_writes(router, ctx, body, "documents", groups)
+
+
+def _update(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
+    groups: dict[str, list[tuple[int, Any]]] = {}
+    for index, statement in enumerate(body.get("updates") or []):
+        if not isinstance(statement, Mapping):
+            raise CommandError(14, "TypeMismatch", "an update statement must be an object")
+        for shard in _statement_shards(router, ctx, ns, statement.get("q"), bool(statement.get("multi")),
+                                       statement.get("collation"), bool(statement.get("upsert"))):
+            groups.setdefault(shard, []).append((index, statement))
+    return _merge_writes(router, ctx, body, "updates", groups)
+
+
+def _delete(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
+    groups: dict[str, list[tuple[int, Any]]] = {}
+    for index, statement in enumerate(body.get("deletes") or []):
+        if not isinstance(statement, Mapping):
+            raise CommandError(14, "TypeMismatch", "a delete statement must be an object")
+        for shard in _statement_shards(router, ctx, ns, statement.get("q"), statement.get("limit") in (0, None),
+                                       statement.get("collation"), False):
+            groups.setdefault(shard, []).append((index, statement))
+    return _merge_writes(router, ctx, body, "deletes", groups)
+
+
+def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str,
+                  groups: dict[str, list[tuple[int, Any]]]) -> dict[str, Any]:
+    """One command per shard (a retry is answered from each shard's record of it), the
+    counts summed and the statement indexes mapped back."""
+    merged: dict[str, Any] = {"n": 0}
+    if field == "updates":
+        merged["nModified"] = 0
+    errors: list[dict[str, Any]] = []
+    upserted: list[dict[str, Any]] = []
+    concern_error: Any = None
+    labels: list[str] = []
+    for shard, items in groups.items():
+        shard_body = dict(body)
+        shard_body[field] = [item for _, item in items]
+        reply = router.send(ctx, shard, shard_body)
+        if reply.get("ok") != 1.0:
+            return reply
+        merged["n"] += int(reply.get("n", 0))
+        if field == "updates":
+            merged["nModified"] += int(reply.get("nModified", 0))
+        for error in reply.get("writeErrors", []):
+            errors.append({**error, "index": items[int(error["index"])][0]})
+        for entry in reply.get("upserted", []):
+            upserted.append({**entry, "index": items[int(entry["index"])][0]})
+        if "writeConcernError" in reply and concern_error is None:
+            concern_error = reply["writeConcernError"]
+        labels.extend(label for label in reply.get("errorLabels", []) if label not in labels)
+    if upserted:
+        merged["upserted"] = sorted(upserted, key=lambda entry: int(entry["index"]))
+    if errors:
+        merged["writeErrors"] = sorted(errors, key=lambda entry: int(entry["index"]))
+    if concern_error is not None:
+        merged["writeConcernError"] = concern_error
+    if labels:
+        merged["errorLabels"] = labels
+    merged["ok"] = 1.0
+    return merged
+
+
+def _find_and_modify(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
+    shards = _statement_shards(router, ctx, ns, body.get("query"), False, body.get("collation"), bool(body.get("upsert")))
+    return router.send(ctx, shards[0], body)
+
+
+_SHARDED: dict[str, Any] = {
+    "find": _find, "aggregate": _aggregate, "count": _count, "distinct": _distinct, "insert": _insert,
+    "update": _update, "delete": _delete, "findAndModify": _find_and_modify, "findandmodify": _find_and_modify,
+}

@@ -1,0 +1,259 @@
+"""The simulated sharded cluster (two mongos over two three-member shards) driven by PyMongo,
+the reference peer, and by our blocking client: mongos's hello, sharding a collection (hashed
+and ranged keys), writes routed by shard key, scatter-gather reads merged, getMore through
+mongos, the config database, transactions over two shards, change streams merged from both
+shards in cluster-time order (one shard idle, a shard added mid-stream), retryable writes
+across a mongos kill, failCommand on mongos.
+
+One cluster serves the whole module; each test uses its own collection.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pymongo = pytest.importorskip("pymongo")
+from bson import MaxKey, MinKey  # noqa: E402
+from pymongo import MongoClient  # noqa: E402
+from pymongo.errors import OperationFailure  # noqa: E402
+
+from mongo_sansio.adapters.blocking import MongoClient as OurClient  # noqa: E402
+from mongo_sansio.adapters.sim import SimulatedShardedCluster  # noqa: E402
+
+OPTIONS: dict[str, Any] = {"serverSelectionTimeoutMS": 5000, "connectTimeoutMS": 3000, "socketTimeoutMS": 10000}
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def sc() -> Iterator[SimulatedShardedCluster]:
+    with SimulatedShardedCluster(shards=2, mongos=2, members=3) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def client(sc: SimulatedShardedCluster) -> Iterator[MongoClient[Any]]:
+    opened: MongoClient[Any] = MongoClient(sc.uri, **OPTIONS)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def ours(sc: SimulatedShardedCluster) -> Iterator[Any]:
+    opened = OurClient(sc.uri, **OPTIONS)
+    yield opened
+    opened.close()
+
+
+def _hashed(client: MongoClient[Any], key: str = "_id") -> str:
+    name = f"c{next(_names)}"
+    client.admin.command("shardCollection", f"db.{name}", key={key: "hashed"})
+    return name
+
+
+def _per_shard(sc: SimulatedShardedCluster, name: str) -> dict[str, int]:
+    def count(cluster: Any, _now: float) -> dict[str, int]:
+        return {shard: len(rs.collection("db", name) or []) for shard, rs in cluster.shards.items()}
+
+    result: dict[str, int] = sc.call(count)
+    return result
+
+
+def test_hello_is_mongos_and_the_uri_lists_every_mongos(sc: SimulatedShardedCluster, client: MongoClient[Any]) -> None:
+    hello = client.admin.command("hello")
+    assert hello["msg"] == "isdbgrid"
+    assert hello["isWritablePrimary"] is True
+    assert "setName" not in hello and "hosts" not in hello
+    assert "$clusterTime" in hello
+    assert sc.uri == f"mongodb://{','.join(sc.mongos)}/"
+    assert len(sc.mongos) == 2
+    client.admin.command("ping")
+    assert client.topology_description.topology_type_name == "Sharded"
+
+
+def test_hashed_collection_spreads_writes_and_merges_sorted_reads(sc: SimulatedShardedCluster, client: MongoClient[Any]) -> None:
+    name = _hashed(client)
+    coll = client.db[name]
+    coll.insert_many([{"_id": i, "x": i % 4} for i in range(40)])
+    counts = _per_shard(sc, name)
+    assert sum(counts.values()) == 40 and all(n > 0 for n in counts.values())
+    assert [d["_id"] for d in coll.find({}, sort=[("_id", -1)], skip=2, limit=5)] == [37, 36, 35, 34, 33]
+    assert [d["_id"] for d in coll.find({"x": 1}, {"x": 0}, sort=[("_id", 1)], limit=3)] == [1, 5, 9]
+    assert coll.count_documents({"x": 2}) == 10
+    assert sorted(coll.distinct("x")) == [0, 1, 2, 3]
+    assert len(list(coll.find(batch_size=7))) == 40  # getMore through the mongos
+    groups = list(coll.aggregate([{"$match": {"x": {"$gte": 2}}}, {"$group": {"_id": "$x", "n": {"$sum": 1}}},
+                                  {"$sort": {"_id": 1}}]))
+    assert groups == [{"_id": 2, "n": 10}, {"_id": 3, "n": 10}]
+
+
+def test_updates_deletes_and_find_and_modify_reach_the_owning_shard(client: MongoClient[Any]) -> None:
+    coll = client.db[_hashed(client)]
+    coll.insert_many([{"_id": i, "x": i % 2} for i in range(10)])
+    assert coll.update_one({"_id": 3}, {"$set": {"y": 1}}).modified_count == 1
+    assert coll.update_one({"x": 1}, {"$set": {"z": 1}}).modified_count == 1  # no shard key: one document
+    assert coll.count_documents({"z": 1}) == 1
+    assert coll.update_many({"x": 0}, {"$inc": {"n": 1}}).modified_count == 5
+    assert coll.find_one_and_update({"_id": 4}, {"$inc": {"n": 1}}, return_document=True)["n"] == 2
+    result = coll.update_one({"_id": 100}, {"$set": {"x": 9}}, upsert=True)
+    assert result.upserted_id == 100
+    assert coll.delete_one({"x": 1}).deleted_count == 1
+    assert coll.delete_many({"x": 0}).deleted_count == 5
+    assert coll.count_documents({}) == 5
+
+
+def test_ranged_key_split_and_move_chunk(sc: SimulatedShardedCluster, client: MongoClient[Any]) -> None:
+    name = f"r{next(_names)}"
+    client.admin.command("shardCollection", f"db.{name}", key={"k": 1})
+    coll = client.db[name]
+    coll.insert_many([{"k": i} for i in range(10)])
+    client.admin.command("split", f"db.{name}", middle={"k": 5})
+    client.admin.command("moveChunk", f"db.{name}", find={"k": 7}, to="shard1")
+    assert _per_shard(sc, name) == {"shard0": 5, "shard1": 5}
+    uuid = client.config.collections.find_one({"_id": f"db.{name}"})["uuid"]
+    chunks = list(client.config.chunks.find({"uuid": uuid}, sort=[("min", 1)]))
+    assert [(c["min"], c["max"], c["shard"]) for c in chunks] == [
+        ({"k": MinKey()}, {"k": 5}, "shard0"), ({"k": 5}, {"k": MaxKey()}, "shard1")]
+    assert [d["k"] for d in coll.find({}, sort=[("k", 1)])] == list(range(10))
+    coll.insert_one({"k": 42})
+    assert _per_shard(sc, name)["shard1"] == 6
+
+
+def test_transaction_over_two_shards_commits_atomically_and_aborts_invisibly(client: MongoClient[Any]) -> None:
+    coll = client.db[_hashed(client)]
+    coll.insert_many([{"_id": i} for i in range(4)])
+    with client.start_session() as session:
+        with session.start_transaction():
+            coll.insert_many([{"_id": 10 + i} for i in range(6)], session=session)
+            coll.update_many({}, {"$set": {"t": 1}}, session=session)
+            assert coll.count_documents({}) == 4  # outside the transaction: nothing yet
+        assert coll.count_documents({"t": 1}) == 10
+        session.start_transaction()
+        coll.insert_many([{"_id": 20 + i} for i in range(6)], session=session)
+        session.abort_transaction()
+    assert coll.count_documents({"_id": {"$gte": 20}}) == 0
+
+
+def test_replies_in_a_transaction_carry_a_recovery_token(client: MongoClient[Any]) -> None:
+    coll = client.db[_hashed(client)]
+    replies: list[dict[str, Any]] = []
+
+    class Listener(pymongo.monitoring.CommandListener):
+        def started(self, event: Any) -> None: ...
+        def succeeded(self, event: Any) -> None:
+            replies.append({"name": event.command_name, **event.reply})
+        def failed(self, event: Any) -> None: ...
+
+    with MongoClient(client.nodes and next(iter(client.nodes))[0] + f":{next(iter(client.nodes))[1]}", **OPTIONS,
+                     event_listeners=[Listener()]) as single:
+        with single.start_session() as session, session.start_transaction():
+            single.db[coll.name].insert_one({"_id": 1}, session=session)
+    inserts = [r for r in replies if r["name"] == "insert"]
+    assert inserts and inserts[0]["recoveryToken"]["recoveryShardId"] in ("shard0", "shard1")
+
+
+def test_change_stream_merges_both_shards_in_cluster_time_order(sc: SimulatedShardedCluster, client: MongoClient[Any]) -> None:
+    name = _hashed(client, "k")
+    coll = client.db[name]
+    with coll.watch(max_await_time_ms=200) as stream:
+        for i in range(30):
+            coll.insert_one({"_id": i, "k": i})
+        events = [stream.next() for _ in range(30)]
+    assert [e["fullDocument"]["_id"] for e in events] == list(range(30))
+    times = [(e["clusterTime"].time, e["clusterTime"].inc) for e in events]
+    assert times == sorted(times) and len(set(times)) == 30
+    assert all(list(e["documentKey"]) == ["k", "_id"] for e in events)
+    counts = _per_shard(sc, name)
+    assert all(n > 0 for n in counts.values())
+
+
+def test_an_idle_shard_does_not_hold_the_stream_back(client: MongoClient[Any]) -> None:
+    name = f"r{next(_names)}"
+    client.admin.command("shardCollection", f"db.{name}", key={"k": 1})  # one chunk: shard1 stays idle
+    coll = client.db[name]
+    with coll.watch(max_await_time_ms=100) as stream:
+        coll.insert_one({"k": 1})
+        started = time.monotonic()
+        event = stream.next()
+        assert time.monotonic() - started < 2.0
+        assert event["documentKey"]["k"] == 1
+        token = stream.resume_token
+    with coll.watch(resume_after=token, max_await_time_ms=100) as resumed:
+        coll.insert_one({"k": 2})
+        assert resumed.next()["fullDocument"]["k"] == 2
+
+
+def test_a_shard_added_mid_stream_is_seen_by_the_running_stream(sc: SimulatedShardedCluster, client: MongoClient[Any]) -> None:
+    name = f"r{next(_names)}"
+    client.admin.command("shardCollection", f"db.{name}", key={"k": 1})
+    coll = client.db[name]
+    with client.db.watch(max_await_time_ms=100) as stream:
+        coll.insert_one({"k": 1})
+        assert stream.next()["documentKey"]["k"] == 1
+        added = sc.add_shard(members=1)
+        client.admin.command("split", f"db.{name}", middle={"k": 100})
+        client.admin.command("moveChunk", f"db.{name}", find={"k": 100}, to=added)
+        coll.insert_one({"k": 150})
+        assert _per_shard(sc, name)[added] == 1
+        event = stream.next()
+        assert event["operationType"] == "insert" and event["documentKey"]["k"] == 150
+
+
+def test_a_retried_write_across_a_mongos_kill_is_applied_once(sc: SimulatedShardedCluster) -> None:
+    name = f"w{next(_names)}"
+    with MongoClient(sc.uri, **OPTIONS) as client:
+        coll = client.db[name]
+        coll.insert_one({"_id": 0})
+        # the shard applies the write and the answer is lost on the way back: the client
+        # retries (on the other mongos) and the shard answers from its record
+        primary = sc.primary("shard0")
+        assert primary is not None
+        sc.configure_failpoint(primary, {"configureFailPoint": "onPrimaryTransactionalWrite",
+                                         "mode": {"times": 1}, "data": {"closeConnection": True}})
+        coll.insert_one({"_id": 1, "n": 1})
+        sc.failpoint_off(primary, "onPrimaryTransactionalWrite")
+        assert coll.count_documents({}) == 2
+        sc.stop_mongos(sc.mongos[0])
+        try:
+            for i in range(2, 6):
+                coll.insert_one({"_id": i})
+            assert coll.count_documents({}) == 6
+        finally:
+            sc.restart_mongos(sc.mongos[0])
+
+
+def test_fail_command_on_mongos_fails_and_a_retryable_error_is_retried(sc: SimulatedShardedCluster) -> None:
+    with MongoClient(sc.mongos[0], directConnection=False, retryWrites=False, **OPTIONS) as client:
+        sc.configure_failpoint(sc.mongos[0], {"configureFailPoint": "failCommand", "mode": {"times": 1},
+                                              "data": {"failCommands": ["insert"], "errorCode": 2}})
+        with pytest.raises(OperationFailure) as raised:
+            client.db.fc.insert_one({"_id": 1})
+        assert raised.value.code == 2
+        assert client.db.fc.count_documents({}) == 0
+    with MongoClient(sc.mongos[0], **OPTIONS) as client:
+        sc.configure_failpoint(sc.mongos[0], {"configureFailPoint": "failCommand", "mode": {"times": 1},
+                                              "data": {"failCommands": ["insert"], "errorCode": 262}})
+        client.db.fc.insert_one({"_id": 1})  # ExceededTimeLimit is retryable: retried once, applied once
+        assert client.db.fc.count_documents({}) == 1
+
+
+def test_our_client_crud_transaction_and_change_stream(sc: SimulatedShardedCluster, client: MongoClient[Any], ours: Any) -> None:
+    name = _hashed(client)
+    coll = ours.db[name]
+    coll.insert_many([{"_id": i, "x": i % 3} for i in range(12)])
+    assert [d["_id"] for d in coll.find({"x": 0}, sort=[("_id", 1)])] == [0, 3, 6, 9]
+    assert all(n > 0 for n in _per_shard(sc, name).values())
+    with ours.start_session() as session:
+        with session.start_transaction():
+            coll.insert_many([{"_id": 100 + i} for i in range(4)], session=session)
+        assert coll.count_documents({"_id": {"$gte": 100}}) == 4
+    with coll.watch(max_await_time_ms=100) as stream:
+        coll.insert_many([{"_id": 200 + i} for i in range(4)])
+        events = [stream.next() for _ in range(4)]
+    assert sorted(e["documentKey"]["_id"] for e in events) == [200, 201, 202, 203]
+    times = [(e["clusterTime"].time, e["clusterTime"].inc) for e in events]
+    assert times == sorted(times)
