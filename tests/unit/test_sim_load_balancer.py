@@ -85,22 +85,6 @@ def test_commands_follow_the_primary_across_a_stepdown() -> None:
     assert client.conn.member.address == SECONDARY
 
 
-def test_a_closed_connection_aborts_the_transaction_it_carried() -> None:
-    front = _front()
-    client = FrontClient(front)
-    client.command({"hello": 1, "loadBalanced": True}, db="admin")
-    lsid = {"id": b"0123456789abcdef"}
-    reply = client.command({
-        "insert": "c", "documents": [{"_id": "t"}], "lsid": lsid, "txnNumber": 1,
-        "startTransaction": True, "autocommit": False,
-    })
-    assert reply["ok"] == 1.0
-    (txn,) = front.cluster.transactions.by_session.values()
-    assert txn.open
-    client.conn.receive_eof()
-    assert not txn.open and "load balancer" in (txn.abort_reason or "")
-
-
 def test_without_a_primary_the_front_drops_the_connection() -> None:
     front = _front()
     for member in MEMBERS[1:]:

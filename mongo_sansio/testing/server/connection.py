@@ -46,7 +46,7 @@ from mongo_sansio.testing.server.context import (
 )
 from mongo_sansio.testing.server.dispatch import change_stream_labels, error_reply, execute, finish
 from mongo_sansio.testing.server.handshake import MAX_MESSAGE_SIZE_BYTES
-from mongo_sansio.testing.server.load_balancer import connection_closed, follow_primary
+from mongo_sansio.testing.server.load_balancer import follow_primary
 from mongo_sansio.wire import (
     CLOSED,
     MORE_TO_COME,
@@ -166,8 +166,6 @@ class ServerConnection:
         self._waiting_ctx = None
         self._queue.clear()
         self.cluster.forget(self)
-        if self.state.via_load_balancer:
-            connection_closed(self)
         self._notify()
 
     def _notify(self) -> None:
@@ -195,7 +193,7 @@ class ServerConnection:
         if request is None:
             return
         if self.state.via_load_balancer:
-            follow_primary(self, request.body)
+            follow_primary(self)
         ctx = Context(self.cluster, self.member, self.state, request, now)
         self._deliver(ctx, execute(ctx))
 

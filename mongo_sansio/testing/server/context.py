@@ -66,7 +66,6 @@ class ConnectionState:
     via_load_balancer: bool = False  # came in through the load balancer front (.load_balancer)
     close_after_reply: str | None = None  # why to close the connection once this reply is sent
     service_id: Any = None  # the load balancer's router this connection reached (ObjectId)
-    transactions: set[bytes] = attrs.Factory(set)  # (through the balancer) sessions' keys
 
 
 @attrs.define

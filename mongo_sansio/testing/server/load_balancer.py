@@ -24,8 +24,7 @@ port does (:func:`balanced_hello`):
   CloseConnectionError category);
 * the first hello's reply carries ``serviceId``: the router's (an ObjectId drawn from the
   cluster's seeded ids when the front is built, that does not change while it runs);
-* every reply on it is a router's: ``msg: "isdbgrid"``, writable, no replica set fields;
-* when it closes, the transactions it carried that are still open are aborted.
+* every reply on it is a router's: ``msg: "isdbgrid"``, writable, no replica set fields.
 
 Inputs: the wrapped cluster, the front's address, the number of services, ``now``.  Outputs: the
 connections of the socket server; hello reply documents.  No sockets, clocks or randomness.
@@ -40,7 +39,6 @@ from mongo_sansio.bson import ObjectId
 from mongo_sansio.errors import LocalProtocolError
 from mongo_sansio.testing.engine import CommandError
 from mongo_sansio.testing.server.replset import PRIMARY
-from mongo_sansio.testing.server.sessions import session_key
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.server.connection import ServerConnection
@@ -119,14 +117,8 @@ class LoadBalancerFront:
         return connection
 
 
-def follow_primary(connection: ServerConnection, body: Mapping[str, Any]) -> None:
-    """A router's connection: its next command (``body``) goes to the current primary (none:
-    it stays); the sessions of the transactions it carries are noted (see
-    :func:`connection_closed`)."""
-    if body.get("autocommit") is False:
-        key = session_key(body.get("lsid"))
-        if key is not None:
-            connection.state.transactions.add(key)
+def follow_primary(connection: ServerConnection) -> None:
+    """A router's connection: its next command goes to the current primary (none: it stays)."""
     cluster = connection.cluster
     primary = cluster.primary
     old = connection.member
@@ -136,18 +128,6 @@ def follow_primary(connection: ServerConnection, body: Mapping[str, Any]) -> Non
         old.connections.remove(connection)
     connection.member = cluster.members[primary]
     connection.member.connections.append(connection)
-
-
-def connection_closed(connection: ServerConnection) -> None:
-    """A router's connection closed: the transactions it carried that are still open are
-    aborted (load-balancers.md: services must abort a transaction when the connection
-    associated with it is closed)."""
-    transactions = connection.cluster.transactions
-    for key in connection.state.transactions:
-        txn = transactions.by_session.get(key)
-        if txn is not None and txn.open:
-            transactions.abort(txn, "its connection through the load balancer closed")
-    connection.state.transactions.clear()
 
 
 def balanced_hello(
