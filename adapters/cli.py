@@ -264,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "standalone", False) and args.members not in (None, 1):
         parser.error("--standalone serves one server: --members must be 1 or left out")
+    if getattr(args, "standalone", False) and getattr(args, "load_balanced", False):
+        parser.error("--load-balanced serves routers over a replica set: not with --standalone")
     try:
         status: int = args.run(args)
     except OSError as exc:

@@ -167,6 +167,10 @@ class SimulatedReplicaSet:
         self.seed = seed
         self.clock: Clock = clock if clock is not None else time.monotonic
         self._host = host
+        if load_balanced and standalone:
+            # the services behind a balancer are mongos routers, which take transactions and
+            # retryable writes; their simulated stand-ins serve through a replica set
+            raise ValueError("load_balanced serves routers over a replica set, not a standalone")
         self.load_balanced = load_balanced
         if load_balancer_services < 1:
             raise ValueError("a load balancer fronts one service or more")

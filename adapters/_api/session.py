@@ -150,9 +150,14 @@ class ClientSessionBase(Generic[ClientT, BlockT]):
 
     @property
     def _pinned_address(self) -> tuple[str, int] | None:
-        """The mongos the session's transaction is pinned to (PyMongo's private name, which
-        the unified test format's assertSessionPinned reads), or None."""
-        return self._session.pinned_address
+        """The mongos the session's transaction is pinned to, or in load-balanced mode the
+        address of the connection it holds (PyMongo's private name, which the unified test
+        format's assertSessionPinned reads), or None."""
+        session = self._session
+        if session.pinned_address is not None:
+            return session.pinned_address
+        pin = session.pinned_connection
+        return None if pin is None or pin.released else pin.link.address
 
     def advance_cluster_time(self, cluster_time: Mapping[str, Any]) -> None:
         self._session.advance_cluster_time(cluster_time)

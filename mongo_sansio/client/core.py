@@ -229,6 +229,10 @@ class ClientCore:
     def load_balanced(self) -> bool:
         return self._topology.description.type is TopologyType.LOAD_BALANCED
 
+    def handshake_seen(self, address: tuple[str, int]) -> bool:
+        """Whether a connection to ``address`` completed its handshake (its limits known)."""
+        return self.sdam_address(address) in self._described
+
     def _session_timeout_minutes(self) -> int | None:
         """logicalSessionTimeoutMinutes; load-balanced: sessions are always supported and
         never pruned (load-balancers.md, "Session Expiration")."""

@@ -108,6 +108,7 @@ class _Operation:
         "deadline",
         "generations",
         "services",
+        "held",
         "operation_id",
         "explicit",
         "sessions",
@@ -136,6 +137,8 @@ class _Operation:
         self.generations: dict[tuple[str, int], int] = {}
         #: load-balanced: the serviceId of the connection last used at each address
         self.services: dict[tuple[str, int], Any] = {}
+        #: load-balanced: a connection checked out at selection for the next command
+        self.held: Any = None
         self.operation_id = operation_id
         self.explicit = explicit
         self.sessions: list[Session] = []  # every session a command of the operation used
@@ -174,6 +177,9 @@ class _Operation:
         """The operation ended: the caller's session is free again; implicit sessions nothing
         holds go back to the pool."""
         core = self.core
+        if self.held is not None:
+            held, self.held = self.held, None
+            core.check_in(held)
         if self.explicit is not None:
             self.explicit.in_use = False
         context = self.context
@@ -236,6 +242,8 @@ def drive(
                             answer = yield from core.select_server(
                                 request, operation.deadline, operation_id=operation.operation_id
                             )
+                        if answer.load_balanced and not core.handshake_seen(answer.address):
+                            answer = yield from _first_connection(core, answer, operation)
                     except MongoError as failure:
                         context = operation.context
                         if context is not None and context.in_transaction:
@@ -320,6 +328,16 @@ def _pin(session: Session, server: ServerInfo, body: Mapping[str, Any], reply: M
             session.recovery_token = token
 
 
+def _first_connection(core: ClientCore, server: ServerInfo, operation: _Operation) -> Flow:
+    """Load-balanced, before any connection's handshake: no monitor tells the services'
+    version, so the first connection is checked out now, held for the operation's next
+    command, and the server described by its handshake (the flow builds its commands for
+    that version)."""
+    link = yield from core.check_out(server.address, operation.deadline, operation.generations)
+    operation.held = link
+    return core.server_info(core.sdam_address(server.address))
+
+
 def _in_transaction(operation: _Operation, request: SelectServer) -> SelectServer:
     """Inside a transaction every command goes to the primary: the transaction's read
     preference must be primary (a read asking for another is refused)."""
@@ -360,6 +378,9 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
             return {"ok": 1.0}  # (the cursor's connection broke: nothing to kill it on)
         if pinned is not None:
             link, clock = pinned, None
+    held = operation.held
+    if link is None and held is not None and held.address == server.address:
+        link, clock, operation.held = held, None, None
     if link is None:
         link = None if clock is None else core.check_out_now(server.address, clock)
     if link is None:
@@ -372,7 +393,7 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
             operation.generations[server.address] = pooled.generation
         if load_balanced and link.description is not None:
             operation.services[server.address] = link.description.service_id
-        now = None if link is pinned else link.checked_out_at
+        now = None if link is pinned or link is held else link.checked_out_at
         if now is None:  # (a check-out that waited, or a pinned link: read the clock anew)
             now = yield Now()
         core.last_now = now

@@ -17,13 +17,13 @@ from mongo_sansio.connection import (
 )
 from mongo_sansio.flow import ServerInfo
 from mongo_sansio.sdam.description import ServerDescription, ServerType
+from mongo_sansio.sdam.topology import CLIENT_MAX_WIRE_VERSION
 
 __all__ = ["RETRYABLE_WRITES_WIRE_VERSION", "describe_server"]
 
 #: MongoDB 3.6, the first to accept txnNumber (retryable writes)
 RETRYABLE_WRITES_WIRE_VERSION: Final = 6
-#: MongoDB 5.0, the oldest server a load balancer fronts (load-balancers.md): what a client
-#: in load-balanced mode assumes until a connection's handshake tells the service's version
+#: MongoDB 5.0, the oldest server a load balancer fronts (load-balancers.md)
 LOAD_BALANCED_MIN_WIRE_VERSION: Final = 13
 
 
@@ -46,9 +46,11 @@ def describe_server(
             described.max_write_batch_size,
         )
     if server.type is ServerType.LOAD_BALANCER:
-        # no monitoring: the services' version comes from the connections' handshakes; every
-        # service behind a balancer supports sessions (load-balancers.md, "Session Support")
-        wire = LOAD_BALANCED_MIN_WIRE_VERSION if described is None else described.max_wire_version
+        # no monitoring: the services' version comes from the connections' handshakes; before
+        # the first one, the newest this client speaks (a command an older service lacks then
+        # fails on the server, where refusing it here would wrongly refuse a newer service's
+        # features); every service behind a balancer supports sessions (load-balancers.md)
+        wire = CLIENT_MAX_WIRE_VERSION if described is None else described.max_wire_version
         return ServerInfo(
             address=address,
             max_wire_version=wire,

@@ -205,6 +205,16 @@ def test_every_runtime_round_trips_through_the_front(lb: SimulatedReplicaSet, ru
     assert round_trip(runtime, lb.uri) == {"_id": runtime}
 
 
+def test_a_load_balancer_fronts_a_replica_set_only(capsys: pytest.CaptureFixture[str]) -> None:
+    from mongo_sansio.adapters.cli import main
+
+    with pytest.raises(ValueError, match="not a standalone"):
+        SimulatedReplicaSet(standalone=True, load_balanced=True)
+    with pytest.raises(SystemExit) as caught:
+        main(["sim", "--standalone", "--load-balanced"])
+    assert caught.value.code == 2 and "--load-balanced" in capsys.readouterr().err
+
+
 def test_the_sim_command_serves_a_load_balancer() -> None:
     with cli_process("sim", "--load-balanced", "--members", "1", "--port", "0") as process:
         first_line: list[str] = []

@@ -39,6 +39,7 @@ else:
 __all__ = [
     "ADVERTISED_HOST",
     "LISTEN_HOST",
+    "LOAD_BALANCER_PORT",
     "PORTS",
     "SET_NAME",
     "USERS",
@@ -51,6 +52,7 @@ __all__ = [
 LISTEN_HOST = "127.0.0.1"
 ADVERTISED_HOST = "localhost"
 PORTS = (27017, 27018, 27019)
+LOAD_BALANCER_PORT = 8000  # the load-balanced records' port (localhost.test.build.10gen.cc:8000)
 SET_NAME = "repl0"
 USERS = {"auser": "apass"}
 """Users of the admin database: the credential of replica-set/uri-with-auth.json."""
@@ -84,10 +86,12 @@ def _taken_port(ports: Collection[int]) -> int | None:
 
 @contextlib.contextmanager
 def serve_seedlist_replica_set(
-    workdir: Path, certificate_names: Collection[str]
+    workdir: Path, certificate_names: Collection[str], *, load_balanced: bool = False
 ) -> Iterator[SeedlistCluster]:
     """Serve the README's replica set until the context ends; ``certificate_names`` are the
-    host names (and addresses) the server certificate is valid for.
+    host names (and addresses) the server certificate is valid for.  ``load_balanced``: the
+    load-balanced set-up instead, a load balancer front on :data:`LOAD_BALANCER_PORT` (before
+    a one-member replica set without access control on the next port).
 
     Raises :class:`ClusterUnavailable` when trustme is missing or a port is taken.
     """
@@ -100,24 +104,26 @@ def serve_seedlist_replica_set(
     ca.issue_cert(*certificate_names).configure_cert(context)
     ca_file = workdir / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
+    ports = (LOAD_BALANCER_PORT, LOAD_BALANCER_PORT + 1) if load_balanced else PORTS
     replica_set = SimulatedReplicaSet(
-        members=len(PORTS),
+        members=1 if load_balanced else len(PORTS),
         replset=SET_NAME,
-        auth=USERS,
+        auth=None if load_balanced else USERS,
         tls=context,
         host=LISTEN_HOST,
-        port=PORTS[0],
+        port=ports[0],
         advertised_host=ADVERTISED_HOST,
         tls_allow_plain=True,
+        **({"load_balanced": True} if load_balanced else {}),
     )
     try:
         replica_set.start()
     except OSError as exc:
-        port = _taken_port(PORTS)
-        where = f"port {port}" if port is not None else f"one of the ports {PORTS}"
+        port = _taken_port(ports)
+        where = f"port {port}" if port is not None else f"one of the ports {ports}"
         raise ClusterUnavailable(
-            f"{where} on {LISTEN_HOST} is taken ({exc}): the suite's replica set must listen "
-            f"on {', '.join(map(str, PORTS))}"
+            f"{where} on {LISTEN_HOST} is taken ({exc}): the suite's deployment must listen "
+            f"on {', '.join(map(str, ports))}"
         ) from exc
     try:
         yield SeedlistCluster(replica_set, ca_file)

@@ -13,8 +13,9 @@ one more test per case.  The replica-set cases run it against the simulated repl
 URI through the same DNS server, connects (the README's A records are pinned to 127.0.0.1 by
 patching ``socket.getaddrinfo`` in the test), pings unless ``ping`` is false -- then only a server
 selection runs, which discovers the topology as well -- and its topology's servers are compared
-with ``hosts``/``numHosts``.  The load-balanced and sharded folders need mongos deployments the
-simulator does not provide: one named skip each.
+with ``hosts``/``numHosts``.  The load-balanced cases run against the simulator's load balancer
+front on 127.0.0.1:8000 (a one-member replica set behind it, TLS, no access control).  The
+sharded folder needs mongos deployments the simulator does not provide: one named skip.
 """
 
 from __future__ import annotations
@@ -269,10 +270,6 @@ def test_initial_dns_seedlist(
 # -- the cluster part --------------------------------------------------------------------------
 
 CLUSTER_SKIPS = {
-    "load-balanced": (
-        "needs a load-balanced sharded cluster (mongos on 27017/27018 behind load balancers on "
-        "27050/27051, the README's set-up); the simulator serves a replica set only"
-    ),
     "sharded": (
         "needs a sharded cluster (mongos on 27017 and 27018, the README's set-up); the simulator "
         "serves a replica set only"
@@ -291,6 +288,19 @@ def seedlist_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seedl
             yield cluster
     except ClusterUnavailable as exc:
         pytest.skip(f"the replica set for the cluster part cannot be served: {exc}")
+
+
+@pytest.fixture(scope="module")
+def seedlist_load_balancer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeedlistCluster]:
+    """The load-balanced folder's deployment: the simulator's load balancer front on 8000."""
+    workdir = tmp_path_factory.mktemp("dns-seedlist-load-balancer")
+    try:
+        with serve_seedlist_replica_set(
+            workdir, (*SERVER_NAMES, "127.0.0.1"), load_balanced=True
+        ) as cluster:
+            yield cluster
+    except ClusterUnavailable as exc:
+        pytest.skip(f"the load balancer for the cluster part cannot be served: {exc}")
 
 
 def _select_a_server() -> Flow[ServerInfo]:
@@ -324,11 +334,12 @@ def _check_cluster(
 ) -> None:
     if folder in CLUSTER_SKIPS:
         pytest.skip(CLUSTER_SKIPS[folder])
-    assert folder == "replica-set", f"no cluster set-up for the {folder!r} folder"
+    assert folder in ("replica-set", "load-balanced"), f"no cluster set-up for the {folder!r} folder"
     reason = _unknown_credential(parse_uri(case["uri"]))
     if reason is not None:
         pytest.skip(reason)
-    cluster: SeedlistCluster = request.getfixturevalue("seedlist_cluster")
+    fixture = "seedlist_load_balancer" if folder == "load-balanced" else "seedlist_cluster"
+    cluster: SeedlistCluster = request.getfixturevalue(fixture)
     assert cluster.replica_set.replset == SET_NAME
     monkeypatch.setattr(
         socket, "getaddrinfo", loopback_getaddrinfo(SERVER_NAMES, socket.getaddrinfo)

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from mongo_sansio.client.pinning import SKIP_KILL_CURSORS, CursorPins, pinned_link, settle
-from mongo_sansio.client.server_info import LOAD_BALANCED_MIN_WIRE_VERSION, describe_server
+from mongo_sansio.client.server_info import describe_server
 from mongo_sansio.errors import MongoError, NetworkError, check_reply
 from mongo_sansio.sdam.description import ServerDescription, ServerType
+from mongo_sansio.sdam.topology import CLIENT_MAX_WIRE_VERSION
 from mongo_sansio.sessions import Session
 from mongo_sansio.sessions.transaction import TransactionOptions
 
@@ -90,4 +91,4 @@ def test_a_load_balancer_is_described_by_its_connections() -> None:
     balancer = ServerDescription(address=A, type=ServerType.LOAD_BALANCER)
     info = describe_server(A, balancer, None)
     assert info.load_balanced and info.is_writable and info.supports_retryable_writes
-    assert info.max_wire_version == LOAD_BALANCED_MIN_WIRE_VERSION
+    assert info.max_wire_version == CLIENT_MAX_WIRE_VERSION

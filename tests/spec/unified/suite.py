@@ -47,11 +47,14 @@ from mongo_sansio.testing.server.oidc import mint_hs256
 __all__ = ["DeploymentPool", "run_case", "unified_cases"]
 
 TOPOLOGIES = ("replicaset", "single")
-#: started only for requirements that name it (see choose_deployment)
+#: started only for requirements that name it (see choose_deployment), or for every test
+#: that allows it with $MONGO_SANSIO_UNIFIED_TOPOLOGY=load-balanced (the load balancer spec
+#: asks drivers to run every unified suite against a load-balanced deployment too)
 LOAD_BALANCED = "load-balanced"
 #: opt-in (MONGO_SANSIO_SHARDED_SPECS=1): also a sharded cluster (two mongos over two
 #: three-member shards), tried after the others, for the files that need one
 SHARDED_OPT_IN = "MONGO_SANSIO_SHARDED_SPECS"
+TOPOLOGY_ENV = "MONGO_SANSIO_UNIFIED_TOPOLOGY"
 #: the user that clients of an auth-enabled deployment authenticate as (admin database)
 AUTH_USER = ("unified-runner", "simulated-secret")
 #: the simulator's wire versions: 21 answers as mongod 7.0 (every deployment's default), 25
@@ -215,7 +218,9 @@ def choose_deployment(pool: DeploymentPool, file: Any, test: Any) -> Deployment:
     if _asks_for_newer_server(file) or _asks_for_newer_server(test):
         wire_versions.append(NEWER_WIRE_VERSION)
     topologies = pool.available()
-    if _asks_for_load_balanced(file) or _asks_for_load_balanced(test):
+    if os.environ.get(TOPOLOGY_ENV) == LOAD_BALANCED:
+        topologies = (LOAD_BALANCED, *topologies)  # every test that allows it, behind the front
+    elif _asks_for_load_balanced(file) or _asks_for_load_balanced(test):
         topologies += (LOAD_BALANCED,)
     candidates = [
         (topology, auth, wire_version)
