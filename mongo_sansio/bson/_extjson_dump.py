@@ -133,7 +133,7 @@ def _pattern(value: re.Pattern[Any]) -> dict[str, Any]:
     if not isinstance(value.pattern, str):
         raise InvalidDocument("only str regular expression patterns can be stored in BSON")
     regex = Regex.from_native(value)
-    return _regex(regex.pattern, regex.flags)
+    return _regex(regex.pattern, regex.options)
 
 
 # exact type -> how a value of it is written: (value, canonical) -> JSON-ready value
@@ -152,7 +152,7 @@ _SCALARS: dict[type, Callable[[Any, bool], Any]] = {
     ObjectId: lambda value, _: {"$oid": str(value)},
     datetime.datetime: _datetime,
     DatetimeMS: lambda value, canonical: date_value(int(value), canonical),
-    Regex: lambda value, _: _regex(value.pattern, value.flags),
+    Regex: lambda value, _: _regex(value.pattern, value.options),
     re.Pattern: lambda value, _: _pattern(value),
     DBPointer: lambda value, _: {
         "$dbPointer": {"$ref": value.namespace, "$id": {"$oid": str(value.id)}}
