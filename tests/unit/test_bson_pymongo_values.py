@@ -155,3 +155,13 @@ def test_json_util_writes_our_values_as_pymongos(document: dict[str, Any]) -> No
 def test_pymongos_encoder_writes_our_values_as_ours_does(document: dict[str, Any]) -> None:
     data = encode(document)
     assert bson.encode(decode(data)) == data
+
+
+@settings(max_examples=200, deadline=None)
+@given(documents(shared_scalars))
+def test_our_extjson_writes_pymongos_values_as_ours(document: dict[str, Any]) -> None:
+    from mongo_sansio.bson import extjson
+
+    data = encode(document)
+    for mode in ("canonical", "relaxed"):
+        assert extjson.dumps(bson.decode(data), mode=mode) == extjson.dumps(decode(data), mode=mode)
