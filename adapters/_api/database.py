@@ -91,13 +91,15 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
             read_concern=read_concern,
         )
         codec = given["codec_options"] or parent.codec_options
+        # (PyMongo's ObjectId for the _ids it generates when its values are PyMongo's)
+        ids = {"id_factory": id_factory_for(codec)} if codec.pymongo_types else {}
         self._ops: DatabaseOps = DatabaseOps(
             name,
             codec_options=codec,
             read_preference=given["read_preference"] or parent.read_preference,
             write_concern=given["write_concern"] or parent.write_concern,
             read_concern=given["read_concern"] or parent.read_concern,
-            id_factory=id_factory_for(codec),
+            **ids,
         )
 
     # -- identity and settings -------------------------------------------------------------------

@@ -146,3 +146,15 @@ def test_index_information_is_pymongos_shape(make: Any) -> None:
     assert type(entry) is dict and entry["key"] == [("x", 1)]
     assert type(entry["partialFilterExpression"]) is bson.son.SON
     assert all(type(index) is bson.son.SON for index in things.list_indexes())
+
+
+def test_a_sessions_pymongo_timestamp_starts_a_change_stream(make: Any) -> None:
+    client = make(pymongo_types=True)
+    things = client.modes.things
+    with client.start_session() as session:
+        things.insert_one({"_id": 1}, session=session)
+        start = session.operation_time
+    assert type(start) is bson.Timestamp
+    with things.watch(start_at_operation_time=start, max_await_time_ms=50) as stream:
+        change = stream.next()  # (the insert itself: the start is inclusive)
+    assert change["documentKey"] == {"_id": 1} and type(change["clusterTime"]) is bson.Timestamp
