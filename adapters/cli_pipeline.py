@@ -373,7 +373,7 @@ def _demo_workload(uri: str) -> dict[str, int]:
     from .blocking import MongoClient
 
     items = ["tea", "cake", "jam", "scone", "honey"]
-    with MongoClient(uri) as client:
+    with MongoClient(uri, pymongo_types=False) as client:  # (our values: see pymongo_values.py)
         orders = client["demo"]["orders"]
         orders.insert_many([{"_id": n, "item": items[n % 5], "qty": n % 7 + 1} for n in range(1, 401)])
         for n in range(1, 101):

@@ -90,7 +90,8 @@ def _watch(args: argparse.Namespace) -> int:
     limit = args.limit if args.limit is not None else (_DEMO_EVENTS if demo else None)
     with ExitStack() as stack:
         uri = args.uri if not demo else stack.enter_context(_simulator())
-        client = stack.enter_context(MongoClient(uri))
+        # our value classes, whatever the process imported: events print as our extjson
+        client = stack.enter_context(MongoClient(uri, pymongo_types=False))
         target: Any = client
         if not args.cluster and namespace is not None:
             db_name, _, coll_name = namespace.partition(".")
@@ -141,7 +142,7 @@ def _demo_workload(uri: str) -> Iterator[list[BaseException]]:
 
     def work() -> None:
         try:
-            with MongoClient(uri) as client:
+            with MongoClient(uri, pymongo_types=False) as client:
                 orders = client["demo"]["orders"]
                 orders.insert_many(
                     [{"_id": n, "item": item, "qty": qty}

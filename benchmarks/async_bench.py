@@ -58,7 +58,9 @@ def ours(uri: str) -> AsyncSide:
 
     # (imported by name: mongo_sansio.adapters is the repository's adapters/ once installed)
     client_module = importlib.import_module("mongo_sansio.adapters.asyncio")
-    return AsyncSide("ours", client_module.AsyncMongoClient(uri), CodecOptions(document_class=RawDocument),
+    # (our value classes, as without PyMongo: see client_bench.ours)
+    client = client_module.AsyncMongoClient(uri, pymongo_types=False)
+    return AsyncSide("ours", client, CodecOptions(document_class=RawDocument),
                      load_data_set("small_doc"), load_data_set("large_doc"))
 
 

@@ -78,7 +78,9 @@ def ours(uri: str) -> Side:
     from mongo_sansio.adapters.blocking import MongoClient
     from mongo_sansio.bson import CodecOptions, RawDocument
 
-    return Side("ours", MongoClient(uri), CodecOptions(document_class=RawDocument),
+    # our own value classes, as a program without PyMongo gets them: this process imports
+    # PyMongo's bson for the other side, which would otherwise switch ours to PyMongo's
+    return Side("ours", MongoClient(uri, pymongo_types=False), CodecOptions(document_class=RawDocument),
                 load_data_set("small_doc"), load_data_set("large_doc"), load_data_set("tweet"))
 
 

@@ -11,7 +11,8 @@ selection then discovers the deployment.
 The client holds the settings its databases inherit, and they pass them on to their
 collections (PyMongo's chain): codec options (from the ``document_class``, ``tz_aware``,
 ``tzinfo``, ``uuidRepresentation``, ``datetime_conversion`` and
-``unicode_decode_error_handler`` keywords), read preference, write concern and read concern
+``unicode_decode_error_handler`` keywords, and ``pymongo_types``: values read back as PyMongo's
+``bson`` classes, by default when PyMongo's ``bson`` is imported already), read preference, write concern and read concern
 (from the connection string).  ``client.db`` / ``client["db"]`` / ``get_database`` give the
 flavour's database.
 
@@ -34,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
 from mongo_sansio.bson import ObjectId, Timestamp
-from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.client import ClientSettings
 from mongo_sansio.client.srv_polling import SrvSource
 from mongo_sansio.connection import ServerApi
@@ -70,6 +71,7 @@ from .pymongo_objects import (
     adopt_type_registry,
     adopt_write_models,
 )
+from .pymongo_values import client_codec_options, plain_codec_options
 
 if TYPE_CHECKING:
     from transports.dns import Resolver
@@ -142,7 +144,10 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
     dispatched by base class as PyMongo does; anything else is a TypeError);
     ``log_settings`` overrides the ``MONGODB_LOG_*`` variables; ``server_api`` declares a
     Stable API version; ``dns_resolver`` answers a ``mongodb+srv`` string's DNS questions
-    (default: the system's name servers through dnspython).
+    (default: the system's name servers through dnspython).  ``pymongo_types`` says whether
+    values read back are PyMongo's ``bson`` classes: None (the default) when PyMongo's
+    ``bson`` is already imported as the client is made, True always (needs PyMongo), False
+    never (:mod:`.pymongo_values`).
     """
 
     _database_class: Callable[..., DatabaseT]
@@ -163,6 +168,7 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
         log_settings: LogSettings | None = None,
         server_api: ServerApi | None = None,
         dns_resolver: Resolver | None = None,
+        pymongo_types: bool | None = None,
         **options: Any,
     ) -> None:
         adopt_pymongo_errors()  # PyMongo may have been imported after our client module
@@ -184,7 +190,9 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
         emit_uri_warnings(uri.warnings[len(parsed.warnings) :], stacklevel=2)
         # the connection string may name the UUID representation; a keyword wins over it
         in_uri = {"uuidRepresentation": uri.options.get("uuidRepresentation")}
-        self._codec_options = pymongo_codec(codec_options_from_keywords({**in_uri, **codec}))
+        self._codec_options, self._pymongo_types = client_codec_options(
+            pymongo_codec(codec_options_from_keywords({**in_uri, **codec})), pymongo_types
+        )
         self._settings = ClientSettings.from_connection_string(uri, server_api=server_api)
         self._write_concern = WriteConcern.from_document(self._settings.write_concern or {})
         self._read_concern = ReadConcern.from_document(self._settings.read_concern or {})
@@ -211,6 +219,19 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
     @property
     def codec_options(self) -> CodecOptions:
         return self._codec_options
+
+    @property
+    def pymongo_types(self) -> bool:
+        """Whether this client's values are PyMongo's ``bson`` classes (its ``pymongo_types``
+        keyword, None resolved when the client was made)."""
+        return self._pymongo_types
+
+    @property
+    def plain_codec_options(self) -> CodecOptions:
+        """The default codec options, decoding into PyMongo's classes when this client's
+        values are PyMongo's (``pymongo_types``): what PyMongo's ``DEFAULT_CODEC_OPTIONS``
+        decode (``command``, ``list_databases``...)."""
+        return plain_codec_options(self._pymongo_types)
 
     @property
     def read_preference(self) -> ReadPreference:
@@ -304,7 +325,7 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
         """The admin database with the default settings (listDatabases decodes as PyMongo's)."""
         return self.get_database(
             "admin",
-            codec_options=DEFAULT_CODEC_OPTIONS,
+            codec_options=self.plain_codec_options,
             read_preference=PRIMARY,
             write_concern=DEFAULT_WRITE_CONCERN,
         )
@@ -322,7 +343,7 @@ class ClientBase(Generic[DatabaseT, CommandCursorT, ChangeStreamT, SessionT, Eng
             self._admin_commands().get_collection("$cmd"),
             documents=documents,
             session=session,
-            codec_options=DEFAULT_CODEC_OPTIONS,
+            codec_options=self.plain_codec_options,
         )
 
     @operation

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, NoReturn, Self, TypeVar
 
-from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.cursors import ChangeStreamTarget
 from mongo_sansio.errors import ConfigurationError
 from mongo_sansio.flow import Flow
@@ -41,6 +41,7 @@ from .change_stream import ChangeStreamBase, watch_options
 from .collection_writes import WriteMethods
 from .program import Program, Run, operation, run_blocking
 from .pymongo_objects import adopt, adopt_index_models, adopt_keywords
+from .pymongo_values import id_factory_for, pymongo_index_information, son_codec_options
 from .search_indexes import SearchIndexMethods
 from .settings import Settings
 
@@ -117,6 +118,8 @@ class CollectionBase(
         }
         # (PyMongo's objects made ours: pymongo_objects.py)
         changes = {key: adopt(value) for key, value in settings.items() if value is not None}
+        if "codec_options" in changes:  # (the _id it generates follows its values' classes)
+            changes["id_factory"] = id_factory_for(changes["codec_options"])
         self._ops: CollectionOps = parent.ops.get_collection(name, **changes)
         self._database = database
         self._name = name
@@ -322,8 +325,10 @@ class CollectionBase(
     ) -> Program[CommandCursorT]:
         flow = self._ops.list_indexes(comment=comment, raw_data=rawData, timeout_mode=timeoutMode)
         opened = yield self._op(flow, session)
+        database: Any = self._database
+        client = database.client
         return self._command_cursor_class(
-            self, opened, session=session, codec_options=DEFAULT_CODEC_OPTIONS
+            self, opened, session=session, codec_options=son_codec_options(client.pymongo_types)
         )
 
     @operation
@@ -333,6 +338,10 @@ class CollectionBase(
         information: dict[str, Any] = yield self._op(
             self._ops.index_information(comment=comment), session=session
         )
+        database: Any = self._database
+        client = database.client
+        if client.pymongo_types:
+            return pymongo_index_information(information)
         return information
 
     # -- reads -----------------------------------------------------------------------------------

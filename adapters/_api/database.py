@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, NoReturn, Self, TypeVar
 
-from mongo_sansio.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+from mongo_sansio.bson.codec_options import CodecOptions
 from mongo_sansio.cursors import ChangeStreamTarget
 from mongo_sansio.flow import Flow
 from mongo_sansio.ops.database import DatabaseOps
@@ -34,6 +34,7 @@ from .change_stream import ChangeStreamBase, watch_options
 from .collection import CollectionBase
 from .program import Program, Run, operation
 from .pymongo_objects import adopt, adopt_codec_options, adopt_keywords, adopt_settings
+from .pymongo_values import id_factory_for
 from .settings import Settings
 
 __all__ = ["DatabaseBase"]
@@ -89,12 +90,16 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
             write_concern=write_concern,
             read_concern=read_concern,
         )
+        codec = given["codec_options"] or parent.codec_options
+        # (PyMongo's ObjectId for the _ids it generates when its values are PyMongo's)
+        ids = {"id_factory": id_factory_for(codec)} if codec.pymongo_types else {}
         self._ops: DatabaseOps = DatabaseOps(
             name,
-            codec_options=given["codec_options"] or parent.codec_options,
+            codec_options=codec,
             read_preference=given["read_preference"] or parent.read_preference,
             write_concern=given["write_concern"] or parent.write_concern,
             read_concern=given["read_concern"] or parent.read_concern,
+            **ids,
         )
 
     # -- identity and settings -------------------------------------------------------------------
@@ -102,6 +107,12 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
     @property
     def client(self) -> ClientT:
         return self._client
+
+    @property
+    def _plain_codec_options(self) -> CodecOptions:
+        """PyMongo's default codec options, for this client (see :mod:`.pymongo_values`)."""
+        client: Any = self._client
+        return client.plain_codec_options  # type: ignore[no-any-return]
 
     @property
     def name(self) -> str:
@@ -212,7 +223,7 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
         flow = self._ops.list_collections(filter, comment=comment, **kwargs)
         opened = yield self._op(flow, session)
         return self._command_cursor_class(
-            self._commands(), opened, session=session, codec_options=DEFAULT_CODEC_OPTIONS
+            self._commands(), opened, session=session, codec_options=self._plain_codec_options
         )
 
     @operation
@@ -309,7 +320,7 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
         )
         reply = yield self._op(flow, session)
         return apply_codec_options(
-            reply, adopt_codec_options(codec_options) or DEFAULT_CODEC_OPTIONS
+            reply, adopt_codec_options(codec_options) or self._plain_codec_options
         )
 
     @operation
@@ -340,7 +351,7 @@ class DatabaseBase(Settings, Generic[ClientT, CollectionT, CommandCursorT, Chang
             self._commands(),
             opened,
             session=session,
-            codec_options=adopt_codec_options(codec_options) or DEFAULT_CODEC_OPTIONS,
+            codec_options=adopt_codec_options(codec_options) or self._plain_codec_options,
         )
 
     @operation

@@ -298,7 +298,8 @@ class GridOutBase:
 
     @property
     def length(self) -> int:
-        return int(self._file.get("length", 0))
+        length: int = self._file.get("length", 0)  # as stored (an Int64), as PyMongo's
+        return length
 
     @property
     def chunk_size(self) -> int:

@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from mongo_sansio.bson.objectid import ObjectId
 from mongo_sansio.errors import ConfigurationError, OperationFailure
 from mongo_sansio.gridfs import (
     CHUNKS_INDEX,
@@ -81,8 +80,13 @@ class GridFSBucketBase(Generic[GridInT, GridOutT, CursorT]):
         self._files: Any = db[f"{bucket_name}.files"].with_options(
             write_concern=write_concern, read_preference=read_preference
         )
+        # chunks keep our value classes whatever the client's (their bytes are read by this
+        # module only, and PyMongo's classes would cost a conversion per chunk)
+        chunks_codec = db.codec_options
+        if chunks_codec.pymongo_types:
+            chunks_codec = chunks_codec.with_options(pymongo_types=False)
         self._chunks: Any = db[f"{bucket_name}.chunks"].with_options(
-            write_concern=write_concern, read_preference=read_preference
+            codec_options=chunks_codec, write_concern=write_concern, read_preference=read_preference
         )
         self._indexes_checked = False
 
@@ -144,10 +148,14 @@ class GridFSBucketBase(Generic[GridInT, GridOutT, CursorT]):
         session: Any = None,
     ) -> GridInT:
         """A stream to write a new file's contents to (stored on ``close()``); its ``_id`` is
-        a new ObjectId."""
+        a new ObjectId (PyMongo's ``bson.ObjectId`` when the database's values are PyMongo's)."""
         return self.open_upload_stream_with_id(
-            ObjectId(), filename, chunk_size_bytes, metadata, session
+            self._new_id(), filename, chunk_size_bytes, metadata, session
         )
+
+    def _new_id(self) -> Any:
+        """A new file ``_id``, of the class the files collection generates."""
+        return self._files.ops.id_factory()
 
     def open_upload_stream_with_id(
         self,

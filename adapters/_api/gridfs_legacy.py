@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from mongo_sansio.bson.objectid import ObjectId
 from mongo_sansio.gridfs import NoFile, by_id, check_chunk_size, revision_order
 
 from .grid_file import check_no_transaction
@@ -57,7 +56,7 @@ class GridFSBase(Generic[BucketT, GridOutT]):
         size = kwargs.get("chunkSize", kwargs.get("chunk_size", bucket.chunk_size_bytes))
         grid_in = bucket._grid_in_class(
             bucket,
-            kwargs.get("_id", ObjectId()),
+            kwargs["_id"] if "_id" in kwargs else bucket._new_id(),
             kwargs.get("filename"),
             check_chunk_size(size),
             kwargs.get("metadata"),

@@ -34,6 +34,7 @@ from mongo_sansio.sessions import Session, SessionOptions, TransactionOptions
 from .._timeout import callback_block, current_deadline, deadline_block
 from .program import Call, Program, Run, operation
 from .pymongo_objects import adopt
+from .pymongo_values import handed_out
 
 __all__ = ["ClientSessionBase", "TransactionBlockBase", "SessionOptions", "TransactionOptions"]
 
@@ -124,15 +125,15 @@ class ClientSessionBase(Generic[ClientT, BlockT]):
         self._engine.bind_session(self._session)
         session_id = self._session.session_id
         assert session_id is not None
-        return session_id
+        return handed_out(self._client, session_id)  # type: ignore[no-any-return]
 
     @property
     def cluster_time(self) -> Mapping[str, Any] | None:
-        return self._session.cluster_time
+        return handed_out(self._client, self._session.cluster_time)  # type: ignore[no-any-return]
 
     @property
     def operation_time(self) -> Any:
-        return self._session.operation_time
+        return handed_out(self._client, self._session.operation_time)
 
     @property
     def has_ended(self) -> bool:
@@ -142,7 +143,7 @@ class ClientSessionBase(Generic[ClientT, BlockT]):
     def snapshot_time(self) -> Any:
         """A snapshot session's snapshot (a Timestamp): the one it was started with, or the
         ``atClusterTime`` of its first read; None before that, and for other sessions."""
-        return self._session.snapshot_time
+        return handed_out(self._client, self._session.snapshot_time)
 
     @property
     def in_transaction(self) -> bool:

@@ -67,7 +67,9 @@ def open_client(options: SourceOptions) -> Any:
     """A client for the source's ``uri`` with its client-wide options (``readPreference``)."""
     from ..blocking import MongoClient
 
-    return MongoClient(options.uri, **options.client_options())
+    # our value classes, whatever else the process imported (the schema and Arrow conversions
+    # know ours)
+    return MongoClient(options.uri, pymongo_types=False, **options.client_options())
 
 
 @contextmanager

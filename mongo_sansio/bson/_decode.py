@@ -34,9 +34,8 @@ BSON type to Python value:
 0x0D / 0x0E / 0x0F     Code(code) / Symbol / Code(code, scope document)
 0x10 int32             int
 0x11 timestamp         Timestamp(time, increment)
-0x12 int64             Int64 when the value fits in an int32 (so that re-encoding gives
-                       int64 again), a plain int otherwise (the encoder writes those as
-                       int64 anyway): bytes survive a decode/encode round trip unchanged
+0x12 int64             Int64 (so that re-encoding gives int64 again, and as PyMongo's
+                       ``bson.decode`` does): bytes survive a decode/encode round trip
 0x13 decimal128        Decimal128
 0xFF / 0x7F            MinKey() / MaxKey()
 ====================== ===============================================================
@@ -236,9 +235,7 @@ def read_value(
         elif t == 1:
             value, end = DOUBLE(data, pos)[0], pos + 8
         elif t == 18:
-            value, end = I64(data, pos)[0], pos + 8
-            if -2147483648 <= value <= 2147483647:
-                value = Int64(value)
+            value, end = Int64(I64(data, pos)[0]), pos + 8
         elif t == 8:
             value, end = data[pos], pos + 1
             if value > 1:

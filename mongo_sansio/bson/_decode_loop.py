@@ -260,9 +260,7 @@ def read_general(
                             cur[key] = nxt[5]
                             continue
                         if vkind == 6:
-                            if -2147483648 <= value <= 2147483647:
-                                value = int64(value)
-                            cur[key] = value
+                            cur[key] = int64(value)
                             continue
                         if vkind == 7:
                             cur[key] = objectid(value)
@@ -390,10 +388,8 @@ def read_general(
                             track = False
                         continue
                 elif t == 18:
-                    value = i64(data, pos)[0]
+                    value = int64(i64(data, pos)[0])
                     pos += 8
-                    if -2147483648 <= value <= 2147483647:
-                        value = int64(value)
                 elif t == 8:
                     value = data[pos]
                     pos += 1

@@ -242,7 +242,7 @@ def read_rare(data: bytes, t: int, pos: int, opts: CodecOptions) -> tuple[Any, i
         errors = opts.unicode_decode_error_handler
         regex = _new_object(Regex)
         _set(regex, "pattern", data[pos:mid].decode("utf-8", errors))
-        _set(regex, "flags", data[mid + 1 : end].decode("utf-8", errors))
+        _set(regex, "options", data[mid + 1 : end].decode("utf-8", errors))
         return regex, end + 1
     if t == 14:
         symbol, end = read_string(data, pos, opts.unicode_decode_error_handler, "symbol")

@@ -33,7 +33,7 @@ decoded by a direct call of the decoder their trie root last compiled for their 
 element (when there is one), and by the helpers when that one refuses.
 
 A decoder accepts only what the general decoder accepts, and gives the same values: the same
-length minimums, NUL terminators, boolean bytes, strict UTF-8, int64 values that fit an int32
+length minimums, NUL terminators, boolean bytes, strict UTF-8, int64 values
 as Int64, datetimes per the default options, and the last element ending at the container's
 NUL.  Shapes with a repeated key or a ``$ref`` key (a DBRef when embedded) get no decoder.
 The source holds integers, the ``repr`` of the header bytes and the ``repr`` of the keys (as
@@ -104,7 +104,7 @@ class Fallback(Exception):
 _FIXED: dict[int, tuple[str, int, str]] = {
     0x01: ("d", 8, "{x}"),
     0x10: ("i", 4, "{x}"),
-    0x12: ("q", 8, "Int64({x}) if -2147483648 <= {x} <= 2147483647 else {x}"),
+    0x12: ("q", 8, "Int64({x})"),
     0x08: ("B", 1, "bools[{x}]"),  # a byte over 1: IndexError, so None
     0x0A: ("", 0, "None"),
     0x07: ("12s", 12, "oid({x})"),

@@ -24,8 +24,11 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
-from mongo_sansio.bson.errors import InvalidDocument
+from mongo_sansio.bson.errors import IntegerOverflow, InvalidDocument
 from mongo_sansio.bson.types import OLD_BINARY_SUBTYPE, Int64, Regex
+
+#: PyMongo's message for an integer beyond int64
+_OVERFLOW = "BSON can only handle up to 8-byte ints (an integer out of int64 range)"
 
 _INT32 = struct.Struct("<i")
 _pack_i32 = _INT32.pack
@@ -72,12 +75,12 @@ def _binary(data: bytes, subtype: int = 0) -> bytes:
 
 def _int64(value: int) -> bytes:
     if not _INT64_MIN <= value <= _INT64_MAX:
-        raise InvalidDocument("integer out of int64 range")
+        raise IntegerOverflow(_OVERFLOW)
     return _pack_i64(value)
 
 
 def _regex(value: Regex) -> bytes:
-    flags = value.flags
+    flags = value.options
     if len(flags) > 1:
         flags = "".join(sorted(flags))  # BSON's canonical form lists the options alphabetically
     return _cstring(value.pattern, "a regular expression pattern") + _cstring(
@@ -196,5 +199,6 @@ def _located(exc: Exception, stack: list[Any], *keys: Any) -> InvalidDocument:
         return exc if exc.path else type(exc)(exc.reason, path)
     if isinstance(exc, UnicodeEncodeError):
         return InvalidDocument(f"string is not encodable as UTF-8 ({exc.reason})", path)
-    # struct.error: a value did not fit its packer -- an integer or a length
-    return InvalidDocument("integer out of int64 range, or a length over int32", path)
+    # struct.error: a value did not fit its packer -- an integer (a length over int32 would
+    # be a string of 2 GiB, refused by every size limit before)
+    return IntegerOverflow(_OVERFLOW, path)

@@ -133,7 +133,7 @@ def _pattern(value: re.Pattern[Any]) -> dict[str, Any]:
     if not isinstance(value.pattern, str):
         raise InvalidDocument("only str regular expression patterns can be stored in BSON")
     regex = Regex.from_native(value)
-    return _regex(regex.pattern, regex.flags)
+    return _regex(regex.pattern, regex.options)
 
 
 # exact type -> how a value of it is written: (value, canonical) -> JSON-ready value
@@ -152,7 +152,7 @@ _SCALARS: dict[type, Callable[[Any, bool], Any]] = {
     ObjectId: lambda value, _: {"$oid": str(value)},
     datetime.datetime: _datetime,
     DatetimeMS: lambda value, canonical: date_value(int(value), canonical),
-    Regex: lambda value, _: _regex(value.pattern, value.flags),
+    Regex: lambda value, _: _regex(value.pattern, value.options),
     re.Pattern: lambda value, _: _pattern(value),
     DBPointer: lambda value, _: {
         "$dbPointer": {"$ref": value.namespace, "$id": {"$oid": str(value.id)}}
@@ -165,6 +165,28 @@ _SCALARS: dict[type, Callable[[Any, bool], Any]] = {
 }
 
 _RAW: list[type] = []
+
+# class -> how to make its values ours (PyMongo's bson classes), or None for any other class;
+# filled as classes are met (PyMongo's bson is never imported here)
+_PYMONGO: dict[type, Callable[[Any], Any] | None] = {}
+
+
+def _ours(value: Any) -> Any:
+    """PyMongo's bson value (``bson.ObjectId``, ``bson.Code``... as a client in PyMongo's
+    values mode returns them) as ours; any other value unchanged."""
+    cls = type(value)
+    try:
+        convert = _PYMONGO[cls]
+    except KeyError:
+        convert = None
+        if any(base.__module__.partition(".")[0] == "bson" for base in cls.__mro__):
+            from mongo_sansio.bson._pymongo_types import to_ours_converter  # late: rare
+
+            convert = to_ours_converter(cls)
+        if len(_PYMONGO) >= 256:
+            _PYMONGO.clear()
+        _PYMONGO[cls] = convert
+    return value if convert is None else convert(value)
 
 
 def _raw_array() -> type:
@@ -257,6 +279,7 @@ def to_extjson_value(
     t = type(obj)
     if t is str or t is bool or obj is None:
         return obj
+    obj = _ours(obj)
     opened = _open(obj, sort_keys)
     if opened is None:
         return _scalar(obj, canonical, uuid_rep)
@@ -296,6 +319,7 @@ def to_extjson_value(
                         array: list[Any] = []
                         opened = (array, array, enumerate(value), True)
                     else:
+                        value = _ours(value)
                         opened = _open(value, sort_keys)
                     if opened is None:
                         converted = _scalar(value, canonical, uuid_rep)

@@ -25,7 +25,7 @@ SON                            (a dict subclass: encoded as any mapping, in orde
 
 Decoding.  With ``pymongo_types=True`` the decoder decodes as usual and :func:`to_pymongo`
 then replaces our values by what PyMongo's ``bson.decode`` gives for the same bytes: every
-int64 becomes ``bson.Int64`` (int32 stays ``int``), ObjectId, Decimal128, Regex, Binary
+int64 (an Int64 from our decoder too) becomes ``bson.Int64`` (int32 stays ``int``), ObjectId, Decimal128, Regex, Binary
 (subtypes other than 0; UUIDs follow ``uuid_representation`` as before), Timestamp,
 MinKey/MaxKey, Code and DBRef become PyMongo's, a DBPointer becomes a ``bson.DBRef``, a Symbol
 a ``str`` and Undefined ``None``; DatetimeMS (a date outside datetime's range, or asked for)
@@ -35,8 +35,9 @@ recursion but for the rare code scopes and DBRef ids).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, MutableMapping
-from typing import Any
+from typing import Any, Final
 
 from mongo_sansio.bson.decimal128 import Decimal128
 from mongo_sansio.bson.errors import InvalidDocument
@@ -58,11 +59,21 @@ from mongo_sansio.bson.types import (
 )
 from mongo_sansio.errors import ConfigurationError
 
-__all__ = ["to_ours_converter", "to_pymongo", "require_pymongo_bson"]
+__all__ = [
+    "to_ours_converter",
+    "to_pymongo",
+    "require_pymongo_bson",
+    "pymongo_bson_loaded",
+    "pymongo_object_id",
+]
 
 _Convert = Callable[[Any], Any]
 _TO_OURS: dict[type, _Convert] = {}
 _TO_PYMONGO: dict[type, _Convert] = {}
+
+
+#: what tells PyMongo's ``bson`` package from another of that name
+_NEEDED: Final = ("ObjectId", "Int64", "Decimal128", "Regex", "Binary", "Timestamp", "Code", "DBRef")
 
 
 def _pymongo_bson() -> Any:
@@ -72,10 +83,25 @@ def _pymongo_bson() -> Any:
         import bson.raw_bson  # noqa: F401 - checked here, used by _build_to_ours
     except ImportError:
         return None
-    needed = ("ObjectId", "Int64", "Decimal128", "Regex", "Binary", "Timestamp", "Code", "DBRef")
-    if not all(hasattr(bson, name) for name in needed):
+    if not all(hasattr(bson, name) for name in _NEEDED):
         return None
     return bson
+
+
+def pymongo_bson_loaded() -> bool:
+    """Whether PyMongo's ``bson`` package is imported already (this never imports it): the
+    clients' ``pymongo_types=None`` decodes into its classes then."""
+    module = sys.modules.get("bson")
+    return module is not None and all(hasattr(module, name) for name in _NEEDED)
+
+
+def pymongo_object_id() -> Callable[[], Any]:
+    """PyMongo's ``bson.ObjectId`` class: what makes the ``_id`` of a document inserted
+    without one when values are PyMongo's (ConfigurationError without PyMongo)."""
+    bson = _pymongo_bson()
+    if bson is None:
+        require_pymongo_bson()
+    return bson.ObjectId  # type: ignore[no-any-return]
 
 
 def require_pymongo_bson() -> None:
@@ -155,7 +181,7 @@ def _build_to_pymongo(bson: Any) -> None:
             ObjectId: lambda value: bson.ObjectId(value.binary),
             Int64: lambda value: bson.Int64(int(value)),
             Decimal128: lambda value: bson.Decimal128.from_bid(value.bid),
-            Regex: lambda value: bson.Regex(value.pattern, value.flags),
+            Regex: lambda value: bson.Regex(value.pattern, value.flags),  # int flags
             Binary: lambda value: bson.Binary(bytes(value), value.subtype),
             Timestamp: lambda value: bson.Timestamp(value.time, value.inc),
             MinKey: lambda value: bson.MinKey(),
@@ -170,11 +196,6 @@ def _build_to_pymongo(bson: Any) -> None:
     )
 
 
-def _big_int(value: int, int64: Any) -> Any:
-    # the decoder gives a plain int only for an int32, or for an int64 outside int32's range
-    return value if -2147483648 <= value <= 2147483647 else int64(value)
-
-
 def to_pymongo(value: Any) -> Any:
     """``value`` as our decoder gave it, with PyMongo's classes in place of ours (documents
     and arrays converted in place)."""
@@ -184,7 +205,6 @@ def to_pymongo(value: Any) -> Any:
             require_pymongo_bson()
         _build_to_pymongo(bson)
     table = _TO_PYMONGO
-    int64 = table[Int64]
     holder = [value]
     pending: list[Any] = [holder]
     while pending:
@@ -195,8 +215,6 @@ def to_pymongo(value: Any) -> Any:
             t = type(item)
             if t is dict or t is list or isinstance(item, MutableMapping):
                 pending.append(item)
-            elif t is int:
-                container[key] = _big_int(item, int64)
             else:
                 convert = table.get(t)
                 if convert is not None:

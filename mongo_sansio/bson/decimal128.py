@@ -28,6 +28,7 @@ import decimal
 import re
 from typing import Any
 
+from mongo_sansio.bson._twins import pymongo_marker
 from mongo_sansio.bson.errors import InvalidDecimal128
 
 __all__ = ["Decimal128"]
@@ -215,11 +216,15 @@ class Decimal128:
     exact or raises :class:`~mongo_sansio.bson.errors.InvalidDecimal128`.  NaN payloads are
     not kept.
 
-    Equality and hashing compare the bits, so ``Decimal128("1.0") != Decimal128("1.00")``
+    Equality and hashing compare the bits (PyMongo's ``bson.Decimal128`` of the same bits is
+    equal, both ways), so ``Decimal128("1.0") != Decimal128("1.00")``
     and a NaN equals itself; use :meth:`to_decimal` for numeric comparison.
     """
 
     __slots__ = ("_bid",)
+
+    #: PyMongo's marker for the type (its json_util and encoder dispatch on it)
+    _type_marker = 19
 
     _bid: bytes
 
@@ -302,12 +307,14 @@ class Decimal128:
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Decimal128):
             return self._bid == other._bid
+        if pymongo_marker(type(other)) == 19:  # PyMongo's bson.Decimal128
+            theirs: Any = other
+            return bool(self._bid == theirs.bid)
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
-        if isinstance(other, Decimal128):
-            return self._bid != other._bid
-        return NotImplemented
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
 
     def __hash__(self) -> int:
         return hash(self._bid)

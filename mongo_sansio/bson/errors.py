@@ -3,7 +3,8 @@
 :class:`InvalidBSON` blames the bytes (the peer); :class:`InvalidDocument` blames the value
 handed to :func:`mongo_sansio.bson.encode` (the caller).  Both are :class:`ValueError`
 subclasses; encoding a value of an unsupported Python type raises :class:`UnencodableType`,
-which is also a :class:`TypeError`.  :class:`BSONError` and :class:`InvalidDocument` are defined
+which is also a :class:`TypeError`, and an integer beyond int64 :class:`IntegerOverflow`, an
+:class:`OverflowError` as in PyMongo.  :class:`BSONError` and :class:`InvalidDocument` are defined
 in :mod:`mongo_sansio.errors`, so that ``DocumentTooLarge`` can be an InvalidDocument there as
 in PyMongo; they are the same classes here.
 """
@@ -22,6 +23,7 @@ __all__ = [
     "InvalidBSON",
     "InvalidDocument",
     "UnencodableType",
+    "IntegerOverflow",
     "InvalidDecimal128",
     "InvalidExtendedJSON",
     "InvalidId",
@@ -44,6 +46,15 @@ class InvalidBSON(BSONError, RemoteProtocolError):
 
 class UnencodableType(InvalidDocument, TypeError):
     """A value whose Python type has no BSON representation."""
+
+
+class IntegerOverflow(OverflowError, InvalidDocument):
+    """An integer outside int64's range: an :class:`OverflowError` first, as PyMongo raises
+    ("BSON can only handle up to 8-byte ints"), and an :class:`InvalidDocument` naming the key
+    path."""
+
+    def __init__(self, reason: str, path: str = "") -> None:
+        InvalidDocument.__init__(self, reason, path)
 
 
 class InvalidDecimal128(BSONError, LocalProtocolError):

@@ -14,6 +14,7 @@ import struct
 import time
 from typing import Any
 
+from mongo_sansio.bson._twins import pymongo_marker
 from mongo_sansio.bson.errors import InvalidId
 
 __all__ = ["ObjectId"]
@@ -54,18 +55,37 @@ if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork to tell
     os.register_at_fork(after_in_child=_GENERATOR.reset)
 
 
-class ObjectId:
-    """A BSON ObjectId: 12 bytes, ordered and hashed by those bytes."""
+class _ObjectIdType(type):
+    """ObjectId's metaclass: PyMongo's ``bson.ObjectId`` values are ObjectIds too
+    (``isinstance(bson.ObjectId(), ObjectId)``), so code checking ids against our class keeps
+    working when a client gives PyMongo's (see docs/bson.md).  Exact instances never get here
+    (Python answers those itself)."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return type.__instancecheck__(cls, instance) or (
+            cls is ObjectId and pymongo_marker(type(instance)) == 7
+        )
+
+
+class ObjectId(metaclass=_ObjectIdType):
+    """A BSON ObjectId: 12 bytes, ordered and hashed by those bytes.
+
+    Equal to (and hashed like) PyMongo's ``bson.ObjectId`` of the same bytes, in both
+    directions; ``isinstance(bson.ObjectId(), ObjectId)`` holds.
+    """
 
     __slots__ = ("_id",)
+
+    #: PyMongo's marker for the type (its json_util and encoder dispatch on it)
+    _type_marker = 7
 
     _id: bytes
 
     def __init__(self, oid: str | bytes | ObjectId | None = None) -> None:
         if oid is None:
             self._id = _GENERATOR.next()
-        elif isinstance(oid, ObjectId):
-            self._id = oid._id
+        elif isinstance(oid, ObjectId):  # (PyMongo's too)
+            self._id = oid.binary
         elif isinstance(oid, bytes):
             if len(oid) != 12:
                 raise InvalidId(f"an ObjectId needs 12 bytes, got {len(oid)}")
@@ -130,33 +150,45 @@ class ObjectId:
         return (ObjectId, (self._id,))
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, ObjectId):
+        if type(other) is ObjectId:
             return self._id == other._id
+        if isinstance(other, ObjectId):  # a subclass, or PyMongo's
+            return self._id == other.binary
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
-        if isinstance(other, ObjectId):
+        if type(other) is ObjectId:
             return self._id != other._id
+        if isinstance(other, ObjectId):  # a subclass, or PyMongo's
+            return self._id != other.binary
         return NotImplemented
 
     def __lt__(self, other: ObjectId) -> bool:
-        if isinstance(other, ObjectId):
+        if type(other) is ObjectId:
             return self._id < other._id
+        if isinstance(other, ObjectId):  # a subclass, or PyMongo's
+            return self._id < other.binary
         return NotImplemented
 
     def __le__(self, other: ObjectId) -> bool:
-        if isinstance(other, ObjectId):
+        if type(other) is ObjectId:
             return self._id <= other._id
+        if isinstance(other, ObjectId):  # a subclass, or PyMongo's
+            return self._id <= other.binary
         return NotImplemented
 
     def __gt__(self, other: ObjectId) -> bool:
-        if isinstance(other, ObjectId):
+        if type(other) is ObjectId:
             return self._id > other._id
+        if isinstance(other, ObjectId):  # a subclass, or PyMongo's
+            return self._id > other.binary
         return NotImplemented
 
     def __ge__(self, other: ObjectId) -> bool:
-        if isinstance(other, ObjectId):
+        if type(other) is ObjectId:
             return self._id >= other._id
+        if isinstance(other, ObjectId):  # a subclass, or PyMongo's
+            return self._id >= other.binary
         return NotImplemented
 
     def __hash__(self) -> int:

@@ -366,9 +366,9 @@ class RawDocument(Mapping[str, Any]):
             view._whole = None
             view._positions = None
             return view
-        if t == 18 and vpos + 8 <= stop:  # int64: an Int64 when it would fit an int32
+        if t == 18 and vpos + 8 <= stop:  # int64: an Int64
             value = I64(data, vpos)[0]
-            return Int64(value) if -2147483648 <= value <= 2147483647 else value
+            return Int64(value)
         return _value(data, t, vpos, stop, self._opts)
 
     def _fixed_value(self, entry: tuple[int, int, int, int]) -> Any:

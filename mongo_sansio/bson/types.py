@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from mongo_sansio.bson._twins import pymongo_marker
 from mongo_sansio.bson.codec_options import UuidRepresentation
 from mongo_sansio.bson.errors import InvalidDocument
 from mongo_sansio.bson.objectid import ObjectId
@@ -49,18 +50,33 @@ _INT64_MAX = 2**63 - 1
 
 
 class Int64(int):
-    """An integer stored as BSON int64 even when it would fit in an int32."""
+    """An integer stored as BSON int64 even when it would fit in an int32.
+
+    Prints as the number (``str(Int64(42)) == "42"``, f-strings too), as PyMongo's does;
+    its repr is ``Int64(42)``.
+    """
 
     __slots__ = ()
+
+    #: PyMongo's marker for the type (its json_util and encoder dispatch on it)
+    _type_marker = 18
 
     def __repr__(self) -> str:
         return f"Int64({int(self)})"
 
+    __str__ = int.__repr__
+
 
 class Timestamp:
-    """The internal MongoDB timestamp: (seconds, increment), both unsigned 32-bit."""
+    """The internal MongoDB timestamp: (seconds, increment), both unsigned 32-bit.
+
+    Equal to, ordered with and hashed like PyMongo's ``bson.Timestamp`` of the same parts.
+    """
 
     __slots__ = ("time", "inc")
+
+    #: PyMongo's marker for the type (its json_util and encoder dispatch on it)
+    _type_marker = 17
 
     time: int
     inc: int
@@ -87,33 +103,39 @@ class Timestamp:
     def _key(self) -> tuple[int, int]:
         return (self.time, self.inc)
 
+    @staticmethod
+    def _other_key(other: object) -> tuple[int, int] | None:
+        """The (time, inc) of ours or of PyMongo's Timestamp ``other``; None for others."""
+        if isinstance(other, Timestamp) or pymongo_marker(type(other)) == 17:
+            return (other.time, other.inc)  # type: ignore[attr-defined]
+        return None
+
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Timestamp):
-            return self._key() == other._key()
-        return NotImplemented
+        key = self._other_key(other)
+        return NotImplemented if key is None else self._key() == key
+
+    def __ne__(self, other: object) -> bool:
+        key = self._other_key(other)
+        return NotImplemented if key is None else self._key() != key
 
     def __lt__(self, other: Timestamp) -> bool:
-        if isinstance(other, Timestamp):
-            return self._key() < other._key()
-        return NotImplemented
+        key = self._other_key(other)
+        return NotImplemented if key is None else self._key() < key
 
     def __le__(self, other: Timestamp) -> bool:
-        if isinstance(other, Timestamp):
-            return self._key() <= other._key()
-        return NotImplemented
+        key = self._other_key(other)
+        return NotImplemented if key is None else self._key() <= key
 
     def __gt__(self, other: Timestamp) -> bool:
-        if isinstance(other, Timestamp):
-            return self._key() > other._key()
-        return NotImplemented
+        key = self._other_key(other)
+        return NotImplemented if key is None else self._key() > key
 
     def __ge__(self, other: Timestamp) -> bool:
-        if isinstance(other, Timestamp):
-            return self._key() >= other._key()
-        return NotImplemented
+        key = self._other_key(other)
+        return NotImplemented if key is None else self._key() >= key
 
     def __hash__(self) -> int:
-        return hash(("Timestamp", self.time, self.inc))
+        return hash(self.time) ^ hash(self.inc)  # PyMongo's hash
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Timestamp, (self.time, self.inc))
@@ -123,9 +145,16 @@ class Timestamp:
 
 
 class Binary(bytes):
-    """Binary data with a subtype (0-255).  Plain ``bytes`` is binary subtype 0."""
+    """Binary data with a subtype (0-255).  Plain ``bytes`` is binary subtype 0.
+
+    Equal to and hashed like PyMongo's ``bson.Binary`` of the same subtype and bytes (PyMongo's
+    own ``__eq__`` answers False for ours: ``theirs == ours`` does not hold).
+    """
 
     subtype: int
+
+    #: PyMongo's marker for the type (its json_util and encoder dispatch on it)
+    _type_marker = 5
 
     def __new__(cls, data: bytes | bytearray | memoryview, subtype: int = BINARY_SUBTYPE) -> Binary:
         if not isinstance(subtype, int) or not 0 <= subtype <= 255:
@@ -179,8 +208,10 @@ class Binary(bytes):
         return uuid.UUID(bytes=raw)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Binary):
-            return self.subtype == other.subtype and bytes.__eq__(self, other)
+        if isinstance(other, Binary) or (
+            isinstance(other, bytes) and pymongo_marker(type(other)) == 5
+        ):
+            return self.subtype == other.subtype and bytes.__eq__(self, other)  # type: ignore[attr-defined]
         # plain bytes is subtype 0, so it equals a subtype-0 Binary holding the same data
         if isinstance(other, bytes):
             return self.subtype == BINARY_SUBTYPE and bytes.__eq__(self, other)
@@ -191,7 +222,7 @@ class Binary(bytes):
         return result if result is NotImplemented else not result
 
     def __hash__(self) -> int:
-        return hash((bytes(self), self.subtype))
+        return bytes.__hash__(self) ^ hash(self.subtype)  # PyMongo's hash
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Binary, (bytes(self), self.subtype))
@@ -200,29 +231,51 @@ class Binary(bytes):
         return f"Binary({bytes(self)!r}, {self.subtype})"
 
 
-_RE_FLAG_LETTERS = {"i": 2, "l": 4, "m": 8, "s": 16, "u": 32, "x": 64}
+_RE_FLAG_LETTERS = {"i": 2, "l": 4, "m": 8, "s": 16, "u": 32, "x": 64}  # re's bits
+
+
+def _options_of(flags: int) -> str:
+    return "".join(letter for letter, bit in _RE_FLAG_LETTERS.items() if flags & bit)
 
 
 class Regex:
-    """A BSON regular expression: a pattern and its option letters, kept exactly as given."""
+    """A BSON regular expression: a pattern and its option letters.
 
-    __slots__ = ("pattern", "flags")
+    ``options`` keeps the letters exactly as given or decoded (a decode-encode round trip
+    keeps the bytes); ``flags`` is their ``re`` bits as an int, as PyMongo's ``Regex.flags``
+    is (``re.IGNORECASE`` for ``i``; letters ``re`` has no bit for are left out).  Given int
+    flags become letters.  Equal to PyMongo's ``bson.Regex`` of the same pattern and flags,
+    both ways.
+    """
+
+    __slots__ = ("pattern", "options")
+
+    #: PyMongo's marker for the type (its json_util and encoder dispatch on it)
+    _type_marker = 11
 
     pattern: str
-    flags: str
+    options: str
 
     def __init__(self, pattern: str, flags: str | int = "") -> None:
         if not isinstance(pattern, str):
             raise TypeError("a Regex pattern is a str")
         if isinstance(flags, int):
-            flags = "".join(ch for ch, bit in sorted(_RE_FLAG_LETTERS.items()) if flags & bit)
+            flags = _options_of(flags)
         if not isinstance(flags, str):
             raise TypeError("Regex flags are a str of option letters or re flags")
         object.__setattr__(self, "pattern", pattern)
-        object.__setattr__(self, "flags", flags)
+        object.__setattr__(self, "options", flags)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Regex is immutable")
+
+    @property
+    def flags(self) -> int:
+        """The options as ``re`` flag bits (PyMongo's ``Regex.flags``)."""
+        bits = 0
+        for letter in self.options:
+            bits |= _RE_FLAG_LETTERS.get(letter, 0)
+        return bits
 
     @classmethod
     def from_native(cls, regex: Any) -> Regex:
@@ -233,11 +286,7 @@ class Regex:
             raise TypeError("from_native needs a compiled re.Pattern")
         if not isinstance(regex.pattern, str):
             raise TypeError("only str patterns can be stored in BSON")
-        letters = ""
-        for letter, flag in (("i", re.I), ("l", re.L), ("m", re.M), ("s", re.S), ("u", re.U), ("x", re.X)):
-            if regex.flags & flag:
-                letters += letter
-        return cls(regex.pattern, letters)
+        return cls(regex.pattern, _options_of(regex.flags))
 
     def try_compile(self) -> Any:
         """Compile with Python's ``re``; BSON patterns are not always valid Python patterns."""
@@ -245,29 +294,43 @@ class Regex:
 
         flags = 0
         for letter, flag in (("i", re.I), ("m", re.M), ("s", re.S), ("x", re.X)):
-            if letter in self.flags:
+            if letter in self.options:
                 flags |= flag
         return re.compile(self.pattern, flags)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Regex):
-            return self.pattern == other.pattern and self.flags == other.flags
+            return self.pattern == other.pattern and self.options == other.options
+        if pymongo_marker(type(other)) == 11:  # PyMongo's: int flags
+            theirs: Any = other
+            return bool(self.pattern == theirs.pattern and self.flags == theirs.flags)
         return NotImplemented
 
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
     def __hash__(self) -> int:
-        return hash(("Regex", self.pattern, self.flags))
+        return hash(("Regex", self.pattern, self.options))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Regex, (self.pattern, self.flags))
+        return (Regex, (self.pattern, self.options))
 
     def __repr__(self) -> str:
-        return f"Regex({self.pattern!r}, {self.flags!r})"
+        return f"Regex({self.pattern!r}, {self.options!r})"
 
 
 class Code(str):
-    """JavaScript code, optionally with a scope document (the deprecated code-with-scope type)."""
+    """JavaScript code, optionally with a scope document (the deprecated code-with-scope type).
+
+    Equal to PyMongo's ``bson.Code`` of the same code and scope (PyMongo's own ``__eq__``
+    answers False for ours).
+    """
 
     scope: Mapping[str, Any] | None
+
+    #: PyMongo's marker for the type (its json_util and encoder dispatch on it)
+    _type_marker = 13
 
     def __new__(cls, code: str, scope: Mapping[str, Any] | None = None) -> Code:
         if not isinstance(code, str):
@@ -279,8 +342,8 @@ class Code(str):
         return self
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Code):
-            return str.__eq__(self, other) and self.scope == other.scope
+        if isinstance(other, Code) or (isinstance(other, str) and pymongo_marker(type(other)) == 13):
+            return str.__eq__(self, other) and self.scope == other.scope  # type: ignore[attr-defined]
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
@@ -322,18 +385,27 @@ class Symbol(str):
 
 
 class _Singleton:
-    """Base of the valueless types: every instance equals every other of the same class."""
+    """Base of the valueless types: every instance equals every other of the same class (and
+    PyMongo's MinKey/MaxKey equal ours, which hash like them)."""
 
     __slots__ = ()
     _order = 0
+    _type_marker: int | None = None
+
+    def _same(self, other: object) -> bool:
+        return type(other) is type(self) or (
+            self._type_marker is not None and pymongo_marker(type(other)) == self._type_marker
+        )
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self)
+        return self._same(other)
 
     def __ne__(self, other: object) -> bool:
-        return type(other) is not type(self)
+        return not self._same(other)
 
     def __hash__(self) -> int:
+        if self._type_marker is not None:
+            return hash(self._type_marker)  # PyMongo's hash
         return hash(type(self).__name__)
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -347,9 +419,10 @@ class MinKey(_Singleton):
     """Compares below every other BSON value."""
 
     __slots__ = ()
+    _type_marker = 255
 
     def __lt__(self, other: object) -> bool:
-        return not isinstance(other, MinKey)
+        return not self._same(other)
 
     def __le__(self, other: object) -> bool:
         return True
@@ -358,22 +431,23 @@ class MinKey(_Singleton):
         return False
 
     def __ge__(self, other: object) -> bool:
-        return isinstance(other, MinKey)
+        return self._same(other)
 
 
 class MaxKey(_Singleton):
     """Compares above every other BSON value."""
 
     __slots__ = ()
+    _type_marker = 127
 
     def __lt__(self, other: object) -> bool:
         return False
 
     def __le__(self, other: object) -> bool:
-        return isinstance(other, MaxKey)
+        return self._same(other)
 
     def __gt__(self, other: object) -> bool:
-        return not isinstance(other, MaxKey)
+        return not self._same(other)
 
     def __ge__(self, other: object) -> bool:
         return True
@@ -421,10 +495,14 @@ class DBRef:
     """A reference to a document by collection, id and optionally database (the DBRef spec).
 
     Extra fields beyond ``$ref``, ``$id`` and ``$db`` are kept in order in :attr:`extra`.
-    Encoded as ``{"$ref": ..., "$id": ..., "$db": ..., **extra}``.
+    Encoded as ``{"$ref": ..., "$id": ..., "$db": ..., **extra}``.  Equal to and hashed like
+    PyMongo's ``bson.DBRef`` of the same fields, both ways.
     """
 
     __slots__ = ("collection", "id", "database", "extra")
+
+    #: PyMongo's marker for the type (its json_util and encoder dispatch on it)
+    _type_marker = 100
 
     collection: str
     id: Any
@@ -456,10 +534,22 @@ class DBRef:
     def __eq__(self, other: object) -> bool:
         if isinstance(other, DBRef):
             return self.as_doc() == other.as_doc() and list(self.extra) == list(other.extra)
+        if pymongo_marker(type(other)) == 100:  # PyMongo's: its fields, in any order
+            theirs: Any = other
+            return bool(self.as_doc() == theirs.as_doc())
         return NotImplemented
 
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
     def __hash__(self) -> int:
-        return hash(("DBRef", self.collection, repr(self.id), self.database))
+        try:  # PyMongo's hash
+            return hash(
+                (self.collection, self.id, self.database, tuple(sorted(self.extra.items())))
+            )
+        except TypeError:  # an unhashable id or extra field (PyMongo's raises)
+            return hash(("DBRef", self.collection, repr(self.id), self.database))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_dbref, (self.collection, self.id, self.database, self.extra))
@@ -489,6 +579,9 @@ class DatetimeMS:
 
     __slots__ = ("_value",)
 
+    #: PyMongo's marker for the type (its json_util and encoder dispatch on it)
+    _type_marker = 9
+
     _value: int
 
     def __init__(self, value: int | datetime.datetime) -> None:
@@ -516,6 +609,9 @@ class DatetimeMS:
     def __eq__(self, other: object) -> bool:
         if isinstance(other, DatetimeMS):
             return self._value == other._value
+        if pymongo_marker(type(other)) == 9:  # PyMongo's bson.DatetimeMS
+            theirs: Any = other
+            return self._value == int(theirs)
         return NotImplemented
 
     def __lt__(self, other: DatetimeMS) -> bool:
@@ -539,7 +635,7 @@ class DatetimeMS:
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(("DatetimeMS", self._value))
+        return hash(self._value)  # PyMongo's hash
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (DatetimeMS, (self._value,))

@@ -60,6 +60,7 @@ from typing import Any, Final
 import attrs
 
 from mongo_sansio.bson import RawDocument, Timestamp
+from mongo_sansio.bson._twins import pymongo_marker
 from mongo_sansio.cursors.cursor import Cursor, Namespace
 from mongo_sansio.cursors.errors import (
     ChangeStreamClosed,
@@ -191,6 +192,14 @@ def _optional_timestamp(_instance: object, _attribute: object, value: Any) -> No
         raise ConfigurationError(f"startAtOperationTime: must be a Timestamp, got {value!r}")
 
 
+def _ours_timestamp(value: Any) -> Any:
+    """PyMongo's ``bson.Timestamp`` (a session's ``operation_time`` when the client's values
+    are PyMongo's) made ours; anything else unchanged, for the validator."""
+    if value is not None and not isinstance(value, Timestamp) and pymongo_marker(type(value)) == 17:
+        return Timestamp(value.time, value.inc)
+    return value
+
+
 @attrs.frozen(kw_only=True)
 class ChangeStreamOptions:
     """The options of ``watch`` (change-streams.md, "ChangeStreamOptions").
@@ -213,7 +222,7 @@ class ChangeStreamOptions:
         default=None, validator=_optional_document("startAfter")
     )
     start_at_operation_time: Timestamp | None = attrs.field(
-        default=None, validator=_optional_timestamp
+        default=None, converter=_ours_timestamp, validator=_optional_timestamp
     )
     max_await_time_ms: int | None = attrs.field(
         default=None, validator=_optional_int("maxAwaitTimeMS")

@@ -36,6 +36,7 @@ from mongo_sansio.errors import BulkWriteError, InvalidOperation, MongoError
 from mongo_sansio.flow import Flow
 from mongo_sansio.ops import crud
 from mongo_sansio.ops.crud_commands import ArgumentTypeError, write_command
+from mongo_sansio.ops.decoding import reply_values
 from mongo_sansio.ops.models import WriteModel
 from mongo_sansio.ops.results import BulkWriteResult
 from mongo_sansio.ops.write_concern import WriteConcern
@@ -200,7 +201,7 @@ def bulk_write(
     error = outcome.error()
     if error is not None:
         raise error
-    return BulkWriteResult(outcome.document())
+    return BulkWriteResult(reply_values(outcome.document(), codec_options))
 
 
 class BulkOps:

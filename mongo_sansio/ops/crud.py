@@ -52,6 +52,7 @@ from mongo_sansio.cursors.cursor import (
 from mongo_sansio.errors import LocalProtocolError, RemoteProtocolError, ServerError
 from mongo_sansio.flow import Flow, MarkServerUnknown, ServerInfo
 from mongo_sansio.ops.crud_commands import for_server, read_preference_field
+from mongo_sansio.ops.decoding import reply_values
 from mongo_sansio.ops.results import (
     DeleteResult,
     InsertManyResult,
@@ -273,7 +274,7 @@ def update(
     if not (acknowledged or summary.in_transaction):
         return UpdateResult.from_reply(None, acknowledged=False)
     _raise_single(summary)
-    return UpdateResult.from_reply(summary.last_reply)
+    return UpdateResult.from_reply(reply_values(summary.last_reply, codec_options))
 
 
 #: wire version of MongoDB 4.4, the first to accept a hint on an unacknowledged delete

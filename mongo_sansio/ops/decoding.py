@@ -45,6 +45,7 @@ __all__ = [
     "decodes_as_replies",
     "raw_batch",
     "raw_batch_options",
+    "reply_values",
     "codec_options_from_keywords",
 ]
 
@@ -100,6 +101,17 @@ def decodes_as_replies(codec_options: CodecOptions) -> bool:
     return same
 
 
+def reply_values(document: Any, codec_options: CodecOptions | None) -> Any:
+    """A write reply (or a result document built from replies: ``upserted`` ids) with the
+    value classes ``codec_options`` decode into: PyMongo's under ``pymongo_types``, converted
+    in place (PyMongo decodes write replies with the collection's options), else unchanged."""
+    if codec_options is None or not codec_options.pymongo_types:
+        return document
+    from mongo_sansio.bson._pymongo_types import to_pymongo  # late: only in that mode
+
+    return to_pymongo(document)
+
+
 def apply_codec_options(document: Any, codec_options: CodecOptions) -> Any:
     """``document`` (decoded by a connection) as ``codec_options`` decode it; anything that
     is not a document is returned unchanged.  A RawDocument (a batch document of an
@@ -109,6 +121,12 @@ def apply_codec_options(document: Any, codec_options: CodecOptions) -> Any:
     if kind is dict:  # the common case first (an ABC isinstance check costs more)
         if decodes_as_replies(codec_options):
             return document
+        if codec_options.pymongo_types and decodes_as_replies(_ours(codec_options)):
+            # the reply's own classes but PyMongo's: converted in place (the dict is fresh
+            # from the reply), not encoded and decoded again
+            from mongo_sansio.bson._pymongo_types import to_pymongo  # late: only then
+
+            return to_pymongo(document)
     elif kind is RawDocument:
         if document.codec_options is codec_options:
             return document
@@ -118,6 +136,20 @@ def apply_codec_options(document: Any, codec_options: CodecOptions) -> Any:
     data = document.raw if isinstance(document, RawDocument) else encode(document)
     return decode(data, codec_options)
 
+
+#: id(options with pymongo_types) -> (them, the same options without)
+_OURS: dict[int, tuple[CodecOptions, CodecOptions]] = {}
+
+
+def _ours(codec_options: CodecOptions) -> CodecOptions:
+    entry = _OURS.get(id(codec_options))
+    if entry is not None and entry[0] is codec_options:
+        return entry[1]
+    ours = codec_options.with_options(pymongo_types=False)
+    if len(_OURS) >= 64:
+        _OURS.clear()
+    _OURS[id(codec_options)] = (codec_options, ours)  # holding them keeps their id unique
+    return ours
 
 _RAW_BATCH_OPTIONS: dict[int, tuple[CodecOptions | None, CodecOptions]] = {}
 
@@ -133,7 +165,9 @@ def raw_batch_options(codec_options: CodecOptions | None) -> CodecOptions:
     raw = (
         base
         if base.document_class is RawDocument
-        else base.with_options(document_class=RawDocument)
+        # (views over the reply's bytes: pymongo_types, which converts decoded dicts, has
+        # nothing to do there)
+        else base.with_options(document_class=RawDocument, pymongo_types=False)
     )
     if len(_RAW_BATCH_OPTIONS) >= 64:
         _RAW_BATCH_OPTIONS.clear()

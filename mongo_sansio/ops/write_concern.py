@@ -131,8 +131,12 @@ class WriteConcern:
 
     @property
     def document(self) -> dict[str, Any]:
-        """PyMongo's name for :meth:`to_document`."""
-        return self.to_document()
+        """PyMongo's name for :meth:`to_document`, its keys in PyMongo's order (``wtimeout``,
+        ``j``, ``w``)."""
+        document = self.to_document()
+        if "w" in document and len(document) > 1:
+            document["w"] = document.pop("w")
+        return document
 
 
 def _check_level(_instance: Any, _attribute: Any, value: object) -> None:

@@ -173,8 +173,6 @@ def kind_of(value: Any) -> ColumnType:
         return Kind.STRING if value.scope is None else Kind.JSON
     if isinstance(value, str):
         return Kind.STRING
-    if isinstance(value, ObjectId):
-        return Kind.OBJECT_ID
     if isinstance(value, datetime.datetime | DatetimeMS):
         return Kind.DATE
     if isinstance(value, bytes):
@@ -190,6 +188,9 @@ def kind_of(value: Any) -> ColumnType:
         for item in value:
             element = widen(element, kind_of(item))
         return Array(element)
+    # (last of the classes: ObjectId's isinstance asks its metaclass for any other value)
+    if isinstance(value, ObjectId):
+        return Kind.OBJECT_ID
     return Kind.JSON  # regex, DBPointer, MinKey, MaxKey, code with scope
 
 

@@ -251,14 +251,16 @@ def test_int32_and_timestamp() -> None:
     assert one(0x11, struct.pack("<II", 7, 1700000000)) == Timestamp(1700000000, 7)
 
 
-def test_int64_fitting_int32_decodes_as_int64() -> None:
+def test_every_int64_decodes_as_int64() -> None:
+    """As PyMongo's bson.decode: an Int64 whatever the value (one that fits an int32 too)."""
     small = one(0x12, struct.pack("<q", 5))
     assert type(small) is Int64 and small == 5
     edge = one(0x12, struct.pack("<q", -(2**31)))
     assert type(edge) is Int64
     big = one(0x12, struct.pack("<q", 2**40))
-    assert type(big) is int and big == 2**40
-    assert one(0x12, struct.pack("<q", -(2**63))) == -(2**63)
+    assert type(big) is Int64 and big == 2**40 and str(big) == str(2**40)
+    lowest = one(0x12, struct.pack("<q", -(2**63)))
+    assert type(lowest) is Int64 and lowest == -(2**63)
 
 
 def test_decimal128() -> None:

@@ -218,9 +218,9 @@ def compare(left: Any, right: Any, collation: Collation | None = None) -> int:
 
 def _regex_parts(value: Any) -> tuple[str, str]:
     if isinstance(value, Regex):
-        return (value.pattern, value.flags)
+        return (value.pattern, value.options)
     converted = Regex.from_native(value)
-    return (converted.pattern, converted.flags)
+    return (converted.pattern, converted.options)
 
 
 def _compare_sequences_of_fields(
@@ -402,7 +402,7 @@ def render(value: Any) -> str:
     if isinstance(value, Timestamp):
         return f"Timestamp({value.time}, {value.inc})"
     if isinstance(value, Regex):
-        return f"/{value.pattern}/{value.flags}"
+        return f"/{value.pattern}/{value.options}"
     if isinstance(value, MinKey):
         return "MinKey"
     if isinstance(value, MaxKey):

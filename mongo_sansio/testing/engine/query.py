@@ -252,9 +252,9 @@ def compile_regex(pattern: Any, options: str = "") -> re.Pattern[str]:
     if isinstance(pattern, re.Pattern):
         pattern = Regex.from_native(pattern)
     if isinstance(pattern, Regex):
-        if options and pattern.flags:
+        if options and pattern.options:
             raise CommandError(51075, "Location51075", "options set on both $regex and $options")
-        options = options or pattern.flags
+        options = options or pattern.options
         pattern = pattern.pattern
     if not isinstance(pattern, str):
         raise bad_value("$regex has to be a string")
