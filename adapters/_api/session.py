@@ -23,6 +23,7 @@ from mongo_sansio.client.execute import operation_deadline
 from mongo_sansio.errors import InvalidOperation, NetworkTimeout
 from mongo_sansio.ops.transactions import (
     Next,
+    abandon_commit,
     abort_transaction,
     after_callback_error,
     after_commit_error,
@@ -251,12 +252,18 @@ class ClientSessionBase(Generic[ClientT, BlockT]):
                         yield self._ending(commit_transaction(self._session))
                     return result
                 except Exception as error:  # noqa: BLE001 - the core's rules decide
-                    _raise_if_out_of_time(error, deadline, timed, clock())
-                    decision = after_commit_error(error, clock() - start)
+                    decision = Next.RAISE
+                    if not timed or deadline is None or clock() < deadline:
+                        decision = after_commit_error(error, clock() - start)
                     if decision is Next.RETRY_COMMIT:
                         continue
                     if decision is Next.RETRY_TRANSACTION:
                         break
+                    # giving up: a commit that never got the server's answer may have left
+                    # the transaction open there (the core aborts it in the background)
+                    with deadline_block(_refreshed(deadline, start, clock())):
+                        yield self._ending(abandon_commit(self._session, error))
+                    _raise_if_out_of_time(error, deadline, timed, clock())
                     raise
 
     def __repr__(self) -> str:

@@ -48,7 +48,7 @@ MEMBERS = ("n0.sim:27017", "n1.sim:27017", "n2.sim:27017")
 #: virtual seconds the faults are drawn within
 HORIZON = 12.0
 #: the deployment's transactionLifetimeLimitSeconds
-TRANSACTION_LIFETIME = 10
+TRANSACTION_LIFETIME = 3
 #: virtual seconds the workloads may take before a task counts as hung
 HANG_LIMIT = 900.0
 
@@ -88,11 +88,15 @@ class World:
         self.seed = seed
         self.steps = steps
         self.workload = workload
+        # the client's settings, the faults and the run each draw from their own stream, so a
+        # schedule given (a shrunk one) or drawn from fewer kinds keeps the rest of the world
         plan = random.Random(f"mongo-sansio chaos plan {seed}")
-        count = plan.randint(1, 6)
-        drawn = _faults.draw_schedule(plan, MEMBERS, kinds, count, HORIZON)
-        self.schedule: tuple[Fault, ...] = tuple(drawn if schedule is None else schedule)
         self.timeout = plan.choice((None, None, 3.0, 8.0))
+        self.max_pool_size = plan.choice((None, None, 1, 2))
+        draws = random.Random(f"mongo-sansio chaos faults {seed}")
+        count = draws.randint(1, 6)
+        drawn = _faults.draw_schedule(draws, MEMBERS, kinds, count, HORIZON)
+        self.schedule: tuple[Fault, ...] = tuple(drawn if schedule is None else schedule)
         self.rng = random.Random(f"mongo-sansio chaos run {seed}")
         self.loop = Loop(self.rng)
         self.cluster = ReplicaSet(list(MEMBERS), seed=seed, now=self.loop.now)
@@ -101,12 +105,17 @@ class World:
         options: dict[str, Any] = {"retryWrites": True, "serverSelectionTimeoutMS": 30000}
         if self.timeout is not None:
             options["timeoutMS"] = int(self.timeout * 1000)
+        if self.max_pool_size is not None:
+            options["maxPoolSize"] = self.max_pool_size
         uri = f"mongodb://{','.join(MEMBERS)}/?replicaSet=rs0"
         # a deployment's setParameter: a transaction a client leaves open holds its documents'
         # locks this long (mongod's default is 60 s)
         self.cluster.parameters["transactionLifetimeLimitSeconds"] = TRANSACTION_LIFETIME
         listener = _Commands()
         self.commands = listener
+        self.expired: list[tuple[str, int]] = []
+        self.server_aborts: dict[tuple[str, int], str] = {}  # why the server ended each one
+        self._watch_expiry()
         self.client = ChaosMongoClient(uri, runtime=self.runtime, event_listeners=[listener], **options)
         self.history: list[str] = []
         self.violations: list[str] = []
@@ -119,6 +128,21 @@ class World:
         self.feed_cannot_resume: str | None = None
         self.feed_writer_done = False
         self.consumer_ready = False
+
+    def _watch_expiry(self) -> None:
+        """Note the transactions the server's lifetime limit ended (watching, not changing)."""
+        transactions = self.cluster.transactions
+        abort = transactions.abort
+
+        def watched_abort(txn: Any, reason: str) -> None:
+            if txn.open:
+                key = (_lsid_key(txn.lsid), txn.number)
+                self.server_aborts[key] = reason
+                if reason.startswith("exceeded transactionLifetimeLimitSeconds"):
+                    self.expired.append(key)
+            abort(txn, reason)
+
+        transactions.abort = watched_abort  # type: ignore[method-assign]
 
     def _count_sessions(self) -> None:
         """Count server sessions taken from and given back to the client's pool (watching the
@@ -244,18 +268,37 @@ class World:
         if self.sessions_held:
             self.violate(f"{self.sessions_held} server sessions still held at quiescence")
         # every transaction the client began, it ended (committed or aborted, maybe in the
-        # background); one still open on the server must be one whose abort it sent (its first
-        # statement, cut, may reach the server after the abort did: the lifetime limit ends it)
-        never_ended = sorted(self.commands.begun - self.commands.ended)
+        # background), and none stayed open on the server until its lifetime limit -- unless
+        # the client's abort came first and was answered NoSuchTransaction (the first
+        # statement, cut, reached the server after it: only the lifetime limit can end that)
+        open_now = {
+            (_lsid_key(t.lsid), t.number) for t in self.cluster.transactions.by_session.values() if t.open
+        }
+        # one the server ended by itself (a stepdown, a failed statement) or never started
+        # (its first statement lost) needed nothing from the client
+        never_ended = sorted(
+            key
+            for key in self.commands.begun - self.commands.ended
+            if key in open_now or self.server_aborts.get(key, "").startswith(_LEFT_BY_CLIENT)
+        )
         if never_ended:
             self.violate(f"transactions the client neither committed nor aborted: {never_ended}")
+        excused = self.commands.abort_missed
         open_txns = [
             (_lsid_key(t.lsid), t.number)
             for t in self.cluster.transactions.by_session.values()
-            if t.open and (_lsid_key(t.lsid), t.number) not in self.commands.ended
+            if t.open and (_lsid_key(t.lsid), t.number) not in excused
         ]
         if open_txns:
             self.violate(f"transactions left open on the server at quiescence: {open_txns}")
+        # (one whose commit or abort the client sent, late -- a stall, a partition -- was not
+        # abandoned: the limit ended it first)
+        expired = [key for key in self.expired if key not in excused and key not in self.commands.ended]
+        if expired:
+            self.violate(
+                f"transactions left open on the server until its {TRANSACTION_LIFETIME}s "
+                f"lifetime limit ended them: {expired}"
+            )
         self._check_data()
         closing = self._run(self.client.close(), "close", 60.0)
         if not closing.done:
@@ -363,6 +406,9 @@ class _Commands(CommandListener):
         self.cursor_ids: set[int] = set()
         self.begun: set[tuple[str, int]] = set()
         self.ended: set[tuple[str, int]] = set()
+        #: aborts answered NoSuchTransaction
+        self.abort_missed: set[tuple[str, int]] = set()
+        self._aborts: dict[int, tuple[str, int]] = {}
 
     def started(self, event: Any) -> None:
         command = event.command
@@ -373,6 +419,8 @@ class _Commands(CommandListener):
             self.begun.add(key)
         if event.command_name in ("commitTransaction", "abortTransaction"):
             self.ended.add(key)
+        if event.command_name == "abortTransaction":
+            self._aborts[event.request_id] = key
 
     def succeeded(self, event: Any) -> None:
         cursor = event.reply.get("cursor") if hasattr(event.reply, "get") else None
@@ -380,7 +428,15 @@ class _Commands(CommandListener):
             self.cursor_ids.add(int(cursor["id"]))
 
     def failed(self, event: Any) -> None:
-        pass
+        key = self._aborts.pop(event.request_id, None)
+        failure = getattr(event, "failure", None)
+        if key is not None and isinstance(failure, Mapping) and failure.get("code") == _NO_SUCH_TRANSACTION:
+            self.abort_missed.add(key)
+
+
+_NO_SUCH_TRANSACTION = 251
+#: how the server ends a transaction its client left open
+_LEFT_BY_CLIENT = ("exceeded transactionLifetimeLimitSeconds", "a newer", "the session was ended")
 
 
 def run_world(
