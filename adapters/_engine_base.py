@@ -75,7 +75,7 @@ class EngineBase:
         srv: SrvSource | None = None,
     ) -> None:
         self.settings = settings
-        self._random = random.SystemRandom()
+        self._random = self._randomness()
         self._metadata = metadata
         self._publish = publish
         self._faas = faas
@@ -94,7 +94,7 @@ class EngineBase:
             self.settings,
             topology_id=self._topology_id,
             draw=self._random.randrange,
-            nonce=lambda: os.urandom(_NONCE_BYTES),
+            nonce=self._nonce,
             metadata=self._metadata,
             spawn=_fork.in_process(pid, primitives.spawn, _fork.never_start),
             close_stream=_fork.in_process(pid, primitives.close_stream, _fork.forget_stream),
@@ -106,6 +106,18 @@ class EngineBase:
         self._pid = pid
         with self.lock:
             self.core.open(self._monotonic())
+
+    def _randomness(self) -> random.Random:
+        """Where selection's draws come from (the virtual runtime gives a seeded one)."""
+        return random.SystemRandom()
+
+    def _nonce(self) -> bytes:
+        """Random bytes for nonces and lsids (the virtual runtime draws them from its seed)."""
+        return os.urandom(_NONCE_BYTES)
+
+    def now(self) -> float:
+        """The runtime's monotonic clock: the one every deadline of this engine is on."""
+        return self._monotonic()
 
     def renewed_runtime(self) -> Primitives:
         """The primitives of a new runtime for the core a forked child builds (see

@@ -24,6 +24,7 @@ Subcommands:
 * ``pipeline [URI] --ns DB.COLL --out DIR --checkpoint DIR`` -- a Spark streaming query from a
   change stream into files, exactly once; without a URI, a demo on the simulator
   (:mod:`.cli_pipeline`).
+* ``chaos --seed N | --seeds A..B`` -- deterministic simulation with faults (:mod:`.chaos.cli`).
 
 Bad input ends the command with a one-line message naming the offset or line and exit status 1,
 never a traceback.
@@ -43,6 +44,7 @@ from typing import Any, BinaryIO
 from mongo_sansio.bson import decode_iter, encode, extjson
 from mongo_sansio.bson.errors import BSONError
 
+from .chaos.cli import add_chaos_parser
 from .cli_pipeline import add_pipeline_parser
 from .cli_sharded import add_sharded_arguments, sharded_cluster
 from .cli_watch import add_watch_parser
@@ -256,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_watch_parser(commands)
     add_pipeline_parser(commands)
+    add_chaos_parser(commands)
     return parser
 
 

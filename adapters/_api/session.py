@@ -16,7 +16,6 @@ transaction block, and ``with_transaction``'s callback (a function, or a corouti
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -24,6 +23,7 @@ from mongo_sansio.client.execute import operation_deadline
 from mongo_sansio.errors import InvalidOperation, NetworkTimeout
 from mongo_sansio.ops.transactions import (
     Next,
+    abandon_commit,
     abort_transaction,
     after_callback_error,
     after_commit_error,
@@ -39,18 +39,20 @@ from .pymongo_values import handed_out
 __all__ = ["ClientSessionBase", "TransactionBlockBase", "SessionOptions", "TransactionOptions"]
 
 
-def _refreshed(deadline: float | None, start: float) -> float | None:
-    """A deadline as long as ``deadline`` was, from now (an abort after a timed-out attempt
+def _refreshed(deadline: float | None, start: float, now: float) -> float | None:
+    """A deadline as long as ``deadline`` was, from ``now`` (an abort after a timed-out attempt
     gets a timeoutMS of its own)."""
     if deadline is None or deadline == math.inf:
         return deadline
-    return time.monotonic() + (deadline - start)
+    return now + (deadline - start)
 
 
-def _raise_if_out_of_time(error: BaseException, deadline: float | None, timed: bool) -> None:
+def _raise_if_out_of_time(
+    error: BaseException, deadline: float | None, timed: bool, now: float
+) -> None:
     """Past with_transaction's deadline nothing is retried: the error is raised, as a timeout
     error caused by it when it is not one itself."""
-    if not timed or deadline is None or time.monotonic() < deadline:
+    if not timed or deadline is None or now < deadline:
         return
     if getattr(error, "timeout", False) or not isinstance(error, Exception):
         raise error
@@ -233,7 +235,10 @@ class ClientSessionBase(Generic[ClientT, BlockT]):
         their own inside the callback is refused, an abort after a failed attempt gets a fresh
         timeoutMS, and running out of time raises a timeout error caused by the last error
         (the CSOT spec's rules for the convenient API)."""
-        start = time.monotonic()
+        # the engine's clock, not time.monotonic: the one its deadlines are on (the same on
+        # real runtimes; virtual time on the chaos runtime)
+        clock = self._engine.now
+        start = clock()
         deadline = operation_deadline(
             start, context=current_deadline(), own=None, client=self._engine.settings.timeout
         )
@@ -245,10 +250,10 @@ class ClientSessionBase(Generic[ClientT, BlockT]):
                     result = yield Call(callback, (self,))
             except BaseException as error:
                 if self.in_transaction:
-                    with deadline_block(_refreshed(deadline, start)):
+                    with deadline_block(_refreshed(deadline, start, clock())):
                         yield self._ending(abort_transaction(self._session))
-                _raise_if_out_of_time(error, deadline, timed)
-                if after_callback_error(error, time.monotonic() - start) is Next.RETRY_TRANSACTION:
+                _raise_if_out_of_time(error, deadline, timed, clock())
+                if after_callback_error(error, clock() - start) is Next.RETRY_TRANSACTION:
                     continue
                 raise
             if not self.in_transaction:
@@ -259,12 +264,18 @@ class ClientSessionBase(Generic[ClientT, BlockT]):
                         yield self._ending(commit_transaction(self._session))
                     return result
                 except Exception as error:  # noqa: BLE001 - the core's rules decide
-                    _raise_if_out_of_time(error, deadline, timed)
-                    decision = after_commit_error(error, time.monotonic() - start)
+                    decision = Next.RAISE
+                    if not timed or deadline is None or clock() < deadline:
+                        decision = after_commit_error(error, clock() - start)
                     if decision is Next.RETRY_COMMIT:
                         continue
                     if decision is Next.RETRY_TRANSACTION:
                         break
+                    # giving up: a commit that never got the server's answer may have left
+                    # the transaction open there (the core aborts it in the background)
+                    with deadline_block(_refreshed(deadline, start, clock())):
+                        yield self._ending(abandon_commit(self._session, error))
+                    _raise_if_out_of_time(error, deadline, timed, clock())
                     raise
 
     def __repr__(self) -> str:

@@ -65,6 +65,7 @@ __all__ = [
     "abort_transaction",
     "after_callback_error",
     "after_commit_error",
+    "abandon_commit",
     "concern_document",
 ]
 
@@ -288,6 +289,19 @@ def after_callback_error(error: BaseException, elapsed: float) -> Next:
     ):
         return Next.RETRY_TRANSACTION
     return Next.RAISE
+
+
+def abandon_commit(session: Session, error: BaseException) -> Flow[None]:
+    """``with_transaction`` gives up after its commit failed with ``error``.  When that is not
+    the server's answer (no server or connection in time, the connection lost, the time
+    limit spent), the transaction may still be open on the server, holding its documents'
+    locks until its lifetime ends it: it is treated as a cut commit (the module docstring),
+    so the operation driver that runs this flow aborts it in the background.  Nothing is
+    sent here."""
+    if not isinstance(error, ServerError):
+        session.end_cut()
+    return
+    yield  # (a flow)
 
 
 def after_commit_error(error: BaseException, elapsed: float) -> Next:

@@ -1,0 +1,139 @@
+"""The deterministic simulation (mongo_sansio.adapters.chaos, docs/chaos.md): replayable,
+green on the real client, and with teeth -- each injected bug of tests/chaos/mutants.py is
+found by a bounded sweep, shrunk, and reproduced from its shrunk schedule.
+
+Bounded: short worlds (``steps=8``), a few seeds per workload; the long sweeps are the
+command's (``mongo-sansio chaos --seeds 0..999``, docs/chaos.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from mongo_sansio.adapters.chaos import KINDS, WORKLOADS, Fault, run_world, shrink
+from mongo_sansio.adapters.cli import main
+from mongo_sansio.errors import NetworkTimeout, OperationFailure
+from mongo_sansio.ops.transactions import abandon_commit
+
+from .mutants import MUTANTS
+
+STEPS = 8
+LINE = re.compile(r"^seed (\d+): ok, trace [0-9a-f]{16}$")
+
+
+def test_the_same_seed_gives_the_same_trace() -> None:
+    first = [run_world(seed, steps=STEPS) for seed in range(3)]
+    again = [run_world(seed, steps=STEPS) for seed in range(3)]
+    assert [o.trace for o in first] == [o.trace for o in again]
+    assert len({o.trace for o in first}) == 3  # and another seed, another world
+    assert all(o.ok for o in first), [o.line() for o in first]
+
+
+def test_the_trace_does_not_depend_on_the_process() -> None:
+    """Another interpreter with another string hash seed prints the same line."""
+    env = dict(os.environ, PYTHONHASHSEED="4321")
+    command = [sys.executable, "-m", "mongo_sansio.adapters.cli", "chaos", "--seed", "4", "--steps", str(STEPS)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == run_world(4, steps=STEPS).line()
+
+
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+def test_a_sweep_of_each_workload_passes(workload: str) -> None:
+    outcomes = [run_world(seed, steps=STEPS, workload=workload) for seed in range(100, 105)]
+    assert [o.line() for o in outcomes if not o.ok] == []
+    assert all(o.virtual_seconds > 5 for o in outcomes)  # the workload spans the faults
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_a_mutant_is_found_shrunk_and_reproduced(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    mutant, workload, kinds, seeds = MUTANTS[name]
+    mutant(monkeypatch)
+    chosen = KINDS if kinds == "all" else ()
+    broken = None
+    for seed in seeds:
+        outcome = run_world(seed, workload=workload, kinds=chosen)
+        if not outcome.ok:
+            broken = outcome
+            break
+    assert broken is not None, f"{name} survived seeds {seeds} of {workload}"
+    shrunk = shrink(broken, workload=workload)
+    assert not shrunk.ok
+    assert set(shrunk.schedule) <= set(broken.schedule)
+    for index in range(len(shrunk.schedule)):  # minimal: no single fault can go
+        fewer = shrunk.schedule[:index] + shrunk.schedule[index + 1 :]
+        assert run_world(broken.seed, workload=workload, schedule=fewer).ok
+    replay = run_world(broken.seed, workload=workload, schedule=shrunk.schedule)
+    assert replay.line() == shrunk.line()
+
+
+def test_the_command_prints_one_line_per_seed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["chaos", "--seed", "2", "--steps", str(STEPS)]) == 0
+    assert LINE.match(capsys.readouterr().out.strip())
+    assert main(["chaos", "--seeds", "5..6", "--steps", "4", "--workload", "cursors", "--faults", "cut,stall"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert [LINE.match(line).group(1) for line in lines] == ["5", "6"]  # type: ignore[union-attr]
+    assert "2 seeds: 2 ok, 0 broken" in captured.err and "seeds/s" in captured.err
+
+
+def test_the_command_reports_the_shrunk_schedule(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MUTANTS["new_txn_number_per_retry"][0](monkeypatch)
+    assert main(["chaos", "--seeds", "0..2", "--workload", "retryable-writes"]) == 1
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert LINE.match(lines[0]) and LINE.match(lines[1])
+    pattern = r"^seed 2: BROKEN retried update \S+ was applied 2 times; shortest fault schedule \(1 of \d+\): cut to_client "
+    assert re.match(pattern, lines[2]), lines[2]
+    assert "3 seeds: 2 ok, 1 broken" in captured.err
+
+
+@pytest.mark.parametrize("argv", [["--seed", "1", "--seeds", "1..2"], ["--seeds", "3..1"], ["--seed", "1", "--faults", "flood"], ["--seed", "1", "--workload", "nope"]])
+def test_bad_arguments_are_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["chaos", *argv])
+    assert exit_.value.code == 2
+
+
+def test_no_faults_and_a_given_schedule() -> None:
+    assert run_world(7, steps=4, kinds=()).schedule == ()
+    schedule = (Fault(1.0, "stepdown"), Fault(2.0, "crash", "n1.sim:27017", 1.5))
+    outcome = run_world(7, steps=4, schedule=schedule)
+    assert outcome.ok and outcome.schedule == schedule
+
+
+# --- what the sweeps found ---------------------------------------------------------------------
+
+
+def test_seed_38_with_transaction_giving_up_leaves_no_transaction_open() -> None:
+    """Found at seed 38 (a partition of the primary, maxPoolSize=1, timeoutMS=3000): the
+    commit waited for a connection until timeoutMS and with_transaction gave up without a word
+    to the server, leaving the transaction open there with its locks (until the next use of
+    the session or the transaction lifetime).  Now the give-up aborts it in the background."""
+    outcome = run_world(38)
+    assert outcome.ok, outcome.line()
+
+
+def test_abandon_commit_marks_the_transaction_for_a_background_abort() -> None:
+    class Session:
+        def __init__(self) -> None:
+            self.cut = 0
+
+        def end_cut(self) -> bool:
+            self.cut += 1
+            return True
+
+    unanswered, answered = Session(), Session()
+    for session, error in ((unanswered, NetworkTimeout("timed out")), (answered, OperationFailure("no", 251))):
+        flow = abandon_commit(session, error)  # type: ignore[arg-type]
+        with pytest.raises(StopIteration):
+            next(flow)
+    assert (unanswered.cut, answered.cut) == (1, 0)
+
