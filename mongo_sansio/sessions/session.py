@@ -69,9 +69,12 @@ class SessionOptions:
             if not snapshot:
                 raise ConfigurationError("snapshot_time requires a snapshot session (snapshot=True)")
             if not isinstance(snapshot_time, Timestamp):
-                raise TypeError(
-                    f"snapshot_time must be a Timestamp, not {type(snapshot_time).__name__}"
-                )
+                key = timestamp_key(snapshot_time)  # (PyMongo's bson.Timestamp: made ours)
+                if key is None:
+                    raise TypeError(
+                        f"snapshot_time must be a Timestamp, not {type(snapshot_time).__name__}"
+                    )
+                snapshot_time = Timestamp(*key)
         if snapshot:
             if causal_consistency:
                 raise ConfigurationError(

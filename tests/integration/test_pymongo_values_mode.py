@@ -158,3 +158,15 @@ def test_a_sessions_pymongo_timestamp_starts_a_change_stream(make: Any) -> None:
     with things.watch(start_at_operation_time=start, max_await_time_ms=50) as stream:
         change = stream.next()  # (the insert itself: the start is inclusive)
     assert change["documentKey"] == {"_id": 1} and type(change["clusterTime"]) is bson.Timestamp
+
+
+def test_a_sessions_pymongo_snapshot_time_starts_a_snapshot_session(make: Any) -> None:
+    client = make(pymongo_types=True)
+    read_back(client)
+    with client.start_session(snapshot=True) as first:
+        client.modes.things.find_one({}, session=first)
+        at = first.snapshot_time
+    assert type(at) is bson.Timestamp
+    with client.start_session(snapshot=True, snapshot_time=at) as second:
+        assert second.snapshot_time == at and type(second.snapshot_time) is bson.Timestamp
+        assert client.modes.things.find_one({}, session=second)["_id"] == 1
