@@ -107,6 +107,12 @@ def _shard_collection(router: Router, ctx: Context) -> dict[str, Any]:
         ns, key, unique=bool(ctx.body.get("unique", False)), uuid=collection.uuid, epoch=config.new_object_id(),
         wall=config.wall(ctx.now), at=cluster.clock.next(config.wall(ctx.now)), new_id=config.new_object_id,
     )
+    # the primary shard logs it (a change stream with showExpandedEvents reports it)
+    shard.begin_write(ctx.now)
+    shard.log("c", "shardCollection", f"{database}.$cmd", ui=collection.uuid, command={
+        "shardCollection": name, "shardKey": dict(key), "unique": bool(ctx.body.get("unique", False)),
+        "presplitHashedZones": False})
+    shard.wake_waiters(ctx.now)
     indexes = [spec for spec in collection.list_indexes() if spec.get("name") != "_id_"]
     for other_name, other in cluster.shards.items():
         if other_name == primary or other.collection(database, name) is not None:
