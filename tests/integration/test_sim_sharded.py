@@ -11,6 +11,8 @@ One cluster serves the whole module; each test uses its own collection.
 from __future__ import annotations
 
 import itertools
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -257,3 +259,24 @@ def test_our_client_crud_transaction_and_change_stream(sc: SimulatedShardedClust
     assert sorted(e["documentKey"]["_id"] for e in events) == [200, 201, 202, 203]
     times = [(e["clusterTime"].time, e["clusterTime"].inc) for e in events]
     assert times == sorted(times)
+
+
+def test_the_sim_command_serves_a_sharded_cluster_and_prints_every_mongos() -> None:
+    from integration_helpers import cli_process
+
+    with cli_process("sim", "--sharded", "--shards", "2", "--mongos", "2", "--auth", "admin:pw", "--port", "0") as process:
+        first_line: list[str] = []
+        reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(15)
+        assert first_line and first_line[0].startswith("mongodb://admin:pw@"), process.stderr
+        uri = first_line[0].strip()
+        assert uri.count(",") == 1 and "replicaSet" not in uri
+        with MongoClient(uri, **OPTIONS) as client:
+            assert client.admin.command("hello")["msg"] == "isdbgrid"
+            client.admin.command("shardCollection", "cli.things", key={"_id": "hashed"})
+            client.cli.things.insert_many([{"_id": i} for i in range(10)])
+            assert client.cli.things.count_documents({}) == 10
+            assert client.topology_description.topology_type_name == "Sharded"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0
