@@ -60,6 +60,7 @@ from typing import Any, Final
 import attrs
 
 from mongo_sansio.bson import RawDocument, Timestamp
+from mongo_sansio.cmap.errors import PoolClearedError
 from mongo_sansio.cursors.cursor import Cursor, Namespace
 from mongo_sansio.cursors.errors import (
     ChangeStreamClosed,
@@ -139,6 +140,11 @@ def is_resumable_error(error: BaseException, max_wire_version: int) -> bool:
     cannot fix them.
     """
     if isinstance(error, NetworkError):
+        return True
+    if isinstance(error, PoolClearedError):
+        # the cursor's server was marked Unknown after a network error elsewhere (a mongos
+        # killed): not a server's answer, so resumable (on another server, as after a
+        # network error)
         return True
     if not isinstance(error, ServerError):
         return False

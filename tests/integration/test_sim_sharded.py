@@ -280,3 +280,27 @@ def test_the_sim_command_serves_a_sharded_cluster_and_prints_every_mongos() -> N
             assert client.topology_description.topology_type_name == "Sharded"
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == 0
+
+
+@pytest.mark.parametrize("driver", ["pymongo", "ours"])
+def test_a_change_stream_resumes_across_mongos_kills(sc: SimulatedShardedCluster, client: MongoClient[Any],
+                                                     driver: str) -> None:
+    name = _hashed(client)
+    # a restarted mongos is found again soon; PyMongo's getMore waits for its cursor's mongos
+    # (dead) a whole server selection timeout before the stream resumes elsewhere
+    fast = {**OPTIONS, "heartbeatFrequencyMS": 500, "serverSelectionTimeoutMS": 1500}
+    opened = MongoClient(sc.uri, **fast) if driver == "pymongo" else OurClient(sc.uri, **fast)
+    try:
+        coll = opened.db[name]
+        seen: list[int] = []
+        with coll.watch(max_await_time_ms=100) as stream:
+            for round_, mongos in enumerate([None, sc.mongos[0], sc.mongos[1]]):
+                if mongos is not None:
+                    sc.stop_mongos(mongos)  # the stream's cursor may live there: it resumes elsewhere
+                coll.insert_many([{"_id": round_ * 10 + i} for i in range(4)])
+                seen += [stream.next()["documentKey"]["_id"] for _ in range(4)]
+                if mongos is not None:
+                    sc.restart_mongos(mongos)
+        assert sorted(seen) == [0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23]
+    finally:
+        opened.close()

@@ -194,8 +194,18 @@ class ShardedCluster:
             raise LocalProtocolError(f"{address!r} is not a mongos of the cluster") from None
 
     def stop_mongos(self, address: str, now: float) -> None:
-        """Shut a router down: its connections close, its cursors and transactions go."""
-        self.front(address).stop(address, now)
+        """Kill a router: its connections drop without a reply (a getMore waiting there
+        included), its cursors and transactions go."""
+        front = self.front(address)
+        member = front.member(address)
+        if member.state == STOPPED:
+            return
+        member.state = STOPPED
+        front.primary = None
+        member.cursors.clear()
+        for connection in list(member.connections):
+            connection.close("mongos stopped")
+        member.connections.clear()
         self.routers[address] = Router(self, address)
 
     def restart_mongos(self, address: str, now: float) -> None:
