@@ -30,7 +30,7 @@ __all__ = ["ROUTER_COMMANDS", "run"]
 ROUTER_COMMANDS = frozenset({
     "enableSharding", "enablesharding", "shardCollection", "shardcollection", "split", "moveChunk", "movechunk",
     "addShard", "addshard", "listShards", "listshards", "flushRouterConfig", "balancerStatus", "balancerStart",
-    "balancerStop", "isdbgrid",
+    "balancerStop", "isdbgrid", "checkMetadataConsistency",
 })
 
 
@@ -202,6 +202,11 @@ def _balancer_status(router: Router, ctx: Context) -> dict[str, Any]:
     return {"mode": "off", "inBalancerRound": False, "numBalancerRounds": 0, "ok": 1.0}
 
 
+def _check_metadata_consistency(router: Router, ctx: Context) -> dict[str, Any]:
+    """mongos 7.0's consistency check: a cursor over the inconsistencies (none here)."""
+    return router.open_cursor(ctx, f"{ctx.db}.$cmd.checkMetadataConsistency", [])
+
+
 def _isdbgrid(router: Router, ctx: Context) -> dict[str, Any]:
     return {"isdbgrid": 1, "hostname": router.address, "ok": 1.0}
 
@@ -210,6 +215,7 @@ _HANDLERS: dict[str, Any] = {
     "enablesharding": _enable_sharding, "shardcollection": _shard_collection, "split": _split,
     "movechunk": _move_chunk, "addshard": _add_shard, "listshards": _list_shards, "flushrouterconfig": _ok,
     "balancerstatus": _balancer_status, "balancerstart": _ok, "balancerstop": _ok, "isdbgrid": _isdbgrid,
+    "checkmetadataconsistency": _check_metadata_consistency,
 }
 
 
