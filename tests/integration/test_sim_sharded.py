@@ -304,3 +304,57 @@ def test_a_change_stream_resumes_across_mongos_kills(sc: SimulatedShardedCluster
         assert sorted(seen) == [0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23]
     finally:
         opened.close()
+
+
+@pytest.mark.parametrize("driver", ["pymongo", "ours"])
+def test_a_retried_write_goes_to_another_mongos(sc: SimulatedShardedCluster, driver: str) -> None:
+    """Both mongos fail the next insert once: a retry sent to the same mongos would succeed,
+    one sent to the other (deprioritised: the spec's rule for sharded retries) fails too."""
+    name = f"d{next(_names)}"
+    opened = MongoClient(sc.uri, **OPTIONS) if driver == "pymongo" else OurClient(sc.uri, **OPTIONS)
+    try:
+        opened.admin.command("ping")
+        for mongos in sc.mongos:
+            sc.configure_failpoint(mongos, {"configureFailPoint": "failCommand", "mode": {"times": 1},
+                                            "data": {"failCommands": ["insert"], "errorCode": 262}})
+        with pytest.raises(Exception) as raised:  # (each driver's own OperationFailure)
+            opened.db[name].insert_one({"_id": 1})
+        assert getattr(raised.value, "code", None) == 262
+        assert opened.db[name].count_documents({}) == 0
+    finally:
+        for mongos in sc.mongos:
+            sc.failpoint_off(mongos)
+        opened.close()
+
+
+@pytest.mark.parametrize("family", ["asyncio", "trio"])
+def test_async_clients_crud_transaction_and_change_stream(sc: SimulatedShardedCluster, client: MongoClient[Any],
+                                                         family: str) -> None:
+    if family == "trio":
+        trio = pytest.importorskip("trio")
+        import mongo_sansio.adapters.trio as module
+    else:
+        import asyncio
+
+        import mongo_sansio.adapters.asyncio as module  # type: ignore[no-redef]
+    name = _hashed(client)
+
+    async def main() -> None:
+        async with module.AsyncMongoClient(sc.uri, **OPTIONS) as ours:
+            coll = ours.db[name]
+            await coll.insert_many([{"_id": i} for i in range(8)])
+            assert [d["_id"] async for d in coll.find({}, sort=[("_id", -1)], limit=3)] == [7, 6, 5]
+            async with ours.start_session() as session:
+                async with await session.start_transaction():
+                    await coll.insert_many([{"_id": 100 + i} for i in range(4)], session=session)
+            assert await coll.count_documents({"_id": {"$gte": 100}}) == 4
+            async with await coll.watch(max_await_time_ms=100) as stream:
+                await coll.insert_many([{"_id": 200 + i} for i in range(4)])
+                keys = [(await stream.next())["documentKey"]["_id"] for _ in range(4)]
+            assert sorted(keys) == [200, 201, 202, 203]
+
+    if family == "trio":
+        trio.run(main)
+    else:
+        asyncio.run(main())
+    assert all(n > 0 for n in _per_shard(sc, name).values())
