@@ -358,3 +358,24 @@ def test_async_clients_crud_transaction_and_change_stream(sc: SimulatedShardedCl
     else:
         asyncio.run(main())
     assert all(n > 0 for n in _per_shard(sc, name).values())
+
+
+def test_an_update_of_the_shard_key_moves_the_document_to_its_new_shard(sc: SimulatedShardedCluster,
+                                                                        client: MongoClient[Any]) -> None:
+    name = f"r{next(_names)}"
+    client.admin.command("shardCollection", f"db.{name}", key={"k": 1})
+    client.admin.command("split", f"db.{name}", middle={"k": 100})
+    client.admin.command("moveChunk", f"db.{name}", find={"k": 100}, to="shard1")
+    coll = client.db[name]
+    coll.insert_one({"_id": 1, "k": 5})
+    assert _two(sc, name) == {"shard0": 1, "shard1": 0}
+    coll.update_one({"_id": 1}, {"$set": {"k": 150}})
+    assert _two(sc, name) == {"shard0": 0, "shard1": 1}
+    assert coll.find_one({"k": 150}) == {"_id": 1, "k": 150}
+    coll.find_one_and_replace({"k": 150}, {"k": 7})
+    assert _two(sc, name) == {"shard0": 1, "shard1": 0}
+    assert coll.find_one({"k": 7})["_id"] == 1
+
+
+def _two(sc: SimulatedShardedCluster, name: str) -> dict[str, int]:
+    return {shard: n for shard, n in _per_shard(sc, name).items() if shard in ("shard0", "shard1")}

@@ -273,6 +273,10 @@ class Router:
         single = ctx.body.get("singleBatch") is True
         return ctx.member.cursors.open(ns, documents, batch_size=batch_size, single_batch=single, lsid=lsid_key(ctx))
 
+    def transactions_open(self, ns: str) -> bool:
+        """Whether a shard holds an open transaction (its writes are not placed yet)."""
+        return any(txn.open for shard in self.cluster.shards.values() for txn in shard.transactions.by_session.values())
+
     def documents(self, ctx: Context, ns: str, query: Any = None) -> list[Any]:
         """Every document of ``ns`` matching ``query`` (a $lookup's source), from its shards."""
         database, _, name = ns.partition(".")
@@ -414,13 +418,40 @@ def _insert(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict
 
 def _update(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
     groups: dict[str, list[tuple[int, Any]]] = {}
+    moves_key = False
     for index, statement in enumerate(body.get("updates") or []):
         if not isinstance(statement, Mapping):
             raise CommandError(14, "TypeMismatch", "an update statement must be an object")
         for shard in _statement_shards(router, ctx, ns, statement.get("q"), bool(statement.get("multi")),
                                        statement.get("collation"), bool(statement.get("upsert"))):
             groups.setdefault(shard, []).append((index, statement))
-    return _merge_writes(router, ctx, body, "updates", groups)
+        moves_key = moves_key or _may_change_key(router, ns, statement.get("u"))
+    reply = _merge_writes(router, ctx, body, "updates", groups)
+    if moves_key:
+        _place(router, ns)
+    return reply
+
+
+def _may_change_key(router: Router, ns: str, update: Any) -> bool:
+    """Whether an update (or findAndModify's) may change a document's shard key."""
+    fields = router.cluster.catalog.key_fields(ns)
+    if not isinstance(update, Mapping) or not all(str(k).startswith("$") for k in update):
+        return True  # a replacement or a pipeline
+    for argument in update.values():
+        if isinstance(argument, Mapping):
+            for path in argument:
+                if any(path == f or path.startswith(f + ".") or f.startswith(path + ".") for f in fields):
+                    return True
+    return False
+
+
+def _place(router: Router, ns: str) -> None:
+    """A document whose shard key changed moves to the shard owning its new key (mongod 7.0
+    does it inside the write, WouldChangeOwningShard; outside a transaction here, once the
+    write is done)."""
+    if router.transactions_open(ns):
+        return
+    admin.rebalance(router, ns)
 
 
 def _delete(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
@@ -475,7 +506,10 @@ def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str
 
 def _find_and_modify(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
     shards = _statement_shards(router, ctx, ns, body.get("query"), False, body.get("collation"), bool(body.get("upsert")))
-    return router.send(ctx, shards[0], body)
+    reply = router.send(ctx, shards[0], body)
+    if _may_change_key(router, ns, body.get("update")):
+        _place(router, ns)
+    return reply
 
 
 _SHARDED: dict[str, Any] = {
