@@ -263,15 +263,15 @@ class Router:
         if shard is None:
             shard = self.cluster.catalog.primary_shard(ctx.db)
         documents = self.rest_of(ctx, shard, reply)
-        return self.open_cursor(ctx, str(cursor.get("ns")), documents, first_given=True)
+        return self.open_cursor(ctx, str(cursor.get("ns")), documents)
 
-    def open_cursor(self, ctx: Context, ns: str, documents: list[Any], *, first_given: bool = False) -> dict[str, Any]:
-        batch_size = _batch_size(ctx.body)
-        if first_given:
-            # the shard answered its first batch already: the router's goes on from there
-            batch_size = _batch_size(ctx.body)
-        single = ctx.body.get("singleBatch") is True
-        return ctx.member.cursors.open(ns, documents, batch_size=batch_size, single_batch=single, lsid=lsid_key(ctx))
+    def open_cursor(self, ctx: Context, ns: str, documents: list[Any]) -> dict[str, Any]:
+        """A router cursor over ``documents``, its first batch as the client asked (a find's
+        negative limit or singleBatch: one batch, the cursor closed)."""
+        limit = ctx.body.get("limit")
+        single = ctx.body.get("singleBatch") is True or (isinstance(limit, int) and not isinstance(limit, bool) and limit < 0)
+        return ctx.member.cursors.open(ns, documents, batch_size=_batch_size(ctx.body), single_batch=single,
+                                       lsid=lsid_key(ctx))
 
     def transactions_open(self, ns: str) -> bool:
         """Whether a shard holds an open transaction (its writes are not placed yet)."""
