@@ -379,3 +379,23 @@ def test_an_update_of_the_shard_key_moves_the_document_to_its_new_shard(sc: Simu
 
 def _two(sc: SimulatedShardedCluster, name: str) -> dict[str, int]:
     return {shard: n for shard, n in _per_shard(sc, name).items() if shard in ("shard0", "shard1")}
+
+
+def test_writes_through_mongos_survive_a_stepdown_and_a_member_kill_inside_a_shard(
+    sc: SimulatedShardedCluster, client: MongoClient[Any]
+) -> None:
+    coll = client.db[_hashed(client)]
+    coll.insert_many([{"_id": i} for i in range(10)])
+    old = sc.primary("shard0")
+    sc.step_down("shard0")
+    assert sc.primary("shard0") not in (None, old)
+    coll.insert_many([{"_id": 10 + i} for i in range(10)])
+    victim = sc.primary("shard1")
+    assert victim is not None
+    sc.kill(victim)
+    try:
+        assert sc.primary("shard1") not in (None, victim)
+        coll.insert_many([{"_id": 20 + i} for i in range(10)])
+        assert coll.count_documents({}) == 30
+    finally:
+        sc.restart(victim)
