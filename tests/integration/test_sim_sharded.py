@@ -399,3 +399,17 @@ def test_writes_through_mongos_survive_a_stepdown_and_a_member_kill_inside_a_sha
         assert coll.count_documents({}) == 30
     finally:
         sc.restart(victim)
+
+
+def test_explain_db_stats_coll_stats_and_server_status_as_mongos_gives_them(client: MongoClient[Any]) -> None:
+    coll = client.db[_hashed(client)]
+    coll.insert_many([{"_id": i} for i in range(20)])
+    merged = coll.find({"_id": {"$gt": 3}}).explain()
+    assert merged["queryPlanner"]["winningPlan"]["stage"] == "SHARD_MERGE"
+    assert {s["shardName"] for s in merged["queryPlanner"]["winningPlan"]["shards"]} >= {"shard0", "shard1"}
+    assert coll.find({"_id": 3}).explain()["queryPlanner"]["winningPlan"]["stage"] == "SINGLE_SHARD"
+    stats = client.db.command("dbStats")
+    assert stats["objects"] >= 20 and len(stats["raw"]) >= 2
+    per_shard = list(coll.aggregate([{"$collStats": {"count": {}}}]))
+    assert sum(d["count"] for d in per_shard) == 20 and {d["shard"] for d in per_shard} >= {"shard0", "shard1"}
+    assert client.admin.command("serverStatus")["process"] == "mongos"

@@ -61,6 +61,8 @@ class MongosConnection(ServerConnection):
         if isinstance(outcome, dict):
             if ctx.request.name in HELLO_NAMES and outcome.get("ok") == 1.0:
                 outcome = _mongos_hello(outcome)
+            elif ctx.request.name == "serverStatus" and outcome.get("ok") == 1.0:
+                outcome["process"] = "mongos"
             clock = self.router.cluster.clock.last
             fields = cluster_fields(ctx)
             fields["$clusterTime"]["clusterTime"] = clock
