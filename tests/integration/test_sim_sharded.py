@@ -413,3 +413,26 @@ def test_explain_db_stats_coll_stats_and_server_status_as_mongos_gives_them(clie
     per_shard = list(coll.aggregate([{"$collStats": {"count": {}}}]))
     assert sum(d["count"] for d in per_shard) == 20 and {d["shard"] for d in per_shard} >= {"shard0", "shard1"}
     assert client.admin.command("serverStatus")["process"] == "mongos"
+
+
+@pytest.mark.parametrize("driver", ["pymongo", "ours"])
+def test_a_change_stream_resumes_after_a_labelled_get_more_error_on_mongos(
+    sc: SimulatedShardedCluster, client: MongoClient[Any], driver: str
+) -> None:
+    name = _hashed(client)
+    mongos = sc.mongos[0]
+    opened = MongoClient(mongos, **OPTIONS) if driver == "pymongo" else OurClient(f"mongodb://{mongos}/", **OPTIONS)
+    try:
+        coll = opened.db[name]
+        with coll.watch(max_await_time_ms=100) as stream:
+            coll.insert_one({"_id": 1})
+            assert stream.next()["documentKey"]["_id"] == 1
+            sc.configure_failpoint(mongos, {"configureFailPoint": "failGetMoreAfterCursorCheckout",
+                                            "mode": {"times": 1}, "data": {"errorCode": 262}})
+            coll.insert_one({"_id": 2})
+            assert stream.next()["documentKey"]["_id"] == 2  # resumed once, nothing lost or repeated
+            coll.insert_one({"_id": 3})
+            assert stream.next()["documentKey"]["_id"] == 3
+    finally:
+        sc.failpoint_off(mongos, "failGetMoreAfterCursorCheckout")
+        opened.close()
