@@ -436,3 +436,21 @@ def test_a_change_stream_resumes_after_a_labelled_get_more_error_on_mongos(
     finally:
         sc.failpoint_off(mongos, "failGetMoreAfterCursorCheckout")
         opened.close()
+
+
+@pytest.mark.parametrize("driver", ["pymongo", "ours"])
+def test_a_snapshot_session_reads_every_shard_at_one_cluster_time(sc: SimulatedShardedCluster, client: MongoClient[Any],
+                                                                  driver: str) -> None:
+    name = _hashed(client)
+    opened = MongoClient(sc.uri, **OPTIONS) if driver == "pymongo" else OurClient(sc.uri, **OPTIONS)
+    try:
+        coll = opened.db[name]
+        coll.insert_many([{"_id": i} for i in range(10)])
+        with opened.start_session(snapshot=True) as session:
+            assert len(list(coll.find({}, session=session))) == 10
+            coll.insert_many([{"_id": 10 + i} for i in range(10)])  # on both shards, after the snapshot
+            assert len(list(coll.find({}, session=session))) == 10
+            assert sorted(coll.distinct("_id", session=session)) == list(range(10))
+        assert coll.count_documents({}) == 20
+    finally:
+        opened.close()

@@ -188,9 +188,13 @@ class Router:
             inner_ns = f"{ctx.db}.{inner_target}" if isinstance(inner_target, str) else ""
             if inner_ns and self.cluster.catalog.sharded(inner_ns) is not None:
                 return _explain(self, ctx, body, inner_ns)
+        snapshot = _snapshot_time(self, body) if txn is None else None
         result = self._route_collection(ctx, body, ns)
         if txn is not None:
             transactions.stamp(txn, result)
+        if snapshot is not None and result.get("ok") == 1.0 and name in ("find", "aggregate", "distinct"):
+            cursor = result.get("cursor")
+            (cursor if isinstance(cursor, dict) else result)["atClusterTime"] = snapshot
         return result
 
     def _route_collection(self, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
@@ -294,6 +298,17 @@ class Router:
         for shard in self.cluster.catalog.shards_for_filter(ns, query):
             out.extend(self.drain(ctx, shard, {"find": name, "filter": query or {}}))
         return out
+
+
+def _snapshot_time(router: Router, body: dict[str, Any]) -> Any:
+    """A snapshot read outside a transaction reads every shard at one cluster time: the one
+    it names, else the router's (which its reply then names, as mongos's)."""
+    concern = body.get("readConcern")
+    if not isinstance(concern, Mapping) or concern.get("level") != "snapshot":
+        return None
+    at = concern.get("atClusterTime") or router.cluster.clock.last
+    body["readConcern"] = {**concern, "atClusterTime": at}
+    return at
 
 
 def _batch_size(body: Mapping[str, Any]) -> int | None:
