@@ -454,3 +454,15 @@ def test_a_snapshot_session_reads_every_shard_at_one_cluster_time(sc: SimulatedS
         assert coll.count_documents({}) == 20
     finally:
         opened.close()
+
+
+def test_a_lookup_from_an_unsharded_collection_reads_the_whole_sharded_one(client: MongoClient[Any]) -> None:
+    orders = client.db[_hashed(client, "customer")]
+    orders.insert_many([{"_id": i, "customer": i % 5} for i in range(20)])
+    customers = client.db[f"u{next(_names)}"]
+    customers.insert_many([{"_id": c} for c in range(5)])
+    joined = list(customers.aggregate([
+        {"$lookup": {"from": orders.name, "localField": "_id", "foreignField": "customer", "as": "orders"}},
+        {"$project": {"n": {"$size": "$orders"}}}, {"$sort": {"_id": 1}},
+    ]))
+    assert joined == [{"_id": c, "n": 4} for c in range(5)]

@@ -200,6 +200,8 @@ class Router:
     def _route_collection(self, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
         name = ctx.request.name
         sharded = self.cluster.catalog.sharded(ns) if ns else None
+        if sharded is None and name == "aggregate" and _reads_sharded(self, ctx.db, body.get("pipeline")):
+            return _aggregate(self, ctx, body, ns)  # (the other collection is read through the router)
         if sharded is None:
             shard = self.cluster.catalog.primary_shard(ctx.db)
             return self.cursor_reply(ctx, self.send(ctx, shard, body))
@@ -298,6 +300,25 @@ class Router:
         for shard in self.cluster.catalog.shards_for_filter(ns, query):
             out.extend(self.drain(ctx, shard, {"find": name, "filter": query or {}}))
         return out
+
+
+def _reads_sharded(router: Router, db: str, pipeline: Any) -> bool:
+    """Whether a pipeline's $lookup, $graphLookup or $unionWith reads a sharded collection."""
+    if not isinstance(pipeline, list):
+        return False
+    for stage in pipeline:
+        if not isinstance(stage, Mapping) or not stage:
+            continue
+        name, argument = next(iter(stage.items()))
+        if name not in ("$lookup", "$graphLookup", "$unionWith"):
+            continue
+        other = argument if isinstance(argument, str) else argument.get("from", argument.get("coll")) \
+            if isinstance(argument, Mapping) else None
+        if isinstance(other, str) and router.cluster.catalog.sharded(f"{db}.{other}") is not None:
+            return True
+        if isinstance(argument, Mapping) and _reads_sharded(router, db, argument.get("pipeline")):
+            return True
+    return False
 
 
 def _snapshot_time(router: Router, body: dict[str, Any]) -> Any:
