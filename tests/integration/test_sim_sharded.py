@@ -466,3 +466,12 @@ def test_a_lookup_from_an_unsharded_collection_reads_the_whole_sharded_one(clien
         {"$project": {"n": {"$size": "$orders"}}}, {"$sort": {"_id": 1}},
     ]))
     assert joined == [{"_id": c, "n": 4} for c in range(5)]
+
+
+def test_a_sorted_read_merged_from_the_shards_honours_its_collation(client: MongoClient[Any]) -> None:
+    coll = client.db[_hashed(client)]
+    coll.insert_many([{"_id": i, "name": name} for i, name in enumerate(["b", "A", "a", "B", "c", "C"])])
+    plain = [d["name"] for d in coll.find({}, sort=[("name", 1), ("_id", 1)])]
+    assert plain == ["A", "B", "C", "a", "b", "c"]
+    folded = [d["name"] for d in coll.find({}, sort=[("name", 1), ("_id", 1)], collation={"locale": "en", "strength": 1})]
+    assert folded == ["A", "a", "b", "B", "c", "C"]  # case ignored: ties broken by _id

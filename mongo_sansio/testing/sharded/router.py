@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.bson import Int64, ObjectId
 from mongo_sansio.testing.engine import CommandError, Projection, run_pipeline, sort_documents
+from mongo_sansio.testing.engine.collation import parse_collation
 from mongo_sansio.testing.engine.order import hashable_key
 from mongo_sansio.testing.server.commands_crud import lsid_key
 from mongo_sansio.testing.server.context import Close, Context, Outcome, Request
@@ -363,7 +364,9 @@ def _find(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[s
     for shard in router.cluster.catalog.shards_for_filter(ns, query):
         documents.extend(router.drain(ctx, shard, shard_body))
     if sort:
-        documents = sort_documents(documents, sort)
+        # (the find's collation, else the collection's default, which every shard shares)
+        collation = parse_collation(body["collation"]) if "collation" in body else _default_collation(router, ns)
+        documents = sort_documents(documents, sort, collation)
     documents = documents[skip:]
     if limit:
         documents = documents[:limit]
@@ -371,6 +374,12 @@ def _find(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[s
         compiled = Projection(projection)
         documents = [compiled.apply(d, filter=query) for d in documents]
     return router.open_cursor(ctx, ns, documents)
+
+
+def _default_collation(router: Router, ns: str) -> Any:
+    database, _, name = ns.partition(".")
+    collection = router.cluster.shards[router.cluster.catalog.primary_shard(database)].collection(database, name)
+    return collection.collation if collection is not None else None
 
 
 def _aggregate(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
