@@ -475,3 +475,33 @@ def test_a_sorted_read_merged_from_the_shards_honours_its_collation(client: Mong
     assert plain == ["A", "B", "C", "a", "b", "c"]
     folded = [d["name"] for d in coll.find({}, sort=[("name", 1), ("_id", 1)], collation={"locale": "en", "strength": 1})]
     assert folded == ["A", "a", "b", "B", "c", "C"]  # case ignored: ties broken by _id
+
+
+@pytest.mark.parametrize("driver", ["pymongo", "ours"])
+def test_with_transaction_survives_the_kill_of_its_pinned_mongos(sc: SimulatedShardedCluster, client: MongoClient[Any],
+                                                                 driver: str) -> None:
+    name = _hashed(client)
+    # (PyMongo waits for the dead pinned mongos a server selection timeout before it fails over)
+    fast = {**OPTIONS, "heartbeatFrequencyMS": 500, "serverSelectionTimeoutMS": 1500}
+    opened = MongoClient(sc.uri, **fast) if driver == "pymongo" else OurClient(sc.uri, **fast)
+    attempts: list[Any] = []
+    try:
+        coll = opened.db[name]
+        coll.insert_one({"_id": "seed"})
+
+        def callback(session: Any) -> None:
+            coll.insert_one({"_id": len(attempts)}, session=session)
+            attempts.append(session._pinned_address if driver == "ours" else session._transaction.pinned_address)
+            if len(attempts) == 1:
+                host, port = attempts[0]
+                sc.stop_mongos(f"{host}:{port}")  # the pinned mongos dies mid-transaction
+            coll.insert_one({"_id": 100 + len(attempts)}, session=session)
+
+        with opened.start_session() as session:
+            session.with_transaction(callback)
+        assert len(attempts) == 2 and attempts[0] != attempts[1]
+        assert sorted(str(d["_id"]) for d in coll.find()) == ["1", "102", "seed"]  # the first attempt left nothing
+    finally:
+        for mongos in sc.mongos:
+            sc.restart_mongos(mongos)
+        opened.close()
