@@ -505,3 +505,19 @@ def test_with_transaction_survives_the_kill_of_its_pinned_mongos(sc: SimulatedSh
         for mongos in sc.mongos:
             sc.restart_mongos(mongos)
         opened.close()
+
+
+def test_an_ordered_write_stops_at_its_first_error_across_shards(client: MongoClient[Any]) -> None:
+    name = f"r{next(_names)}"
+    client.admin.command("shardCollection", f"db.{name}", key={"k": 1})
+    client.admin.command("split", f"db.{name}", middle={"k": 100})
+    client.admin.command("moveChunk", f"db.{name}", find={"k": 100}, to="shard1")
+    coll = client.db[name]
+    coll.insert_one({"_id": 2, "k": 2})
+    documents = [{"_id": 1, "k": 1}, {"_id": 101, "k": 101}, {"_id": 2, "k": 2}, {"_id": 102, "k": 102}]
+    with MongoClient(client.nodes and ",".join(f"{h}:{p}" for h, p in client.nodes), retryWrites=False, **OPTIONS) as plain:
+        with pytest.raises(pymongo.errors.BulkWriteError) as raised:
+            plain.db[name].insert_many(documents)  # ordered: the duplicate _id 2 stops it
+        assert raised.value.details["nInserted"] == 2
+        assert [e["index"] for e in raised.value.details["writeErrors"]] == [2]
+    assert sorted(d["_id"] for d in coll.find()) == [1, 2, 101]

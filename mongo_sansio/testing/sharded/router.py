@@ -24,8 +24,9 @@ failCommand are checked on the router first, then
   change the catalog, and ``config`` reads see the catalog;
 * transactions and change streams: :mod:`.transactions`, :mod:`.streams`.
 
-Knowing differences from mongod: an ordered write whose statement fails on one shard does not
-stop the other shards' statements; a single-document write without the shard key is placed
+Knowing differences from mongod: an ordered retryable write goes as one command per shard (the
+shards' retry records are per command, mongod's per statement), so a statement failing on one
+shard does not stop the other shards' later ones (other ordered writes go run by run); a single-document write without the shard key is placed
 by a read, then a write (mongod does the same in one internal transaction).
 """
 
@@ -526,8 +527,10 @@ def _delete(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict
 
 def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str,
                   groups: dict[str, list[tuple[int, Any]]]) -> dict[str, Any]:
-    """One command per shard (a retry is answered from each shard's record of it), the
-    counts summed and the statement indexes mapped back."""
+    """The statements sent on, the counts summed and the statement indexes mapped back.  A
+    retryable write sends one command per shard (a retry is answered from each shard's record
+    of it); an ordered write otherwise goes as mongos sends it, one run of statements with the
+    same shards after the other, and stops after a run with a write error."""
     merged: dict[str, Any] = {"n": 0}
     if field == "updates":
         merged["nModified"] = 0
@@ -535,22 +538,27 @@ def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str
     upserted: list[dict[str, Any]] = []
     concern_error: Any = None
     labels: list[str] = []
-    for shard, items in groups.items():
-        shard_body = dict(body)
-        shard_body[field] = [item for _, item in items]
-        reply = router.send(ctx, shard, shard_body)
-        if reply.get("ok") != 1.0:
-            return reply
-        merged["n"] += int(reply.get("n", 0))
-        if field == "updates":
-            merged["nModified"] += int(reply.get("nModified", 0))
-        for error in reply.get("writeErrors", []):
-            errors.append({**error, "index": items[int(error["index"])][0]})
-        for entry in reply.get("upserted", []):
-            upserted.append({**entry, "index": items[int(entry["index"])][0]})
-        if "writeConcernError" in reply and concern_error is None:
-            concern_error = reply["writeConcernError"]
-        labels.extend(label for label in reply.get("errorLabels", []) if label not in labels)
+    retryable = ctx.request.txn_number is not None and ctx.body.get("autocommit") is not False
+    rounds = [groups] if retryable or body.get("ordered", True) is False else _runs(groups)
+    for batch in rounds:
+        if errors:
+            break
+        for shard, items in batch.items():
+            shard_body = dict(body)
+            shard_body[field] = [item for _, item in items]
+            reply = router.send(ctx, shard, shard_body)
+            if reply.get("ok") != 1.0:
+                return reply
+            merged["n"] += int(reply.get("n", 0))
+            if field == "updates":
+                merged["nModified"] += int(reply.get("nModified", 0))
+            for error in reply.get("writeErrors", []):
+                errors.append({**error, "index": items[int(error["index"])][0]})
+            for entry in reply.get("upserted", []):
+                upserted.append({**entry, "index": items[int(entry["index"])][0]})
+            if "writeConcernError" in reply and concern_error is None:
+                concern_error = reply["writeConcernError"]
+            labels.extend(label for label in reply.get("errorLabels", []) if label not in labels)
     if upserted:
         merged["upserted"] = sorted(upserted, key=lambda entry: int(entry["index"]))
     if errors:
@@ -561,6 +569,25 @@ def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str
         merged["errorLabels"] = labels
     merged["ok"] = 1.0
     return merged
+
+
+def _runs(groups: dict[str, list[tuple[int, Any]]]) -> list[dict[str, list[tuple[int, Any]]]]:
+    """The statements of ``groups`` in their order, cut into runs of consecutive statements
+    sent to the same shards: each run a {shard: statements} of its own."""
+    targets: dict[int, tuple[Any, list[str]]] = {}
+    for shard, items in groups.items():
+        for index, item in items:
+            targets.setdefault(index, (item, []))[1].append(shard)
+    runs: list[dict[str, list[tuple[int, Any]]]] = []
+    last: list[str] | None = None
+    for index in sorted(targets):
+        item, shards = targets[index]
+        if shards != last:
+            runs.append({})
+            last = shards
+        for shard in shards:
+            runs[-1].setdefault(shard, []).append((index, item))
+    return runs
 
 
 def _find_and_modify(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
