@@ -521,3 +521,12 @@ def test_an_ordered_write_stops_at_its_first_error_across_shards(client: MongoCl
         assert raised.value.details["nInserted"] == 2
         assert [e["index"] for e in raised.value.details["writeErrors"]] == [2]
     assert sorted(d["_id"] for d in coll.find()) == [1, 2, 101]
+
+
+def test_add_shard_through_mongos_and_list_shards(client: MongoClient[Any]) -> None:
+    added = client.admin.command("addShard", "extra/extra-0.invalid:27017,extra-1.invalid:27017")
+    assert added["shardAdded"] == "extra"
+    shards = {s["_id"]: s["host"] for s in client.admin.command("listShards")["shards"]}
+    assert shards["extra"] == "extra/extra-0.invalid:27017,extra-1.invalid:27017"
+    assert {"shard0", "shard1"} <= set(shards)
+    assert client.config.shards.count_documents({"_id": "extra"}) == 1
