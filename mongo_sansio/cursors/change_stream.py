@@ -61,6 +61,7 @@ import attrs
 
 from mongo_sansio.bson import RawDocument, Timestamp
 from mongo_sansio.bson._twins import pymongo_marker
+from mongo_sansio.cmap.errors import PoolClearedError
 from mongo_sansio.cursors.cursor import Cursor, Namespace
 from mongo_sansio.cursors.errors import (
     ChangeStreamClosed,
@@ -140,6 +141,11 @@ def is_resumable_error(error: BaseException, max_wire_version: int) -> bool:
     cannot fix them.
     """
     if isinstance(error, NetworkError):
+        return True
+    if isinstance(error, PoolClearedError):
+        # the cursor's server was marked Unknown after a network error elsewhere (a mongos
+        # killed): not a server's answer, so resumable (on another server, as after a
+        # network error)
         return True
     if not isinstance(error, ServerError):
         return False

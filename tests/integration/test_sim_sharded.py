@@ -11,6 +11,8 @@ One cluster serves the whole module; each test uses its own collection.
 from __future__ import annotations
 
 import itertools
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -257,3 +259,274 @@ def test_our_client_crud_transaction_and_change_stream(sc: SimulatedShardedClust
     assert sorted(e["documentKey"]["_id"] for e in events) == [200, 201, 202, 203]
     times = [(e["clusterTime"].time, e["clusterTime"].inc) for e in events]
     assert times == sorted(times)
+
+
+def test_the_sim_command_serves_a_sharded_cluster_and_prints_every_mongos() -> None:
+    from integration_helpers import cli_process
+
+    with cli_process("sim", "--sharded", "--shards", "2", "--mongos", "2", "--auth", "admin:pw", "--port", "0") as process:
+        first_line: list[str] = []
+        reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(15)
+        assert first_line and first_line[0].startswith("mongodb://admin:pw@"), process.stderr
+        uri = first_line[0].strip()
+        assert uri.count(",") == 1 and "replicaSet" not in uri
+        with MongoClient(uri, **OPTIONS) as client:
+            assert client.admin.command("hello")["msg"] == "isdbgrid"
+            client.admin.command("shardCollection", "cli.things", key={"_id": "hashed"})
+            client.cli.things.insert_many([{"_id": i} for i in range(10)])
+            assert client.cli.things.count_documents({}) == 10
+            assert client.topology_description.topology_type_name == "Sharded"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0
+
+
+@pytest.mark.parametrize("driver", ["pymongo", "ours"])
+def test_a_change_stream_resumes_across_mongos_kills(sc: SimulatedShardedCluster, client: MongoClient[Any],
+                                                     driver: str) -> None:
+    name = _hashed(client)
+    # a restarted mongos is found again soon; PyMongo's getMore waits for its cursor's mongos
+    # (dead) a whole server selection timeout before the stream resumes elsewhere
+    fast = {**OPTIONS, "heartbeatFrequencyMS": 500, "serverSelectionTimeoutMS": 1500}
+    opened = MongoClient(sc.uri, **fast) if driver == "pymongo" else OurClient(sc.uri, **fast)
+    try:
+        coll = opened.db[name]
+        seen: list[int] = []
+        with coll.watch(max_await_time_ms=100) as stream:
+            for round_, mongos in enumerate([None, sc.mongos[0], sc.mongos[1]]):
+                if mongos is not None:
+                    sc.stop_mongos(mongos)  # the stream's cursor may live there: it resumes elsewhere
+                coll.insert_many([{"_id": round_ * 10 + i} for i in range(4)])
+                seen += [stream.next()["documentKey"]["_id"] for _ in range(4)]
+                if mongos is not None:
+                    sc.restart_mongos(mongos)
+        assert sorted(seen) == [0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23]
+    finally:
+        opened.close()
+
+
+@pytest.mark.parametrize("driver", ["pymongo", "ours"])
+def test_a_retried_write_goes_to_another_mongos(sc: SimulatedShardedCluster, driver: str) -> None:
+    """Both mongos fail the next insert once: a retry sent to the same mongos would succeed,
+    one sent to the other (deprioritised: the spec's rule for sharded retries) fails too."""
+    name = f"d{next(_names)}"
+    opened = MongoClient(sc.uri, **OPTIONS) if driver == "pymongo" else OurClient(sc.uri, **OPTIONS)
+    try:
+        opened.admin.command("ping")
+        for mongos in sc.mongos:
+            sc.configure_failpoint(mongos, {"configureFailPoint": "failCommand", "mode": {"times": 1},
+                                            "data": {"failCommands": ["insert"], "errorCode": 262}})
+        with pytest.raises(Exception) as raised:  # (each driver's own OperationFailure)
+            opened.db[name].insert_one({"_id": 1})
+        assert getattr(raised.value, "code", None) == 262
+        assert opened.db[name].count_documents({}) == 0
+    finally:
+        for mongos in sc.mongos:
+            sc.failpoint_off(mongos)
+        opened.close()
+
+
+@pytest.mark.parametrize("family", ["asyncio", "trio"])
+def test_async_clients_crud_transaction_and_change_stream(sc: SimulatedShardedCluster, client: MongoClient[Any],
+                                                         family: str) -> None:
+    if family == "trio":
+        trio = pytest.importorskip("trio")
+        import mongo_sansio.adapters.trio as module
+    else:
+        import asyncio
+
+        import mongo_sansio.adapters.asyncio as module  # type: ignore[no-redef]
+    name = _hashed(client)
+
+    async def main() -> None:
+        async with module.AsyncMongoClient(sc.uri, **OPTIONS) as ours:
+            coll = ours.db[name]
+            await coll.insert_many([{"_id": i} for i in range(8)])
+            assert [d["_id"] async for d in coll.find({}, sort=[("_id", -1)], limit=3)] == [7, 6, 5]
+            async with ours.start_session() as session:
+                async with await session.start_transaction():
+                    await coll.insert_many([{"_id": 100 + i} for i in range(4)], session=session)
+            assert await coll.count_documents({"_id": {"$gte": 100}}) == 4
+            async with await coll.watch(max_await_time_ms=100) as stream:
+                await coll.insert_many([{"_id": 200 + i} for i in range(4)])
+                keys = [(await stream.next())["documentKey"]["_id"] for _ in range(4)]
+            assert sorted(keys) == [200, 201, 202, 203]
+
+    if family == "trio":
+        trio.run(main)
+    else:
+        asyncio.run(main())
+    assert all(n > 0 for n in _per_shard(sc, name).values())
+
+
+def test_an_update_of_the_shard_key_moves_the_document_to_its_new_shard(sc: SimulatedShardedCluster,
+                                                                        client: MongoClient[Any]) -> None:
+    name = f"r{next(_names)}"
+    client.admin.command("shardCollection", f"db.{name}", key={"k": 1})
+    client.admin.command("split", f"db.{name}", middle={"k": 100})
+    client.admin.command("moveChunk", f"db.{name}", find={"k": 100}, to="shard1")
+    coll = client.db[name]
+    coll.insert_one({"_id": 1, "k": 5})
+    assert _two(sc, name) == {"shard0": 1, "shard1": 0}
+    coll.update_one({"_id": 1}, {"$set": {"k": 150}})
+    assert _two(sc, name) == {"shard0": 0, "shard1": 1}
+    assert coll.find_one({"k": 150}) == {"_id": 1, "k": 150}
+    coll.find_one_and_replace({"k": 150}, {"k": 7})
+    assert _two(sc, name) == {"shard0": 1, "shard1": 0}
+    assert coll.find_one({"k": 7})["_id"] == 1
+
+
+def _two(sc: SimulatedShardedCluster, name: str) -> dict[str, int]:
+    return {shard: n for shard, n in _per_shard(sc, name).items() if shard in ("shard0", "shard1")}
+
+
+def test_writes_through_mongos_survive_a_stepdown_and_a_member_kill_inside_a_shard(
+    sc: SimulatedShardedCluster, client: MongoClient[Any]
+) -> None:
+    coll = client.db[_hashed(client)]
+    coll.insert_many([{"_id": i} for i in range(10)])
+    old = sc.primary("shard0")
+    sc.step_down("shard0")
+    assert sc.primary("shard0") not in (None, old)
+    coll.insert_many([{"_id": 10 + i} for i in range(10)])
+    victim = sc.primary("shard1")
+    assert victim is not None
+    sc.kill(victim)
+    try:
+        assert sc.primary("shard1") not in (None, victim)
+        coll.insert_many([{"_id": 20 + i} for i in range(10)])
+        assert coll.count_documents({}) == 30
+    finally:
+        sc.restart(victim)
+
+
+def test_explain_db_stats_coll_stats_and_server_status_as_mongos_gives_them(client: MongoClient[Any]) -> None:
+    coll = client.db[_hashed(client)]
+    coll.insert_many([{"_id": i} for i in range(20)])
+    merged = coll.find({"_id": {"$gt": 3}}).explain()
+    assert merged["queryPlanner"]["winningPlan"]["stage"] == "SHARD_MERGE"
+    assert {s["shardName"] for s in merged["queryPlanner"]["winningPlan"]["shards"]} >= {"shard0", "shard1"}
+    assert coll.find({"_id": 3}).explain()["queryPlanner"]["winningPlan"]["stage"] == "SINGLE_SHARD"
+    stats = client.db.command("dbStats")
+    assert stats["objects"] >= 20 and len(stats["raw"]) >= 2
+    per_shard = list(coll.aggregate([{"$collStats": {"count": {}}}]))
+    assert sum(d["count"] for d in per_shard) == 20 and {d["shard"] for d in per_shard} >= {"shard0", "shard1"}
+    assert client.admin.command("serverStatus")["process"] == "mongos"
+
+
+@pytest.mark.parametrize("driver", ["pymongo", "ours"])
+def test_a_change_stream_resumes_after_a_labelled_get_more_error_on_mongos(
+    sc: SimulatedShardedCluster, client: MongoClient[Any], driver: str
+) -> None:
+    name = _hashed(client)
+    mongos = sc.mongos[0]
+    opened = MongoClient(mongos, **OPTIONS) if driver == "pymongo" else OurClient(f"mongodb://{mongos}/", **OPTIONS)
+    try:
+        coll = opened.db[name]
+        with coll.watch(max_await_time_ms=100) as stream:
+            coll.insert_one({"_id": 1})
+            assert stream.next()["documentKey"]["_id"] == 1
+            sc.configure_failpoint(mongos, {"configureFailPoint": "failGetMoreAfterCursorCheckout",
+                                            "mode": {"times": 1}, "data": {"errorCode": 262}})
+            coll.insert_one({"_id": 2})
+            assert stream.next()["documentKey"]["_id"] == 2  # resumed once, nothing lost or repeated
+            coll.insert_one({"_id": 3})
+            assert stream.next()["documentKey"]["_id"] == 3
+    finally:
+        sc.failpoint_off(mongos, "failGetMoreAfterCursorCheckout")
+        opened.close()
+
+
+@pytest.mark.parametrize("driver", ["pymongo", "ours"])
+def test_a_snapshot_session_reads_every_shard_at_one_cluster_time(sc: SimulatedShardedCluster, client: MongoClient[Any],
+                                                                  driver: str) -> None:
+    name = _hashed(client)
+    opened = MongoClient(sc.uri, **OPTIONS) if driver == "pymongo" else OurClient(sc.uri, **OPTIONS)
+    try:
+        coll = opened.db[name]
+        coll.insert_many([{"_id": i} for i in range(10)])
+        with opened.start_session(snapshot=True) as session:
+            assert len(list(coll.find({}, session=session))) == 10
+            coll.insert_many([{"_id": 10 + i} for i in range(10)])  # on both shards, after the snapshot
+            assert len(list(coll.find({}, session=session))) == 10
+            assert sorted(coll.distinct("_id", session=session)) == list(range(10))
+        assert coll.count_documents({}) == 20
+    finally:
+        opened.close()
+
+
+def test_a_lookup_from_an_unsharded_collection_reads_the_whole_sharded_one(client: MongoClient[Any]) -> None:
+    orders = client.db[_hashed(client, "customer")]
+    orders.insert_many([{"_id": i, "customer": i % 5} for i in range(20)])
+    customers = client.db[f"u{next(_names)}"]
+    customers.insert_many([{"_id": c} for c in range(5)])
+    joined = list(customers.aggregate([
+        {"$lookup": {"from": orders.name, "localField": "_id", "foreignField": "customer", "as": "orders"}},
+        {"$project": {"n": {"$size": "$orders"}}}, {"$sort": {"_id": 1}},
+    ]))
+    assert joined == [{"_id": c, "n": 4} for c in range(5)]
+
+
+def test_a_sorted_read_merged_from_the_shards_honours_its_collation(client: MongoClient[Any]) -> None:
+    coll = client.db[_hashed(client)]
+    coll.insert_many([{"_id": i, "name": name} for i, name in enumerate(["b", "A", "a", "B", "c", "C"])])
+    plain = [d["name"] for d in coll.find({}, sort=[("name", 1), ("_id", 1)])]
+    assert plain == ["A", "B", "C", "a", "b", "c"]
+    folded = [d["name"] for d in coll.find({}, sort=[("name", 1), ("_id", 1)], collation={"locale": "en", "strength": 1})]
+    assert folded == ["A", "a", "b", "B", "c", "C"]  # case ignored: ties broken by _id
+
+
+@pytest.mark.parametrize("driver", ["pymongo", "ours"])
+def test_with_transaction_survives_the_kill_of_its_pinned_mongos(sc: SimulatedShardedCluster, client: MongoClient[Any],
+                                                                 driver: str) -> None:
+    name = _hashed(client)
+    # (PyMongo waits for the dead pinned mongos a server selection timeout before it fails over)
+    fast = {**OPTIONS, "heartbeatFrequencyMS": 500, "serverSelectionTimeoutMS": 1500}
+    opened = MongoClient(sc.uri, **fast) if driver == "pymongo" else OurClient(sc.uri, **fast)
+    attempts: list[Any] = []
+    try:
+        coll = opened.db[name]
+        coll.insert_one({"_id": "seed"})
+
+        def callback(session: Any) -> None:
+            coll.insert_one({"_id": len(attempts)}, session=session)
+            attempts.append(session._pinned_address if driver == "ours" else session._transaction.pinned_address)
+            if len(attempts) == 1:
+                host, port = attempts[0]
+                sc.stop_mongos(f"{host}:{port}")  # the pinned mongos dies mid-transaction
+            coll.insert_one({"_id": 100 + len(attempts)}, session=session)
+
+        with opened.start_session() as session:
+            session.with_transaction(callback)
+        assert len(attempts) == 2 and attempts[0] != attempts[1]
+        assert sorted(str(d["_id"]) for d in coll.find()) == ["1", "102", "seed"]  # the first attempt left nothing
+    finally:
+        for mongos in sc.mongos:
+            sc.restart_mongos(mongos)
+        opened.close()
+
+
+def test_an_ordered_write_stops_at_its_first_error_across_shards(client: MongoClient[Any]) -> None:
+    name = f"r{next(_names)}"
+    client.admin.command("shardCollection", f"db.{name}", key={"k": 1})
+    client.admin.command("split", f"db.{name}", middle={"k": 100})
+    client.admin.command("moveChunk", f"db.{name}", find={"k": 100}, to="shard1")
+    coll = client.db[name]
+    coll.insert_one({"_id": 2, "k": 2})
+    documents = [{"_id": 1, "k": 1}, {"_id": 101, "k": 101}, {"_id": 2, "k": 2}, {"_id": 102, "k": 102}]
+    with MongoClient(client.nodes and ",".join(f"{h}:{p}" for h, p in client.nodes), retryWrites=False, **OPTIONS) as plain:
+        with pytest.raises(pymongo.errors.BulkWriteError) as raised:
+            plain.db[name].insert_many(documents)  # ordered: the duplicate _id 2 stops it
+        assert raised.value.details["nInserted"] == 2
+        assert [e["index"] for e in raised.value.details["writeErrors"]] == [2]
+    assert sorted(d["_id"] for d in coll.find()) == [1, 2, 101]
+
+
+def test_add_shard_through_mongos_and_list_shards(client: MongoClient[Any]) -> None:
+    added = client.admin.command("addShard", "extra/extra-0.invalid:27017,extra-1.invalid:27017")
+    assert added["shardAdded"] == "extra"
+    shards = {s["_id"]: s["host"] for s in client.admin.command("listShards")["shards"]}
+    assert shards["extra"] == "extra/extra-0.invalid:27017,extra-1.invalid:27017"
+    assert {"shard0", "shard1"} <= set(shards)
+    assert client.config.shards.count_documents({"_id": "extra"}) == 1

@@ -64,7 +64,7 @@ OPTIONS = frozenset({"fullDocument", "fullDocumentBeforeChange", "resumeAfter", 
                      "startAtOperationTime", "allChangesForCluster", "showExpandedEvents"})
 INTERNAL_DATABASES = frozenset({"admin", "config", "local"})
 EXPANDED_KINDS = {"create": "create", "createIndexes": "createIndexes", "dropIndexes": "dropIndexes",
-                  "collMod": "modify"}
+                  "collMod": "modify", "shardCollection": "shardCollection"}  # (the last: a shard's, mongos)
 # Codes mongod labels ResumableChangeStreamError on a change stream's getMore (network,
 # not-primary, shutdown and interruption errors); from the spec's list, not from mongod's source.
 RESUMABLE_CODES = frozenset({6, 7, 63, 89, 91, 133, 150, 189, 234, 262, 9001, 10107, 11600, 11602,

@@ -30,7 +30,7 @@ __all__ = ["ROUTER_COMMANDS", "run"]
 ROUTER_COMMANDS = frozenset({
     "enableSharding", "enablesharding", "shardCollection", "shardcollection", "split", "moveChunk", "movechunk",
     "addShard", "addshard", "listShards", "listshards", "flushRouterConfig", "balancerStatus", "balancerStart",
-    "balancerStop", "isdbgrid",
+    "balancerStop", "isdbgrid", "checkMetadataConsistency",
 })
 
 
@@ -107,6 +107,12 @@ def _shard_collection(router: Router, ctx: Context) -> dict[str, Any]:
         ns, key, unique=bool(ctx.body.get("unique", False)), uuid=collection.uuid, epoch=config.new_object_id(),
         wall=config.wall(ctx.now), at=cluster.clock.next(config.wall(ctx.now)), new_id=config.new_object_id,
     )
+    # the primary shard logs it (a change stream with showExpandedEvents reports it)
+    shard.begin_write(ctx.now)
+    shard.log("c", "shardCollection", f"{database}.$cmd", ui=collection.uuid, command={
+        "shardCollection": name, "shardKey": dict(key), "unique": bool(ctx.body.get("unique", False)),
+        "presplitHashedZones": False})
+    shard.wake_waiters(ctx.now)
     indexes = [spec for spec in collection.list_indexes() if spec.get("name") != "_id_"]
     for other_name, other in cluster.shards.items():
         if other_name == primary or other.collection(database, name) is not None:
@@ -196,6 +202,11 @@ def _balancer_status(router: Router, ctx: Context) -> dict[str, Any]:
     return {"mode": "off", "inBalancerRound": False, "numBalancerRounds": 0, "ok": 1.0}
 
 
+def _check_metadata_consistency(router: Router, ctx: Context) -> dict[str, Any]:
+    """mongos 7.0's consistency check: a cursor over the inconsistencies (none here)."""
+    return router.open_cursor(ctx, f"{ctx.db}.$cmd.checkMetadataConsistency", [])
+
+
 def _isdbgrid(router: Router, ctx: Context) -> dict[str, Any]:
     return {"isdbgrid": 1, "hostname": router.address, "ok": 1.0}
 
@@ -204,6 +215,7 @@ _HANDLERS: dict[str, Any] = {
     "enablesharding": _enable_sharding, "shardcollection": _shard_collection, "split": _split,
     "movechunk": _move_chunk, "addshard": _add_shard, "listshards": _list_shards, "flushrouterconfig": _ok,
     "balancerstatus": _balancer_status, "balancerstart": _ok, "balancerstop": _ok, "isdbgrid": _isdbgrid,
+    "checkmetadataconsistency": _check_metadata_consistency,
 }
 
 

@@ -183,16 +183,16 @@ class Catalog:
         collection = ShardedCollection(ns, dict(key), unique, uuid, epoch, wall, at)
         names = list(self.shards)
         if hashed:
+            # one chunk per shard over equal slices of the hashed field's 64-bit range (the
+            # other fields of a compound key at MinKey inside, MinKey/MaxKey at the ends)
             count = len(names)
-            bounds: list[Any] = [MinKey()] + [Int64(_INT64_MIN + (_INT64_SPAN * i) // count) for i in range(1, count)] + [MaxKey()]
+            cuts = [Int64(_INT64_MIN + (_INT64_SPAN * i) // count) for i in range(1, count)]
+            points: list[dict[str, Any]] = [{f: (cut if v == "hashed" else MinKey()) for f, v in key.items()}
+                                             for cut in cuts]
+            lows: list[dict[str, Any]] = [{f: MinKey() for f in key}, *points]
+            highs: list[dict[str, Any]] = [*points, {f: MaxKey() for f in key}]
             for i, shard in enumerate(names):
-                low = {f: (bounds[i] if v == "hashed" else MinKey()) for f, v in key.items()}
-                high = {f: (bounds[i + 1] if v == "hashed" else MinKey() if i + 1 < count else MaxKey()) for f, v in key.items()}
-                if i + 1 == count:
-                    high = {f: MaxKey() for f in key}
-                if i == 0:
-                    low = {f: MinKey() for f in key}
-                collection.chunks.append(Chunk(low, high, shard, new_id(), Timestamp(1, i)))
+                collection.chunks.append(Chunk(lows[i], highs[i], shard, new_id(), Timestamp(1, i)))
         else:
             collection.chunks.append(Chunk({f: MinKey() for f in key}, {f: MaxKey() for f in key},
                                            self.primary_shard(database), new_id(), Timestamp(1, 0)))

@@ -61,6 +61,8 @@ class MongosConnection(ServerConnection):
         if isinstance(outcome, dict):
             if ctx.request.name in HELLO_NAMES and outcome.get("ok") == 1.0:
                 outcome = _mongos_hello(outcome)
+            elif ctx.request.name == "serverStatus" and outcome.get("ok") == 1.0:
+                outcome["process"] = "mongos"
             clock = self.router.cluster.clock.last
             fields = cluster_fields(ctx)
             fields["$clusterTime"]["clusterTime"] = clock
@@ -194,8 +196,18 @@ class ShardedCluster:
             raise LocalProtocolError(f"{address!r} is not a mongos of the cluster") from None
 
     def stop_mongos(self, address: str, now: float) -> None:
-        """Shut a router down: its connections close, its cursors and transactions go."""
-        self.front(address).stop(address, now)
+        """Kill a router: its connections drop without a reply (a getMore waiting there
+        included), its cursors and transactions go."""
+        front = self.front(address)
+        member = front.member(address)
+        if member.state == STOPPED:
+            return
+        member.state = STOPPED
+        front.primary = None
+        member.cursors.clear()
+        for connection in list(member.connections):
+            connection.close("mongos stopped")
+        member.connections.clear()
         self.routers[address] = Router(self, address)
 
     def restart_mongos(self, address: str, now: float) -> None:

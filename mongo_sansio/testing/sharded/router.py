@@ -24,8 +24,9 @@ failCommand are checked on the router first, then
   change the catalog, and ``config`` reads see the catalog;
 * transactions and change streams: :mod:`.transactions`, :mod:`.streams`.
 
-Knowing differences from mongod: an ordered write whose statement fails on one shard does not
-stop the other shards' statements; a single-document write without the shard key is placed
+Knowing differences from mongod: an ordered retryable write goes as one command per shard (the
+shards' retry records are per command, mongod's per statement), so a statement failing on one
+shard does not stop the other shards' later ones (other ordered writes go run by run); a single-document write without the shard key is placed
 by a read, then a write (mongod does the same in one internal transaction).
 """
 
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.bson import Int64, ObjectId
 from mongo_sansio.testing.engine import CommandError, Projection, run_pipeline, sort_documents
+from mongo_sansio.testing.engine.collation import parse_collation
 from mongo_sansio.testing.engine.order import hashable_key
 from mongo_sansio.testing.server.commands_crud import lsid_key
 from mongo_sansio.testing.server.context import Close, Context, Outcome, Request
@@ -67,6 +69,8 @@ _TXN_FIELDS = ("txnNumber", "autocommit", "startTransaction")
 # Fields the router keeps to itself (it sends its own read preference and cluster time).
 _ROUTER_FIELDS = frozenset({"$db", "$clusterTime", "$readPreference", "recoveryToken", "lsid$"})
 # Stages a shard may run on its own documents before the merge (each document alone).
+# First stages each shard answers about itself ($collStats, $indexStats: one document per shard).
+_PER_SHARD_STAGES = frozenset({"$collStats", "$indexStats"})
 _DOCUMENT_STAGES = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot",
                               "$replaceWith", "$unwind", "$redact"})
 
@@ -178,14 +182,28 @@ class Router:
             reply = self.broadcast(ctx, body)
             self.cluster.catalog.drop_database(ctx.db)
             return reply
+        if name in ("dbStats", "dbstats"):
+            return _db_stats(self, ctx, body)
+        if name == "explain" and isinstance(body.get("explain"), Mapping) and body["explain"]:
+            inner = body["explain"]
+            inner_target = inner.get(next(iter(inner)))
+            inner_ns = f"{ctx.db}.{inner_target}" if isinstance(inner_target, str) else ""
+            if inner_ns and self.cluster.catalog.sharded(inner_ns) is not None:
+                return _explain(self, ctx, body, inner_ns)
+        snapshot = _snapshot_time(self, body) if txn is None else None
         result = self._route_collection(ctx, body, ns)
         if txn is not None:
             transactions.stamp(txn, result)
+        if snapshot is not None and result.get("ok") == 1.0 and name in ("find", "aggregate", "distinct"):
+            cursor = result.get("cursor")
+            (cursor if isinstance(cursor, dict) else result)["atClusterTime"] = snapshot
         return result
 
     def _route_collection(self, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
         name = ctx.request.name
         sharded = self.cluster.catalog.sharded(ns) if ns else None
+        if sharded is None and name == "aggregate" and _reads_sharded(self, ctx.db, body.get("pipeline")):
+            return _aggregate(self, ctx, body, ns)  # (the other collection is read through the router)
         if sharded is None:
             shard = self.cluster.catalog.primary_shard(ctx.db)
             return self.cursor_reply(ctx, self.send(ctx, shard, body))
@@ -263,15 +281,19 @@ class Router:
         if shard is None:
             shard = self.cluster.catalog.primary_shard(ctx.db)
         documents = self.rest_of(ctx, shard, reply)
-        return self.open_cursor(ctx, str(cursor.get("ns")), documents, first_given=True)
+        return self.open_cursor(ctx, str(cursor.get("ns")), documents)
 
-    def open_cursor(self, ctx: Context, ns: str, documents: list[Any], *, first_given: bool = False) -> dict[str, Any]:
-        batch_size = _batch_size(ctx.body)
-        if first_given:
-            # the shard answered its first batch already: the router's goes on from there
-            batch_size = _batch_size(ctx.body)
-        single = ctx.body.get("singleBatch") is True
-        return ctx.member.cursors.open(ns, documents, batch_size=batch_size, single_batch=single, lsid=lsid_key(ctx))
+    def open_cursor(self, ctx: Context, ns: str, documents: list[Any]) -> dict[str, Any]:
+        """A router cursor over ``documents``, its first batch as the client asked (a find's
+        negative limit or singleBatch: one batch, the cursor closed)."""
+        limit = ctx.body.get("limit")
+        single = ctx.body.get("singleBatch") is True or (isinstance(limit, int) and not isinstance(limit, bool) and limit < 0)
+        return ctx.member.cursors.open(ns, documents, batch_size=_batch_size(ctx.body), single_batch=single,
+                                       lsid=lsid_key(ctx))
+
+    def transactions_open(self, ns: str) -> bool:
+        """Whether a shard holds an open transaction (its writes are not placed yet)."""
+        return any(txn.open for shard in self.cluster.shards.values() for txn in shard.transactions.by_session.values())
 
     def documents(self, ctx: Context, ns: str, query: Any = None) -> list[Any]:
         """Every document of ``ns`` matching ``query`` (a $lookup's source), from its shards."""
@@ -280,6 +302,36 @@ class Router:
         for shard in self.cluster.catalog.shards_for_filter(ns, query):
             out.extend(self.drain(ctx, shard, {"find": name, "filter": query or {}}))
         return out
+
+
+def _reads_sharded(router: Router, db: str, pipeline: Any) -> bool:
+    """Whether a pipeline's $lookup, $graphLookup or $unionWith reads a sharded collection."""
+    if not isinstance(pipeline, list):
+        return False
+    for stage in pipeline:
+        if not isinstance(stage, Mapping) or not stage:
+            continue
+        name, argument = next(iter(stage.items()))
+        if name not in ("$lookup", "$graphLookup", "$unionWith"):
+            continue
+        other = argument if isinstance(argument, str) else argument.get("from", argument.get("coll")) \
+            if isinstance(argument, Mapping) else None
+        if isinstance(other, str) and router.cluster.catalog.sharded(f"{db}.{other}") is not None:
+            return True
+        if isinstance(argument, Mapping) and _reads_sharded(router, db, argument.get("pipeline")):
+            return True
+    return False
+
+
+def _snapshot_time(router: Router, body: dict[str, Any]) -> Any:
+    """A snapshot read outside a transaction reads every shard at one cluster time: the one
+    it names, else the router's (which its reply then names, as mongos's)."""
+    concern = body.get("readConcern")
+    if not isinstance(concern, Mapping) or concern.get("level") != "snapshot":
+        return None
+    at = concern.get("atClusterTime") or router.cluster.clock.last
+    body["readConcern"] = {**concern, "atClusterTime": at}
+    return at
 
 
 def _batch_size(body: Mapping[str, Any]) -> int | None:
@@ -313,7 +365,9 @@ def _find(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[s
     for shard in router.cluster.catalog.shards_for_filter(ns, query):
         documents.extend(router.drain(ctx, shard, shard_body))
     if sort:
-        documents = sort_documents(documents, sort)
+        # (the find's collation, else the collection's default, which every shard shares)
+        collation = parse_collation(body["collation"]) if "collation" in body else _default_collation(router, ns)
+        documents = sort_documents(documents, sort, collation)
     documents = documents[skip:]
     if limit:
         documents = documents[:limit]
@@ -323,9 +377,18 @@ def _find(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[s
     return router.open_cursor(ctx, ns, documents)
 
 
+def _default_collation(router: Router, ns: str) -> Any:
+    database, _, name = ns.partition(".")
+    collection = router.cluster.shards[router.cluster.catalog.primary_shard(database)].collection(database, name)
+    return collection.collation if collection is not None else None
+
+
 def _aggregate(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
     pipeline = list(body.get("pipeline") or [])
     split = 0
+    per_shard = bool(pipeline) and isinstance(pipeline[0], Mapping) and next(iter(pipeline[0]), "") in _PER_SHARD_STAGES
+    if per_shard:
+        split = 1  # each shard answers for itself; the documents name their shard
     while split < len(pipeline) and isinstance(pipeline[split], Mapping) and next(iter(pipeline[split]), "") in _DOCUMENT_STAGES:
         split += 1
     for stage in pipeline[split:]:
@@ -337,7 +400,8 @@ def _aggregate(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> d
     query = pipeline[0].get("$match") if split and "$match" in pipeline[0] else None
     documents: list[Any] = []
     for shard in router.cluster.catalog.shards_for_filter(ns, query):
-        documents.extend(router.drain(ctx, shard, shard_body))
+        found = router.drain(ctx, shard, shard_body)
+        documents.extend({**d, "shard": shard} for d in found) if per_shard else documents.extend(found)
     database = ns.partition(".")[0]
     if split < len(pipeline):
         documents = run_pipeline(documents, pipeline[split:], lookup=lambda other: router.documents(ctx, f"{database}.{other}"),
@@ -414,13 +478,40 @@ def _insert(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict
 
 def _update(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
     groups: dict[str, list[tuple[int, Any]]] = {}
+    moves_key = False
     for index, statement in enumerate(body.get("updates") or []):
         if not isinstance(statement, Mapping):
             raise CommandError(14, "TypeMismatch", "an update statement must be an object")
         for shard in _statement_shards(router, ctx, ns, statement.get("q"), bool(statement.get("multi")),
                                        statement.get("collation"), bool(statement.get("upsert"))):
             groups.setdefault(shard, []).append((index, statement))
-    return _merge_writes(router, ctx, body, "updates", groups)
+        moves_key = moves_key or _may_change_key(router, ns, statement.get("u"))
+    reply = _merge_writes(router, ctx, body, "updates", groups)
+    if moves_key:
+        _place(router, ns)
+    return reply
+
+
+def _may_change_key(router: Router, ns: str, update: Any) -> bool:
+    """Whether an update (or findAndModify's) may change a document's shard key."""
+    fields = router.cluster.catalog.key_fields(ns)
+    if not isinstance(update, Mapping) or not all(str(k).startswith("$") for k in update):
+        return True  # a replacement or a pipeline
+    for argument in update.values():
+        if isinstance(argument, Mapping):
+            for path in argument:
+                if any(path == f or path.startswith(f + ".") or f.startswith(path + ".") for f in fields):
+                    return True
+    return False
+
+
+def _place(router: Router, ns: str) -> None:
+    """A document whose shard key changed moves to the shard owning its new key (mongod 7.0
+    does it inside the write, WouldChangeOwningShard; outside a transaction here, once the
+    write is done)."""
+    if router.transactions_open(ns):
+        return
+    admin.rebalance(router, ns)
 
 
 def _delete(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
@@ -436,8 +527,10 @@ def _delete(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict
 
 def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str,
                   groups: dict[str, list[tuple[int, Any]]]) -> dict[str, Any]:
-    """One command per shard (a retry is answered from each shard's record of it), the
-    counts summed and the statement indexes mapped back."""
+    """The statements sent on, the counts summed and the statement indexes mapped back.  A
+    retryable write sends one command per shard (a retry is answered from each shard's record
+    of it); an ordered write otherwise goes as mongos sends it, one run of statements with the
+    same shards after the other, and stops after a run with a write error."""
     merged: dict[str, Any] = {"n": 0}
     if field == "updates":
         merged["nModified"] = 0
@@ -445,22 +538,27 @@ def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str
     upserted: list[dict[str, Any]] = []
     concern_error: Any = None
     labels: list[str] = []
-    for shard, items in groups.items():
-        shard_body = dict(body)
-        shard_body[field] = [item for _, item in items]
-        reply = router.send(ctx, shard, shard_body)
-        if reply.get("ok") != 1.0:
-            return reply
-        merged["n"] += int(reply.get("n", 0))
-        if field == "updates":
-            merged["nModified"] += int(reply.get("nModified", 0))
-        for error in reply.get("writeErrors", []):
-            errors.append({**error, "index": items[int(error["index"])][0]})
-        for entry in reply.get("upserted", []):
-            upserted.append({**entry, "index": items[int(entry["index"])][0]})
-        if "writeConcernError" in reply and concern_error is None:
-            concern_error = reply["writeConcernError"]
-        labels.extend(label for label in reply.get("errorLabels", []) if label not in labels)
+    retryable = ctx.request.txn_number is not None and ctx.body.get("autocommit") is not False
+    rounds = [groups] if retryable or body.get("ordered", True) is False else _runs(groups)
+    for batch in rounds:
+        if errors:
+            break
+        for shard, items in batch.items():
+            shard_body = dict(body)
+            shard_body[field] = [item for _, item in items]
+            reply = router.send(ctx, shard, shard_body)
+            if reply.get("ok") != 1.0:
+                return reply
+            merged["n"] += int(reply.get("n", 0))
+            if field == "updates":
+                merged["nModified"] += int(reply.get("nModified", 0))
+            for error in reply.get("writeErrors", []):
+                errors.append({**error, "index": items[int(error["index"])][0]})
+            for entry in reply.get("upserted", []):
+                upserted.append({**entry, "index": items[int(entry["index"])][0]})
+            if "writeConcernError" in reply and concern_error is None:
+                concern_error = reply["writeConcernError"]
+            labels.extend(label for label in reply.get("errorLabels", []) if label not in labels)
     if upserted:
         merged["upserted"] = sorted(upserted, key=lambda entry: int(entry["index"]))
     if errors:
@@ -473,9 +571,80 @@ def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str
     return merged
 
 
+def _runs(groups: dict[str, list[tuple[int, Any]]]) -> list[dict[str, list[tuple[int, Any]]]]:
+    """The statements of ``groups`` in their order, cut into runs of consecutive statements
+    sent to the same shards: each run a {shard: statements} of its own."""
+    targets: dict[int, tuple[Any, list[str]]] = {}
+    for shard, items in groups.items():
+        for index, item in items:
+            targets.setdefault(index, (item, []))[1].append(shard)
+    runs: list[dict[str, list[tuple[int, Any]]]] = []
+    last: list[str] | None = None
+    for index in sorted(targets):
+        item, shards = targets[index]
+        if shards != last:
+            runs.append({})
+            last = shards
+        for shard in shards:
+            runs[-1].setdefault(shard, []).append((index, item))
+    return runs
+
+
 def _find_and_modify(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
     shards = _statement_shards(router, ctx, ns, body.get("query"), False, body.get("collation"), bool(body.get("upsert")))
-    return router.send(ctx, shards[0], body)
+    reply = router.send(ctx, shards[0], body)
+    if _may_change_key(router, ns, body.get("update")):
+        _place(router, ns)
+    return reply
+
+
+def _db_stats(router: Router, ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
+    """mongos's dbStats: every shard's (``raw``), the numbers summed."""
+    raw: dict[str, Any] = {}
+    merged: dict[str, Any] = {"raw": raw, "db": ctx.db}
+    for shard in router.cluster.shards:
+        reply = router.send(ctx, shard, body)
+        if reply.get("ok") != 1.0:
+            return reply
+        reply = {k: v for k, v in reply.items() if k not in ("$clusterTime", "operationTime")}
+        raw[router.cluster.catalog.shards.get(shard, shard)] = reply
+        for field, value in reply.items():
+            if field not in ("ok", "scaleFactor", "avgObjSize") and isinstance(value, int | float) and not isinstance(value, bool):
+                merged[field] = merged.get(field, 0) + value
+    objects, size = merged.get("objects", 0), merged.get("dataSize", 0)
+    merged["avgObjSize"] = (size / objects) if objects else 0
+    merged["ok"] = 1.0
+    return merged
+
+
+def _explain(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
+    """mongos's explain of a command on a sharded collection: each targeted shard's plan
+    under a SINGLE_SHARD or SHARD_MERGE stage."""
+    inner = body["explain"]
+    query = inner.get("filter", inner.get("query", inner.get("q")))
+    shards = router.cluster.catalog.shards_for_filter(ns, query)
+    plans: list[dict[str, Any]] = []
+    stats: list[dict[str, Any]] = []
+    for shard in shards:
+        reply = router.send(ctx, shard, body)
+        if reply.get("ok") != 1.0:
+            return reply
+        planner = dict(reply.get("queryPlanner") or {})
+        plans.append({"shardName": shard, "connectionString": router.cluster.catalog.shards[shard], **planner})
+        if "executionStats" in reply:
+            stats.append({"shardName": shard, **reply["executionStats"]})
+    stage = "SINGLE_SHARD" if len(shards) == 1 else "SHARD_MERGE"
+    out: dict[str, Any] = {"queryPlanner": {"mongosPlannerVersion": 1, "winningPlan": {"stage": stage, "shards": plans}}}
+    if stats:
+        out["executionStats"] = {
+            "nReturned": sum(int(s.get("nReturned", 0)) for s in stats),
+            "executionTimeMillis": max(int(s.get("executionTimeMillis", 0)) for s in stats),
+            "totalKeysExamined": sum(int(s.get("totalKeysExamined", 0)) for s in stats),
+            "totalDocsExamined": sum(int(s.get("totalDocsExamined", 0)) for s in stats),
+            "executionStages": {"stage": stage, "shards": stats},
+        }
+    out["ok"] = 1.0
+    return out
 
 
 _SHARDED: dict[str, Any] = {

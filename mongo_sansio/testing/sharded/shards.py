@@ -61,6 +61,12 @@ class _ClockedOplog(Oplog):
         self._last = self.clock.next(wall)
         return self._last
 
+    @property
+    def last_timestamp(self) -> Timestamp:
+        """The cluster time (not only this oplog's last entry's): a shard's snapshots,
+        transactions and change streams start there, as they would after the gossip."""
+        return self.clock.last
+
 
 def use_clock(cluster: ReplicaSet, clock: ClusterClock) -> None:
     """Make ``cluster``'s oplog draw its timestamps from ``clock``."""

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.bson import Timestamp
 from mongo_sansio.testing.engine import CommandError
-from mongo_sansio.testing.server.changestreams import ChangeStream
+from mongo_sansio.testing.server.changestreams import ChangeStream, _Poll
 from mongo_sansio.testing.server.commands_crud import lsid_key
 from mongo_sansio.testing.server.context import Context
 from mongo_sansio.testing.server.cursors import Cursor
@@ -65,6 +65,8 @@ class MergedStream:
         spec = body["pipeline"][0]["$changeStream"]
         self.spec = dict(spec) if isinstance(spec, Mapping) else {}
         self.started = router.cluster.clock.last
+        self.now = ctx.now
+        self.batch_size: int | None = None  # (read by the cursor's source: every event is taken)
         for shard in list(router.cluster.shards):
             self._open(shard, ctx.now, None)
 
@@ -94,8 +96,10 @@ class MergedStream:
                 pending.extend(cursor.pending)
         self.streams[shard] = (stream, pending)
 
-    def scan(self, now: float) -> list[Any]:
-        """Every shard's events up to now, merged by resume token; empty after an invalidate."""
+    def scan(self, limit: int | None = None) -> list[Any]:
+        """Every shard's events up to now, merged by resume token; empty after an invalidate.
+        (``limit`` is ignored: the router takes every event its shards have.)"""
+        now = self.now
         if self.invalidated:
             return []
         catalog = self.router.cluster.catalog
@@ -149,8 +153,10 @@ def open_merged(router: Router, ctx: Context, body: dict[str, Any]) -> dict[str,
     cursor = body.get("cursor")
     size = cursor.get("batchSize") if isinstance(cursor, Mapping) else None
     batch_size = int(size) if isinstance(size, int) and not isinstance(size, bool) else None
-    first = merged.scan(ctx.now)
+    first = merged.scan()
+    # (the replica set's change-stream source: the router's cursor is a change stream's to the
+    # getMore path too, whose resumable errors are labelled ResumableChangeStreamError)
     return ctx.member.cursors.open(
         ns, first, batch_size=batch_size, tailable=not merged.invalidated, await_data=True,
-        source=lambda _wall: merged.scan(ctx.now), lsid=lsid_key(ctx), on_batch=merged.batch_fields,
+        source=_Poll(merged), lsid=lsid_key(ctx), on_batch=merged.batch_fields,  # type: ignore[arg-type]
     )

@@ -45,6 +45,11 @@ def _targeted_fail_point(runner: TestRunner, args: Mapping[str, Any]) -> None:
 
 
 def _pinned_address(session: Any) -> Any:
+    # PyMongo's _pinned_address answers None once the transaction is committed; its
+    # transaction's pinned_address is the pin itself (which a commit keeps, as the spec says)
+    transaction = getattr(session, "_transaction", None)
+    if transaction is not None and hasattr(transaction, "pinned_address"):
+        return transaction.pinned_address
     address = getattr(session, "_pinned_address", _MISSING)
     if address is _MISSING:
         raise UnsupportedInTest("the client under test's session does not tell its pinned server")
