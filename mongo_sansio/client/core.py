@@ -51,14 +51,15 @@ from mongo_sansio.client.link import Link, LinkOptions, open_link
 from mongo_sansio.client.monitors import ServerMonitor
 from mongo_sansio.client.pinning import CursorPins
 from mongo_sansio.client.runtime import Signal, Task, Wait
-from mongo_sansio.client.selecting import select
+from mongo_sansio.client.selecting import direct_read_preference, select
 from mongo_sansio.client.server_info import describe_server
 from mongo_sansio.client.server_state import (
     KillCursor,
     ServerState,
     Waiter,
-    error_kind,
+    error_wire_version,
     establishment_error,
+    operation_error,
     server_gone,
 )
 from mongo_sansio.client.sessions import ClientSessions
@@ -82,7 +83,6 @@ from mongo_sansio.errors import (
     LocalProtocolError,
     MongoError,
     NetworkTimeout,
-    ServerError,
 )
 from mongo_sansio.flow import MarkServerUnknown, Now, SelectServer, ServerInfo
 from mongo_sansio.sdam.actions import (
@@ -95,12 +95,9 @@ from mongo_sansio.sdam.actions import (
 )
 from mongo_sansio.sdam.description import (
     Address,
-    ServerDescription,
-    ServerType,
     TopologyType,
     format_address,
 )
-from mongo_sansio.sdam.errors import ApplicationError, ErrorPhase
 from mongo_sansio.sdam.events import (
     ServerClosedEvent,
     TopologyDescriptionChangedEvent,
@@ -120,9 +117,6 @@ __all__ = ["ClientCore", "KillCursor"]
 _JITTER_STEPS: Final = 1 << 53
 #: load-balanced sessions never expire client-side: a timeout no session outlives
 LOAD_BALANCED_SESSION_MINUTES: Final = 1 << 40
-_READ_WITHOUT_PREFERENCE: Final = frozenset(
-    {ServerType.MONGOS, ServerType.LOAD_BALANCER, ServerType.STANDALONE}
-)
 
 Flow = Generator[Any, Any, Any]
 
@@ -547,22 +541,11 @@ class ClientCore:
         self._drain_pool(server)
 
     def _handshake_failed(
-        self,
-        address: Address,
-        error: MongoError,
-        generation: int,
-        now: float,
+        self, address: Address, error: MongoError, generation: int, now: float,
         service_id: ObjectId | None = None,
     ) -> None:
-        failure = establishment_error(address, error, generation)
-        if service_id is not None:  # load-balanced: an error after the hello (authentication)
-            failure = attrs.evolve(failure, service_id=service_id, phase=ErrorPhase.AUTHENTICATING)
-        self._apply(
-            self._topology.application_error(
-                failure, now=now
-            ),
-            now,
-        )
+        failure = establishment_error(address, error, generation, service_id)
+        self._apply(self._topology.application_error(failure, now=now), now)
 
     # -- errors operations met ------------------------------------------------------------------
 
@@ -583,45 +566,18 @@ class ClientCore:
         server = self._topology.description.servers.get(address)
         if server is None:
             return
-        error = request.error
-        reply: Mapping[str, Any] | None = None
-        if isinstance(error, ServerError):
-            reply = error.details or {"ok": 0, "code": error.code, "errmsg": error.errmsg}
-        self._apply(
-            self._topology.application_error(
-                ApplicationError(
-                    address=address,
-                    kind=error_kind(error),
-                    generation=generation,
-                    max_wire_version=self._error_wire_version(address, server),
-                    reply=reply,
-                    message=str(error),
-                    error_labels=error.error_labels if isinstance(error, MongoError) else (),
-                    service_id=service_id,
-                ),
-                now=now,
-            ),
-            now,
+        failure = operation_error(
+            address,
+            request.error,
+            generation=generation,
+            max_wire_version=error_wire_version(server, self._described.get(address)),
+            service_id=service_id,
         )
-
-    def _error_wire_version(self, address: Address, server: ServerDescription) -> int | None:
-        """The wire version SDAM's error rules read: load-balanced, the services' (from a
-        connection's handshake; the balancer's own description has none)."""
-        if server.type is ServerType.LOAD_BALANCER:
-            described = self._described.get(address)
-            return None if described is None else described.max_wire_version
-        return server.max_wire_version if server.is_known else None
+        self._apply(self._topology.application_error(failure, now=now), now)
 
     def command_body(self, server: ServerInfo, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        """``body`` as sent to ``server``: a direct connection (topology Single) to a replica
-        set member gets ``$readPreference: primaryPreferred`` when the flow set none."""
-        description = self._topology.description
-        if description.type is not TopologyType.SINGLE or "$readPreference" in body:
-            return body
-        known = description.servers.get(self.sdam_address(server.address))
-        if known is None or known.type in _READ_WITHOUT_PREFERENCE:
-            return body
-        return {**body, "$readPreference": {"mode": "primaryPreferred"}}
+        """``body`` as sent to ``server`` (see :func:`.selecting.direct_read_preference`)."""
+        return direct_read_preference(self._topology.description, self.sdam_address(server.address), body)
 
     # -- cursors to kill, upkeep ----------------------------------------------------------------
 

@@ -16,13 +16,14 @@ or failed) through the core's ``publish``.
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator, Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 from mongo_sansio.client.runtime import Wait
 from mongo_sansio.errors import MongoError
 from mongo_sansio.flow import Now, SelectServer, ServerInfo
-from mongo_sansio.sdam.description import ServerDescription
+from mongo_sansio.sdam.description import Address, ServerDescription, ServerType, TopologyType
+from mongo_sansio.sdam.topology import TopologyDescription
 from mongo_sansio.selection import (
     PRIMARY,
     Mode,
@@ -193,3 +194,23 @@ def criteria_for(core: ClientCore, request: SelectServer) -> SelectionCriteria:
     if request.for_writes:
         return SelectionCriteria.for_write(deprioritized=deprioritized)
     return SelectionCriteria.for_read(request.read_preference, deprioritized=deprioritized)
+
+
+#: servers that take no ``$readPreference`` from a direct connection
+_READ_WITHOUT_PREFERENCE: Final = frozenset(
+    {ServerType.MONGOS, ServerType.LOAD_BALANCER, ServerType.STANDALONE}
+)
+
+
+def direct_read_preference(
+    description: TopologyDescription, address: Address, body: Mapping[str, Any]
+) -> Mapping[str, Any]:
+    """``body`` as sent to the server at ``address``: a direct connection (topology Single)
+    to a replica set member gets ``$readPreference: primaryPreferred`` when the flow set
+    none (Server Selection spec, "Topology Type Single")."""
+    if description.type is not TopologyType.SINGLE or "$readPreference" in body:
+        return body
+    known = description.servers.get(address)
+    if known is None or known.type in _READ_WITHOUT_PREFERENCE:
+        return body
+    return {**body, "$readPreference": {"mode": "primaryPreferred"}}

@@ -14,10 +14,12 @@ from typing import Any
 
 import attrs
 
+from mongo_sansio.bson import ObjectId
 from mongo_sansio.client.link import Link
 from mongo_sansio.client.monitors import ServerMonitor
 from mongo_sansio.client.runtime import Signal
 from mongo_sansio.cmap import Pool
+from mongo_sansio.connection.description import ConnectionDescription
 from mongo_sansio.errors import (
     AuthenticationError,
     MongoError,
@@ -25,7 +27,7 @@ from mongo_sansio.errors import (
     NetworkTimeout,
     ServerError,
 )
-from mongo_sansio.sdam.description import Address
+from mongo_sansio.sdam.description import Address, ServerDescription, ServerType
 from mongo_sansio.sdam.errors import ApplicationError, ErrorKind, ErrorPhase
 
 __all__ = [
@@ -88,11 +90,16 @@ def error_kind(error: BaseException) -> ErrorKind:
     return ErrorKind.NETWORK
 
 
-def establishment_error(address: Address, error: MongoError, generation: int) -> ApplicationError:
+def establishment_error(
+    address: Address, error: MongoError, generation: int, service_id: ObjectId | None = None
+) -> ApplicationError:
     """What SDAM is told when opening a pooled connection of pool ``generation`` failed:
-    while connecting and handshaking, or while authenticating."""
+    while connecting and handshaking, or while authenticating.  ``service_id``: load-balanced,
+    the service the connection's hello named (so the error came after it: authentication)."""
     phase = (
-        ErrorPhase.AUTHENTICATING if isinstance(error, AuthenticationError) else ErrorPhase.CONNECTING
+        ErrorPhase.AUTHENTICATING
+        if isinstance(error, AuthenticationError) or service_id is not None
+        else ErrorPhase.CONNECTING
     )
     reply = error.details if isinstance(error, ServerError) else None
     return ApplicationError(
@@ -103,4 +110,40 @@ def establishment_error(address: Address, error: MongoError, generation: int) ->
         reply=reply or None,
         message=str(error),
         error_labels=error.error_labels,
+        service_id=service_id,
     )
+
+
+def operation_error(
+    address: Address,
+    error: BaseException,
+    *,
+    generation: int | None,
+    max_wire_version: int | None,
+    service_id: ObjectId | None,
+) -> ApplicationError:
+    """What SDAM is told of an error an operation met on a connection of pool ``generation``
+    (``service_id``: the connection's load-balanced service)."""
+    reply: Mapping[str, Any] | None = None
+    if isinstance(error, ServerError):
+        reply = error.details or {"ok": 0, "code": error.code, "errmsg": error.errmsg}
+    return ApplicationError(
+        address=address,
+        kind=error_kind(error),
+        generation=generation,
+        max_wire_version=max_wire_version,
+        reply=reply,
+        message=str(error),
+        error_labels=error.error_labels if isinstance(error, MongoError) else (),
+        service_id=service_id,
+    )
+
+
+def error_wire_version(
+    server: ServerDescription, described: ConnectionDescription | None
+) -> int | None:
+    """The wire version SDAM's error rules read: load-balanced, the services' (from a
+    connection's handshake, ``described``; the balancer's own description has none)."""
+    if server.type is ServerType.LOAD_BALANCER:
+        return None if described is None else described.max_wire_version
+    return server.max_wire_version if server.is_known else None
