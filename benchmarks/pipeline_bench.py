@@ -28,9 +28,9 @@ K partitions (both figures are printed).
 ``--latency 2000,10000`` measures lag instead (``pipeline_latency.py``): a writer in a process
 of its own inserts at a steady rate for ``--seconds`` into the simulator (also a process of its
 own) while both sources run side by side in one session, from the same start token, each into
-its own ``foreachBatch`` Parquet sink (``processingTime`` trigger of ``--trigger-seconds``);
-each event's lag is the moment its micro-batch's Parquet write returned minus its
-``wallTime``.  p50, p99 and max for the warm-up (events of the first ``--warmup-seconds``) and
+its own Parquet folder through Spark's file sink (``processingTime`` trigger of
+``--trigger-seconds``); each event's lag is the commit of its micro-batch (the modification time
+of the batch's entry in the sink's ``_spark_metadata`` log) minus its ``wallTime``.  p50, p99 and max for the warm-up (events of the first ``--warmup-seconds``) and
 the steady state, the rate each source kept, the backlog when the writer stopped, and the
 resident memory of the driver, the JVM, Spark's Python processes and the simulator, sampled
 over the run.  In this mode only, the PyMongo-based source's ``latestOffset`` stops at the

@@ -2,10 +2,11 @@
 
 A writer inserts at a steady rate into the simulator while two streaming queries run side by
 side in one Spark session, from the same start token: ours (the ``mongo_sansio`` data source)
-and the PyMongo-based reference source of ``pipeline_bench.py``, each into its own sink.  The
-sink is a ``foreachBatch`` that writes the micro-batch to Parquet (the batch persisted once for
-that write and for reading its ``wallTime`` column back); an event's lag is the moment that
-Parquet write returned minus the event's ``wallTime`` (the server's time of the write).
+and the PyMongo-based reference source of ``pipeline_bench.py``, each into its own Parquet
+folder through Spark's own file sink (as ``mongo-sansio pipeline`` writes).  That sink commits a
+micro-batch by writing its entry in ``_spark_metadata``: an event's lag is that entry's
+modification time (the batch's commit) minus the event's ``wallTime`` (the server's time of the
+write), both read back from the folder after the run.
 
 The simulator and the writer run in processes of their own (``serve`` and ``write`` below), so
 the driver's Python process holds only Spark's driver side and the sinks, and its memory can be
@@ -123,41 +124,63 @@ class Lags:
 
 
 class Sink:
-    """A query's foreachBatch: write the batch to Parquet, then take each event's lag from the
-    write's return; batches are recorded (events, when the sink began, when it committed)."""
+    """A query's Parquet file sink (Spark's own, as ``mongo-sansio pipeline`` writes) and what
+    it committed.  The file sink commits a batch by writing its entry in ``_spark_metadata``
+    (a file named for the batch, ``N`` or every tenth ``N.compact``, written whole and renamed
+    into place): that file's modification time is the batch's commit time, and the Parquet files
+    it adds first are that batch's rows.  While the query runs, the rows committed are counted
+    from the query's progress reports."""
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
-        self.lock = threading.Lock()
-        self.steady_from = math.inf  # events with a wallTime from here on are the steady state
-        self.warmup, self.steady = Lags(), Lags()
-        self.batches: list[dict[str, Any]] = []
-        self.committed = 0
-        self.steady_walls = (math.inf, -math.inf)  # the first and last steady wallTime committed
+        self.progress: dict[int, dict[str, Any]] = {}  # batch id -> rows and durations (ms)
 
-    def __call__(self, frame: Any, batch_id: int) -> None:
-        began = time.time()
-        frame.persist()  # one read of the source for the write and the wallTimes
-        try:
-            frame.write.mode("append").parquet(f"{self.folder}/out")
-            committed = time.time()
-            walls = frame.selectExpr("cast(wallTime as double)").toArrow().column(0).to_pylist()
-        finally:
-            frame.unpersist()
-        with self.lock:
-            worst = 0.0
+    @property
+    def out(self) -> Path:
+        return Path(self.folder) / "out"
+
+    @property
+    def committed(self) -> int:
+        return sum(batch["rows"] for batch in list(self.progress.values()))
+
+    def poll(self, query: Any) -> None:
+        for report in query.recentProgress:
+            if report.batchId not in self.progress:
+                self.progress[report.batchId] = {"rows": report.numInputRows,
+                                                 **dict(report.durationMs)}
+
+    def batches(self) -> list[tuple[int, float, list[str]]]:
+        """(batch id, commit time, the Parquet files it added) of every committed batch."""
+        log = self.out / "_spark_metadata"
+        entries = sorted((int(path.name.split(".")[0]), path) for path in log.iterdir()
+                         if path.name.split(".")[0].isdigit())
+        seen: set[str] = set()
+        batches = []
+        for batch_id, path in entries:
+            lines = path.read_text(encoding="utf-8").splitlines()[1:]  # after the version line
+            files = [json.loads(line)["path"] for line in lines if line.strip()]
+            added = [name for name in files if name not in seen]
+            seen.update(added)
+            batches.append((batch_id, path.stat().st_mtime, added))
+        return batches
+
+    def lags(self, steady_from: float) -> tuple[Lags, Lags, list[dict[str, Any]]]:
+        """The warm-up's and the steady state's lags, and each batch's events and worst lag."""
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+        warmup, steady = Lags(), Lags()
+        timeline = []
+        for batch_id, committed, files in self.batches():
+            walls: list[float] = []
+            for name in files:
+                column = pq.read_table(name.removeprefix("file:"), columns=["wallTime"]).column(0)
+                walls.extend(value.timestamp() for value in column.to_pylist() if value is not None)
             for wall in walls:
-                lag = committed - wall
-                worst = max(worst, lag)
-                if wall < self.steady_from:
-                    self.warmup.add(lag)
-                else:
-                    self.steady.add(lag)
-                    low, high = self.steady_walls
-                    self.steady_walls = (min(low, wall), max(high, wall))
-            self.committed += len(walls)
-            self.batches.append({"batch": batch_id, "events": len(walls), "began": began,
-                                 "committed": committed, "worst lag": worst})
+                (warmup if wall < steady_from else steady).add(committed - wall)
+            timeline.append({"batch": batch_id, "events": len(walls), "committed": committed,
+                             "worst lag": max((committed - w for w in walls), default=0.0),
+                             **{k: v for k, v in self.progress.get(batch_id, {}).items() if k != "rows"}})
+        return warmup, steady, timeline
 
 
 def _proc_table() -> dict[int, tuple[int, str, int]]:
@@ -210,11 +233,13 @@ def rss_groups(children: dict[str, int]) -> dict[str, float]:
 
 
 class Sampler(threading.Thread):
-    """Samples :func:`rss_groups` and the sinks' committed counts every ``period`` seconds."""
+    """Every ``period`` seconds: the queries' progress into their sinks, :func:`rss_groups` and
+    the sinks' committed counts."""
 
-    def __init__(self, period: float, children: dict[str, int], sinks: dict[str, Sink]) -> None:
+    def __init__(self, period: float, children: dict[str, int], sinks: dict[str, Sink],
+                 queries: dict[str, Any]) -> None:
         super().__init__(daemon=True)
-        self.period, self.children, self.sinks = period, children, sinks
+        self.period, self.children, self.sinks, self.queries = period, children, sinks, queries
         self.samples: list[dict[str, float]] = []
         self.stopping = threading.Event()
 
@@ -222,6 +247,7 @@ class Sampler(threading.Thread):
         while not self.stopping.is_set():
             sample = {"t": time.time(), **rss_groups(self.children)}
             for name, sink in self.sinks.items():
+                sink.poll(self.queries[name])
                 sample[f"committed {name}"] = sink.committed
             self.samples.append(sample)
             self.stopping.wait(self.period)
@@ -232,14 +258,20 @@ def _child(*arguments: str) -> subprocess.Popen[str]:
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
 
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2] if values else math.nan
+
+
 def run(spark: Any, rate: int, seconds: float, trigger: float, *, warmup: float = 15.0,
         sources: tuple[str, ...] = ("mongo_sansio", "PyMongo source"), sample_every: float = 2.0,
         reference_cap: int | None = None, drain_seconds: float | None = None) -> dict[str, Any]:
     """One run at ``rate`` events/s for ``seconds``: each source's lags (warm-up and steady),
-    throughput and backlog, the batches, and the memory samples."""
+    throughput and backlog, its batches, and the memory samples."""
     from mongo_sansio.adapters.spark.options import parse_options
     from mongo_sansio.adapters.spark.stream import fix_initial_offset
 
+    # the file sink's log must keep every batch's entry until the run is read back
+    spark.conf.set("spark.sql.streaming.fileSink.log.deletion", "false")
     expected = int(rate * seconds)
     simulator = _child("serve", str(int(expected * 1.2) + 100_000))
     assert simulator.stdout is not None and simulator.stdin is not None
@@ -254,7 +286,7 @@ def run(spark: Any, rate: int, seconds: float, trigger: float, *, warmup: float 
                                               "maxEvents": str(cap)}),
     }
     sinks: dict[str, Sink] = {}
-    queries = {}
+    queries: dict[str, Any] = {}
     try:
         for name in sources:
             source, options = kinds[name]
@@ -263,30 +295,32 @@ def run(spark: Any, rate: int, seconds: float, trigger: float, *, warmup: float 
             for key, value in options.items():
                 reader = reader.option(key, value)
             queries[name] = (
-                reader.load().writeStream.foreachBatch(sink)
+                reader.load().writeStream.format("parquet").option("path", str(sink.out))
                 .option("checkpointLocation", f"{sink.folder}/checkpoint")
                 .trigger(processingTime=f"{int(trigger * 1000)} milliseconds").start()
             )
         time.sleep(max(3.0, 3 * trigger))  # the queries started and polling, no data yet
-        sampler = Sampler(sample_every, children, sinks)
+        sampler = Sampler(sample_every, children, sinks, queries)
         sampler.start()
         load_before = os.getloadavg()
         writer = _child("write", uri, str(rate), str(seconds))
         children["writer"] = writer.pid
         assert writer.stdout is not None
         started = json.loads(writer.stdout.readline())["started"]
-        for sink in sinks.values():
-            sink.steady_from = started + warmup
         done = json.loads(writer.stdout.readline())
         writer.wait()
         load_during = os.getloadavg()
         written, ended = done["written"], done["ended"]
+        for name, sink in sinks.items():
+            sink.poll(queries[name])
         at_end = {name: sink.committed for name, sink in sinks.items()}
         deadline = time.time() + (drain_seconds if drain_seconds is not None else max(60.0, seconds))
         while time.time() < deadline and any(s.committed < written for s in sinks.values()):
             if not all(q.isActive for q in queries.values()):
                 break
-            time.sleep(0.2)
+            time.sleep(0.25)
+            for name, sink in sinks.items():
+                sink.poll(queries[name])
         sampler.stopping.set()
         sampler.join()
     finally:
@@ -301,24 +335,30 @@ def run(spark: Any, rate: int, seconds: float, trigger: float, *, warmup: float 
         "load at writer end": load_during, "reference cap": cap, "memory": sampler.samples,
         "sources": {},
     }
+    steady_from = started + warmup
     for name, sink in sinks.items():
-        steady_events = sink.steady.count
-        low, high = sink.steady_walls
-        commits = [b["committed"] for b in sink.batches]
-        gaps = [b - a for a, b in zip(commits, commits[1:], strict=False)]
+        warm, steady, timeline = sink.lags(steady_from)
+        committed = warm.count + steady.count
+        commits = [b["committed"] for b in timeline if b["events"]]
+        # throughput: the events of the batches committed after the warm-up, over the time
+        # from the commit before them to the last one
+        after = [b for b in timeline if b["committed"] >= steady_from and b["events"]]
+        before = [b["committed"] for b in timeline if b["committed"] < steady_from]
+        span = after[-1]["committed"] - before[-1] if after and before else math.nan
         figures["sources"][name] = {
-            "committed": sink.committed, "drained": sink.committed >= written,
+            "committed": committed, "drained": committed >= written,
             "backlog at writer end": written - at_end[name],
-            "drain seconds": (commits[-1] - ended) if commits and sink.committed >= written else None,
-            "warm-up": sink.warmup.summary(), "steady": sink.steady.summary(),
-            # events of the steady state committed, over the wall time they were written in
-            "steady events/s": steady_events / (high - low) if high > low else math.nan,
-            "batches": len(sink.batches),
-            "median seconds between commits": sorted(gaps)[len(gaps) // 2] if gaps else math.nan,
-            "first batches": [
-                {"events": b["events"], "sink seconds": b["committed"] - b["began"],
-                 "worst lag": b["worst lag"]} for b in sink.batches[:4]
-            ],
+            "drain seconds": commits[-1] - ended if commits and committed >= written else None,
+            "warm-up": warm.summary(), "steady": steady.summary(),
+            "steady events/s": sum(b["events"] for b in after) / span if span else math.nan,
+            "batches": len(commits),
+            "median seconds between commits": _median(
+                [b - a for a, b in zip(commits, commits[1:], strict=False)]),
+            # Spark's own account of a steady batch (ms): the whole trigger, the source's
+            # latestOffset, and addBatch (the read and the Parquet write)
+            "steady batch ms": {key: _median([b[key] for b in after if key in b])
+                                for key in ("triggerExecution", "latestOffset", "addBatch")},
+            "timeline": [{**b, "committed": b["committed"] - started} for b in timeline],
         }
     return figures
 
@@ -347,7 +387,7 @@ def memory_summary(samples: list[dict[str, float]], committed_key: str) -> dict[
 def print_figures(figures: dict[str, Any]) -> None:
     trigger = figures["trigger"]
     print(f"Lag at {figures['rate']} events/s for {figures['seconds']:g} s, trigger {trigger:g} s "
-          f"(wallTime to the Parquet write's return), both queries in one session: written "
+          f"(wallTime to the Parquet sink's commit), both queries in one session: written "
           f"{figures['written']} ({figures['rate reached']:.0f}/s reached, writer at most "
           f"{figures['writer behind at most']:.2f} s behind), load {figures['load before'][0]:.1f} "
           f"before, {figures['load at writer end'][0]:.1f} at the writer's end")
@@ -361,9 +401,11 @@ def print_figures(figures: dict[str, Any]) -> None:
               f"p99 {warm['p99']:.2f} s  max {warm['max']:.2f} s")
         print(f"    steady ({steady['events']} events, {row['steady events/s']:.0f}/s): p50 {steady['p50']:.2f} s  "
               f"p99 {steady['p99']:.2f} s ({steady['p99'] / trigger:.1f} triggers)  max {steady['max']:.2f} s")
-        firsts = ", ".join(f"{b['events']} ev {b['sink seconds']:.1f} s sink, worst {b['worst lag']:.1f} s"
-                           for b in row["first batches"])
-        print(f"    first batches: {firsts}")
+        firsts = ", ".join(f"{b['events']} events {b.get('triggerExecution', math.nan) / 1000:.1f} s"
+                           for b in row["timeline"][:4])
+        ms = row["steady batch ms"]
+        print(f"    steady batch, median ms: trigger {ms['triggerExecution']:.0f}, latestOffset "
+              f"{ms['latestOffset']:.0f}, addBatch {ms['addBatch']:.0f}; first batches: {firsts}")
     first = next(iter(figures["sources"]), None)
     memory = memory_summary(figures["memory"], f"committed {first}") if first else {}
     if memory:
