@@ -183,32 +183,41 @@ class Sink:
         return warmup, steady, timeline
 
 
-def _proc_table() -> dict[int, tuple[int, str, int]]:
-    """pid -> (parent pid, command line, resident KiB) of every process we can read."""
+def _proc_table() -> dict[int, tuple[int, str, int, int]]:
+    """pid -> (parent pid, command line, resident KiB, CPU ticks) of every process we can read."""
     table = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", encoding="utf-8") as file:
-                parent = int(file.read().rsplit(")", 1)[1].split()[1])
+                fields = file.read().rsplit(")", 1)[1].split()
+            parent, ticks = int(fields[1]), int(fields[11]) + int(fields[12])
             with open(f"/proc/{entry}/cmdline", "rb") as file:
                 command = file.read().replace(b"\0", b" ").decode(errors="replace")
             with open(f"/proc/{entry}/status", encoding="utf-8") as file:
                 rss = next((int(line.split()[1]) for line in file if line.startswith("VmRSS:")), 0)
         except (OSError, IndexError, ValueError):
             continue
-        table[int(entry)] = (parent, command, rss)
+        table[int(entry)] = (parent, command, rss, ticks)
     return table
+
+
+def machine_ticks() -> int:
+    """The CPU ticks every core of the machine spent busy (not idle, not waiting on I/O)."""
+    with open("/proc/stat", encoding="utf-8") as file:
+        fields = [int(value) for value in file.readline().split()[1:]]
+    return sum(fields) - fields[3] - fields[4]
 
 
 def rss_groups(children: dict[str, int]) -> dict[str, float]:
     """MiB resident: the driver's Python, the JVM, Spark's Python processes (the sum and the
-    largest one), and each named child process."""
+    largest one), and each named child process; and the CPU ticks of all of them ("our ticks",
+    processes that ended are missed) and of the whole machine ("machine ticks")."""
     table = _proc_table()
     me = os.getpid()
     below: dict[int, list[int]] = {}
-    for pid, (parent, _command, _rss) in table.items():
+    for pid, (parent, *_rest) in table.items():
         below.setdefault(parent, []).append(pid)
     spark_side, stack = [], list(below.get(me, []))
     skip = set(children.values())
@@ -229,6 +238,9 @@ def rss_groups(children: dict[str, int]) -> dict[str, float]:
     }
     for name, pid in children.items():
         groups[name] = table.get(pid, (0, "", 0))[2] / 1024
+    ours = [me, *spark_side, *children.values()]
+    groups["our ticks"] = sum(table[pid][3] for pid in ours if pid in table)
+    groups["machine ticks"] = machine_ticks()
     return groups
 
 
@@ -256,6 +268,19 @@ class Sampler(threading.Thread):
 def _child(*arguments: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, str(Path(__file__)), *arguments], text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+
+def _cores_busy(samples: list[dict[str, float]], start: float, end: float) -> dict[str, float]:
+    """How many of the machine's cores were busy on average while the writer wrote: in all, and
+    with this benchmark's processes (the rest is other work on the machine)."""
+    inside = [s for s in samples if start <= s["t"] <= end]
+    if len(inside) < 2:
+        return {}
+    first, last = inside[0], inside[-1]
+    seconds, hertz = last["t"] - first["t"], os.sysconf("SC_CLK_TCK")
+    return {"machine": (last["machine ticks"] - first["machine ticks"]) / hertz / seconds,
+            "this benchmark": (last["our ticks"] - first["our ticks"]) / hertz / seconds,
+            "cores": float(os.cpu_count() or 0)}
 
 
 def _median(values: list[float]) -> float:
@@ -333,6 +358,7 @@ def run(spark: Any, rate: int, seconds: float, trigger: float, *, warmup: float 
         "written": written, "rate reached": written / done["seconds"],
         "writer behind at most": done["behind"], "load before": load_before,
         "load at writer end": load_during, "reference cap": cap, "memory": sampler.samples,
+        "cores busy": _cores_busy(sampler.samples, started, ended),
         "sources": {},
     }
     steady_from = started + warmup
@@ -341,10 +367,10 @@ def run(spark: Any, rate: int, seconds: float, trigger: float, *, warmup: float 
         committed = warm.count + steady.count
         commits = [b["committed"] for b in timeline if b["events"]]
         # throughput: the events of the batches committed after the warm-up, over the time
-        # from the commit before them to the last one
+        # from the commit before them (or the warm-up's end) to the last one
         after = [b for b in timeline if b["committed"] >= steady_from and b["events"]]
-        before = [b["committed"] for b in timeline if b["committed"] < steady_from]
-        span = after[-1]["committed"] - before[-1] if after and before else math.nan
+        before = [b["committed"] for b in timeline if b["committed"] < steady_from] or [steady_from]
+        span = after[-1]["committed"] - before[-1] if after else math.nan
         figures["sources"][name] = {
             "committed": committed, "drained": committed >= written,
             "backlog at writer end": written - at_end[name],
@@ -391,6 +417,10 @@ def print_figures(figures: dict[str, Any]) -> None:
           f"{figures['written']} ({figures['rate reached']:.0f}/s reached, writer at most "
           f"{figures['writer behind at most']:.2f} s behind), load {figures['load before'][0]:.1f} "
           f"before, {figures['load at writer end'][0]:.1f} at the writer's end")
+    busy = figures["cores busy"]
+    if busy:
+        print(f"  cores busy while writing: {busy['machine']:.2f} of {busy['cores']:.0f}, "
+              f"{busy['this benchmark']:.2f} of them this benchmark's processes")
     for name, row in figures["sources"].items():
         warm, steady = row["warm-up"], row["steady"]
         drained = (f"drained {row['drain seconds']:.1f} s after the writer" if row["drained"]
