@@ -119,7 +119,7 @@ class Lags:
         return sorted(self.long)[rank - seen]
 
     def summary(self) -> dict[str, float]:
-        return {"events": self.count, "p50": self.percentile(0.50), "p99": self.percentile(0.99),
+        return {"events": self.count, "p50": self.percentile(0.50), "p95": self.percentile(0.95), "p99": self.percentile(0.99),
                 "max": self.worst}
 
 
@@ -238,6 +238,8 @@ def rss_groups(children: dict[str, int]) -> dict[str, float]:
     }
     for name, pid in children.items():
         groups[name] = table.get(pid, (0, "", 0))[2] / 1024
+    for pid in python:  # each of Spark's Python processes, named by its pid and its module
+        groups[f"{pid} {table[pid][1].split()[-1].rsplit('.', 1)[-1]}"] = table[pid][2] / 1024
     ours = [me, *spark_side, *children.values()]
     groups["our ticks"] = sum(table[pid][3] for pid in ours if pid in table)
     groups["machine ticks"] = machine_ticks()
@@ -399,9 +401,11 @@ def memory_summary(samples: list[dict[str, float]], committed_key: str) -> dict[
     total = useful[-1][committed_key]
     body = [s for s in useful if s[committed_key] >= total / 10] or useful
     out: dict[str, Any] = {}
-    for group in ("driver python", "JVM", "spark python", "largest spark python", "simulator"):
-        xs = [s[committed_key] / 1e6 for s in body]
-        ys = [s[group] for s in body]
+    # and each of Spark's Python processes that lived through the whole body of the run
+    lasting = [key for key in body[0] if key.split(" ", 1)[0].isdigit() and key in body[-1]]
+    for group in ("driver python", "JVM", "spark python", "largest spark python", "simulator", *lasting):
+        xs = [s[committed_key] / 1e6 for s in body if group in s]
+        ys = [s[group] for s in body if group in s]
         mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
         spread = sum((x - mean_x) ** 2 for x in xs)
         slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread if spread else 0.0
@@ -413,7 +417,7 @@ def memory_summary(samples: list[dict[str, float]], committed_key: str) -> dict[
 def print_figures(figures: dict[str, Any]) -> None:
     trigger = figures["trigger"]
     print(f"Lag at {figures['rate']} events/s for {figures['seconds']:g} s, trigger {trigger:g} s "
-          f"(wallTime to the Parquet sink's commit), both queries in one session: written "
+          f"(wallTime to the Parquet sink's commit), {' and '.join(figures['sources'])}: written "
           f"{figures['written']} ({figures['rate reached']:.0f}/s reached, writer at most "
           f"{figures['writer behind at most']:.2f} s behind), load {figures['load before'][0]:.1f} "
           f"before, {figures['load at writer end'][0]:.1f} at the writer's end")
@@ -442,7 +446,7 @@ def print_figures(figures: dict[str, Any]) -> None:
         print(f"  memory, MiB resident (from a tenth of {first}'s events, middle, last, max; "
               "slope per million events):")
         for group, m in memory.items():
-            print(f"    {group:<22} {m['first']:7.0f} {m['middle']:7.0f} {m['last']:7.0f} "
+            print(f"    {group:<34} {m['first']:7.0f} {m['middle']:7.0f} {m['last']:7.0f} "
                   f"{m['max']:7.0f}  {m['MiB per million events']:+8.1f}")
 
 
