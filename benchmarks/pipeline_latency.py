@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -366,6 +367,7 @@ def run(spark: Any, rate: int, seconds: float, trigger: float, *, warmup: float 
     steady_from = started + warmup
     for name, sink in sinks.items():
         warm, steady, timeline = sink.lags(steady_from)
+        shutil.rmtree(sink.folder, ignore_errors=True)  # the output and checkpoint, read back
         committed = warm.count + steady.count
         commits = [b["committed"] for b in timeline if b["events"]]
         # throughput: the events of the batches committed after the warm-up, over the time
