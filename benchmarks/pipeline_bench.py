@@ -25,13 +25,19 @@ its ``read`` yields one tuple per event, one partition per micro-batch.  Ours re
 tokens only, builds Arrow batches, and with ``keyPartitions=K`` splits a batch's events over
 K partitions (both figures are printed).
 
-``--latency 2000,10000`` measures lag instead: a writer inserts at a steady rate (in ticks of
-10 ms) for ``--seconds`` while a running query (``processingTime`` trigger of
-``--trigger-seconds``) streams into Parquet through ``foreachBatch``; each event's lag is the
-moment its micro-batch's Parquet write returned minus the event's ``wallTime``.  p50, p99 and
-max are printed for ours and the PyMongo-based source side by side, one query at a time, with
-the rate the writer reached (the machine may not allow the asked one).  ``--master URL`` runs
-the queries on that Spark master instead of ``local[2]`` (a standalone cluster, say).
+``--latency 2000,10000`` measures lag instead (``pipeline_latency.py``): a writer in a process
+of its own inserts at a steady rate for ``--seconds`` into the simulator (also a process of its
+own) while both sources run side by side in one session, from the same start token, each into
+its own Parquet folder through Spark's file sink (``processingTime`` trigger of
+``--trigger-seconds``); each event's lag is the commit of its micro-batch (the modification time
+of the batch's entry in the sink's ``_spark_metadata`` log) minus its ``wallTime``.  p50, p99 and max for the warm-up (events of the first ``--warmup-seconds``) and
+the steady state, the rate each source kept, the backlog when the writer stopped, and the
+resident memory of the driver, the JVM, Spark's Python processes and the simulator, sampled
+over the run.  In this mode only, the PyMongo-based source's ``latestOffset`` stops at the
+first event written after it was called and after ``--reference-cap`` events (without a cap it
+reads until an empty getMore, which never comes while the writer writes).  ``--sources`` runs
+one of them alone (a long run of ours for memory).  ``--master URL`` runs the queries on that
+Spark master instead of ``local[2]`` (a standalone cluster, say).
 
 Everything runs against the same simulated replica set (a pure-Python server in this
 process, so absolute figures are the simulator's; the ratios are what to compare).  Needs the
@@ -93,14 +99,22 @@ class PyMongoEventsReader(DataSourceStreamReader):
         return {"token": self.options["start"]}
 
     def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
+        """Read the events after ``start`` until a getMore comes back empty.  Two caps for the
+        latency mode only (off by default): ``readUntilNow`` stops at the first event written
+        after this call, ``maxEvents`` after that many events."""
+        called = time.time()
+        until_now = self.options.get("readuntilnow") == "true"  # (Spark lowercases option names)
+        cap = int(self.options.get("maxevents", "0"))
         client, collection = self._collection()
-        last = start["token"]
+        last, read = start["token"], 0
         with client, collection.watch(start_after={"_data": last}, max_await_time_ms=300) as stream:
             while True:
                 event = stream.try_next()
-                if event is None:
+                if event is None or (until_now and event["wallTime"].timestamp() >= called):
                     break
-                last = event["_id"]["_data"]
+                last, read = event["_id"]["_data"], read + 1
+                if read == cap:
+                    break
         return {"token": last}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
@@ -306,98 +320,6 @@ def batch(spark: Any, uri: str, documents: int, repeats: int) -> dict[str, float
     return _alternate(runs, repeats)
 
 
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-def _steady_writer(uri: str, rate: int, seconds: float, stop: Any) -> Callable[[], int]:
-    """A thread inserting ``rate`` events a second in 10 ms ticks for ``seconds``; the returned
-    function joins it and gives how many it inserted."""
-    import threading
-
-    from mongo_sansio.adapters.blocking import MongoClient
-
-    done = [0]
-
-    def write() -> None:
-        with MongoClient(uri) as client:
-            collection = client.bench.latency
-            started = time.monotonic()
-            while not stop.is_set():
-                elapsed = time.monotonic() - started
-                if elapsed >= seconds:
-                    return
-                due = int(rate * elapsed) - done[0]
-                if due > 0:
-                    collection.insert_many([{"n": done[0] + i, "payload": "x" * 64} for i in range(due)])
-                    done[0] += due
-                time.sleep(0.01)
-
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
-
-    def join() -> int:
-        thread.join()
-        return done[0]
-
-    return join
-
-
-def latency(spark: Any, uri: str, rate: int, seconds: float, trigger: float) -> dict[str, dict[str, float]]:
-    """Each source's lag percentiles (seconds) at ``rate`` events/s, one query at a time."""
-    import threading
-
-    from mongo_sansio.adapters.spark.options import parse_options
-    from mongo_sansio.adapters.spark.stream import fix_initial_offset
-
-    base = {"uri": uri, "database": "bench", "collection": "latency"}
-    kinds = {
-        "mongo_sansio": ("mongo_sansio", lambda token: {**base, "startAt": token}),
-        "PyMongo source": ("pymongo_events", lambda token: {**base, "start": token}),
-    }
-    figures: dict[str, dict[str, float]] = {}
-    for name, (source, options_for) in kinds.items():
-        token = fix_initial_offset(parse_options({**base, "startAt": "latest"})).token or ""
-        folder = tempfile.mkdtemp(prefix="pipeline-latency-")
-        lags: list[float] = []
-
-        def commit(frame: Any, batch_id: int, folder: str = folder, lags: list[float] = lags) -> None:
-            frame.persist()  # one read of the micro-batch for both jobs below
-            try:
-                walls = [row[0] for row in frame.selectExpr("cast(wallTime as double)").collect()]
-                frame.write.mode("append").parquet(f"{folder}/out")
-                committed = time.time()
-            finally:
-                frame.unpersist()
-            lags.extend(committed - wall for wall in walls if wall is not None)
-
-        reader = spark.readStream.format(source)
-        for key, value in options_for(token).items():
-            reader = reader.option(key, value)
-        query = (
-            reader.load().writeStream.foreachBatch(commit)
-            .option("checkpointLocation", f"{folder}/checkpoint")
-            .trigger(processingTime=f"{int(trigger * 1000)} milliseconds").start()
-        )
-        time.sleep(trigger * 3)  # the query's first (empty) batches
-        stop = threading.Event()
-        started = time.monotonic()
-        written = _steady_writer(uri, rate, seconds, stop)()
-        reached = written / (time.monotonic() - started)
-        deadline = time.monotonic() + 120
-        while len(lags) < written and time.monotonic() < deadline and query.isActive:
-            time.sleep(0.2)
-        query.stop()
-        if len(lags) != written:
-            raise SystemExit(f"{name}: {written} events written, {len(lags)} committed")
-        figures[name] = {
-            "rate reached": reached, "p50": _percentile(lags, 0.50), "p99": _percentile(lags, 0.99),
-            "max": max(lags),
-        }
-    return figures
-
-
 def _print_rates(rates: dict[str, float], unit: str, base: str = "PyMongo source") -> None:
     for name, rate in rates.items():
         print(f"  {name:<28} {rate:>9.0f} {unit}  {rate / rates[base]:5.2f}x {base}")
@@ -416,8 +338,15 @@ def main() -> None:
     parser.add_argument("--skip", choices=("cdc", "batch"), help="leave one comparison out")
     parser.add_argument("--latency", default=None, metavar="RATES",
                         help="comma-separated writer rates (events/s): measure lag instead")
-    parser.add_argument("--seconds", type=float, default=30.0, help="how long the writer writes")
+    parser.add_argument("--seconds", type=float, default=60.0, help="how long the writer writes")
     parser.add_argument("--trigger-seconds", type=float, default=1.0)
+    parser.add_argument("--warmup-seconds", type=float, default=15.0,
+                        help="events written in these first seconds are the warm-up")
+    parser.add_argument("--sources", choices=("both", "ours", "reference"), default="both")
+    parser.add_argument("--reference-cap", type=int, default=None,
+                        help="the reference's read-ahead cap in events (default 10 triggers' worth)")
+    parser.add_argument("--sample-seconds", type=float, default=2.0, help="memory sampling period")
+    parser.add_argument("--json", default=None, help="also write the latency figures to this file")
     parser.add_argument("--master", default="local[2]", help="the Spark master of the queries")
     args = parser.parse_args()
     from mongo_sansio.adapters.sim import SimulatedReplicaSet
@@ -426,18 +355,19 @@ def main() -> None:
     spark = _spark(args.master)
     results: dict[str, Any] = {}
     if args.latency:
-        with SimulatedReplicaSet(members=3, oplog_entries=2_000_000) as rs:
-            for rate in (int(r) for r in args.latency.split(",")):
-                figures = results[f"latency {rate}"] = latency(
-                    spark, rs.uri, rate, args.seconds, args.trigger_seconds
-                )
-                print(f"Lag at {rate} events/s for {args.seconds:.0f} s, trigger "
-                      f"{args.trigger_seconds:g} s (wallTime to the batch's Parquet commit):")
-                for name, row in figures.items():
-                    print(f"  {name:<16} reached {row['rate reached']:7.0f}/s  p50 {row['p50']:6.2f} s  "
-                          f"p99 {row['p99']:6.2f} s  max {row['max']:6.2f} s  "
-                          f"(p99 {row['p99'] / args.trigger_seconds:4.1f} triggers)")
-        print(json.dumps(results))
+        import pipeline_latency
+
+        sources = {"both": ("mongo_sansio", "PyMongo source"), "ours": ("mongo_sansio",),
+                   "reference": ("PyMongo source",)}[args.sources]
+        for rate in (int(r) for r in args.latency.split(",")):
+            figures = results[f"latency {rate}"] = pipeline_latency.run(
+                spark, rate, args.seconds, args.trigger_seconds, warmup=args.warmup_seconds,
+                sources=sources, sample_every=args.sample_seconds, reference_cap=args.reference_cap,
+            )
+            pipeline_latency.print_figures(figures)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as file:
+                json.dump(results, file)
         spark.stop()
         return
     # room for a run's events and then some: a stream must not outlive its start point
