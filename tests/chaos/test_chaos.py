@@ -121,6 +121,16 @@ def test_seed_38_with_transaction_giving_up_leaves_no_transaction_open() -> None
     assert outcome.ok, outcome.line()
 
 
+def test_seed_258_an_abort_that_could_not_be_sent_is_retried_in_the_background() -> None:
+    """Found at seed 258 (a stepdown, a stall, timeoutMS=3000, a small pool): the callback's
+    statement timed out waiting for a connection, and so did with_transaction's abort; the
+    abort's error was swallowed and the transaction stayed open on the server (its lifetime
+    limit ended it).  An abort that could not be sent (no server, no connection in time) is
+    now treated as a cut abort and sent again in the background."""
+    outcome = run_world(258)
+    assert outcome.ok, outcome.line()
+
+
 def test_abandon_commit_marks_the_transaction_for_a_background_abort() -> None:
     class Session:
         def __init__(self) -> None:
