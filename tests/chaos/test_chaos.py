@@ -102,6 +102,15 @@ def test_bad_arguments_are_refused(argv: list[str], capsys: pytest.CaptureFixtur
     assert exit_.value.code == 2
 
 
+def test_fault_kinds_are_a_set(capsys: pytest.CaptureFixture[str]) -> None:
+    """Order and other names do not change the world: elections are stepdowns, delays stalls."""
+    lines = []
+    for faults in ("partition,stall,stepdown", "stepdown,partition,stall", "elections,delay,partition"):
+        assert main(["chaos", "--seed", "3", "--steps", "4", "--faults", faults]) == 0
+        lines.append(capsys.readouterr().out)
+    assert lines[0] == lines[1] == lines[2]
+
+
 def test_no_faults_and_a_given_schedule() -> None:
     assert run_world(7, steps=4, kinds=()).schedule == ()
     schedule = (Fault(1.0, "stepdown"), Fault(2.0, "crash", "n1.sim:27017", 1.5))
