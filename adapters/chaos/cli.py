@@ -37,7 +37,7 @@ def add_chaos_parser(commands: Any) -> None:
     chaos.add_argument("--workload", default="mixed", choices=sorted(WORKLOADS), help="what the client does (mixed)")
     chaos.add_argument(
         "--faults", type=_kinds, default=KINDS, metavar="LIST",
-        help=f"comma-separated fault kinds to draw from: {','.join(KINDS)} (all), or none",
+        help=f"comma-separated fault kinds to draw from: {','.join(KINDS)}; all (the default) or none",
     )
     chaos.add_argument("--no-shrink", action="store_true", help="report a broken schedule as drawn")
     chaos.set_defaults(run=_chaos)
@@ -93,11 +93,23 @@ def _positive(text: str) -> int:
     return value
 
 
+#: other names the fault kinds go by
+_ALIASES = {
+    "partitions": "partition", "cuts": "cut", "delay": "stall", "delays": "stall",
+    "stalls": "stall", "stepdowns": "stepdown", "election": "stepdown", "elections": "stepdown",
+    "crashes": "crash", "restart": "crash", "restarts": "crash", "failpoints": "failpoint",
+    "failcommand": "failpoint",
+}
+
+
 def _kinds(text: str) -> tuple[str, ...]:
     if text.strip().lower() == "none":
         return ()
-    kinds = tuple(part.strip() for part in text.split(",") if part.strip())
+    if text.strip().lower() == "all":
+        return KINDS
+    named = [part.strip() for part in text.split(",") if part.strip()]
+    kinds = tuple(dict.fromkeys(_ALIASES.get(kind.lower(), kind.lower()) for kind in named))
     unknown = [kind for kind in kinds if kind not in KINDS]
     if unknown:
         raise argparse.ArgumentTypeError(f"unknown fault kinds {unknown}: choose from {','.join(KINDS)}")
-    return kinds
+    return tuple(kind for kind in KINDS if kind in kinds)  # (a set of kinds: one world)

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["WORKLOADS", "ITEMS", "setup"]
 
 ITEMS = 23  # documents of the cursors' collection
-_HISTORY_LOST = (280, 286)  # ChangeStreamFatalError, ChangeStreamHistoryLost
+_HISTORY_LOST = (280, 286)
+_QUIET_POLLS = 3  # empty try_next answers (each waits up to maxAwaitTimeMS) before stopping  # ChangeStreamFatalError, ChangeStreamHistoryLost
 
 
 async def setup(world: World) -> None:
@@ -139,9 +140,12 @@ async def feed_consumer(world: World, name: str) -> None:
     token: Any = None
     start = world.cluster.oplog.last_timestamp
     give_up = None
+    quiet = 0  # empty answers in a row once every acknowledged insert was seen
     while True:
         if world.feed_writer_done:
-            if set(world.feed_acked) <= set(world.feed_seen):
+            # an insert whose acknowledgement was lost may be committed too: drain until the
+            # stream has been quiet a while past the last acknowledged one
+            if set(world.feed_acked) <= set(world.feed_seen) and quiet >= _QUIET_POLLS:
                 break
             give_up = loop.now + 120.0 if give_up is None else give_up
             if loop.now > give_up:
@@ -170,7 +174,9 @@ async def feed_consumer(world: World, name: str) -> None:
             stream = None  # the stream failed past its own resume: resume by hand
             continue
         if change is None:
+            quiet += 1 if world.feed_writer_done and set(world.feed_acked) <= set(world.feed_seen) else 0
             continue
+        quiet = 0
         token = change["_id"]
         if change.get("operationType") == "insert":
             world.feed_seen.append(change["documentKey"]["_id"])

@@ -14,7 +14,8 @@ Flows (run with the session as the operation's explicit session):
   ``UnknownTransactionCommitResult`` label.  A transaction that never sent a command commits
   without a word to the server.
 * :func:`abort_transaction` -- ``abortTransaction``, retried as commit is; every error is
-  swallowed (the server aborts an abandoned transaction itself).
+  swallowed.  One that kept it from being sent (no server, no connection in time) leaves the
+  transaction open on the server: it is then treated as a cut abort (below).
 * A commit or abort *cut* before its answer was known -- the task cancelled while it waited
   for a server or a connection or a reply, a timeout around the call, KeyboardInterrupt --
   leaves the transaction perhaps open on the server, holding its documents' locks until the
@@ -42,6 +43,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from mongo_sansio.backpressure import is_retryable_overload_error
+from mongo_sansio.cmap.errors import PoolError
 from mongo_sansio.command import run_command
 from mongo_sansio.errors import MongoError, ServerError, WriteConcernError
 from mongo_sansio.flow import Flow
@@ -49,6 +51,7 @@ from mongo_sansio.ops.retryable import decide_retry, operation_context, retry_le
 from mongo_sansio.ops.write_errors import reply_write_concern_error
 from mongo_sansio.retry import is_retryable_write_error, label_write_error
 from mongo_sansio.selection import ServerSelectionTimeoutError
+from mongo_sansio.selection.errors import ServerSelectionError
 from mongo_sansio.sessions import Session
 from mongo_sansio.sessions.server_session import ServerSession
 from mongo_sansio.sessions.transaction import TransactionState, sends_command
@@ -222,6 +225,10 @@ def abort_transaction(session: Session) -> Flow[None]:
 
     try:
         yield from _end(body, session, "abortTransaction")
+    except (ServerSelectionError, PoolError):
+        # never sent (no server or no connection in time): the transaction may still be open
+        # on the server with its locks -- treated as a cut abort, it is aborted in the background
+        session.end_cut()
     except MongoError:
         pass
     except BaseException:

@@ -102,6 +102,15 @@ def test_bad_arguments_are_refused(argv: list[str], capsys: pytest.CaptureFixtur
     assert exit_.value.code == 2
 
 
+def test_fault_kinds_are_a_set(capsys: pytest.CaptureFixture[str]) -> None:
+    """Order and other names do not change the world: elections are stepdowns, delays stalls."""
+    lines = []
+    for faults in ("partition,stall,stepdown", "stepdown,partition,stall", "elections,delay,partition"):
+        assert main(["chaos", "--seed", "3", "--steps", "4", "--faults", faults]) == 0
+        lines.append(capsys.readouterr().out)
+    assert lines[0] == lines[1] == lines[2]
+
+
 def test_no_faults_and_a_given_schedule() -> None:
     assert run_world(7, steps=4, kinds=()).schedule == ()
     schedule = (Fault(1.0, "stepdown"), Fault(2.0, "crash", "n1.sim:27017", 1.5))
@@ -118,6 +127,16 @@ def test_seed_38_with_transaction_giving_up_leaves_no_transaction_open() -> None
     to the server, leaving the transaction open there with its locks (until the next use of
     the session or the transaction lifetime).  Now the give-up aborts it in the background."""
     outcome = run_world(38)
+    assert outcome.ok, outcome.line()
+
+
+def test_seed_258_an_abort_that_could_not_be_sent_is_retried_in_the_background() -> None:
+    """Found at seed 258 (a stepdown, a stall, timeoutMS=3000, a small pool): the callback's
+    statement timed out waiting for a connection, and so did with_transaction's abort; the
+    abort's error was swallowed and the transaction stayed open on the server (its lifetime
+    limit ended it).  An abort that could not be sent (no server, no connection in time) is
+    now treated as a cut abort and sent again in the background."""
+    outcome = run_world(258)
     assert outcome.ok, outcome.line()
 
 
