@@ -29,6 +29,10 @@ def sharded_cluster(args: argparse.Namespace, users: dict[str, str] | None) -> A
 
     if args.standalone or args.aws or args.oidc_audience is not None:
         raise SystemExit("mongo-sansio sim: --sharded does not combine with --standalone, --aws or OIDC")
+    if args.load_balanced:
+        # refused, not ignored: the load balancer front serves a replica set's routers only
+        raise SystemExit("mongo-sansio sim: --sharded --load-balanced is not offered yet (the load "
+                         "balancer front serves a replica set; use one of them)")
     return SimulatedShardedCluster(
         shards=args.shards, mongos=args.mongos, members=args.members if args.members is not None else 3,
         auth=users, seed=args.seed, host=args.host, port=args.port,

@@ -282,6 +282,14 @@ def test_the_sim_command_serves_a_sharded_cluster_and_prints_every_mongos() -> N
         assert process.wait(timeout=15) == 0
 
 
+def test_the_sim_command_refuses_sharded_behind_a_load_balancer() -> None:
+    from integration_helpers import cli_process
+
+    with cli_process("sim", "--sharded", "--load-balanced", "--port", "0") as process:
+        assert process.wait(timeout=15) != 0
+        assert "--load-balanced is not offered yet" in process.stderr.read()  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize("driver", ["pymongo", "ours"])
 def test_a_change_stream_resumes_across_mongos_kills(sc: SimulatedShardedCluster, client: MongoClient[Any],
                                                      driver: str) -> None:
