@@ -219,8 +219,8 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
 SIMULATOR_GAPS: dict[str, Predicate] = {}
 SIMULATOR_GAPS[
     "mongos transactions: the test expects the recoveryToken a mongos returns in a "
-    "transaction's replies, which the load balancer's simulated routers do not return (nor "
-    "does our client keep one yet)"
+    "transaction's replies, which the load balancer's simulated routers do not return (the "
+    "sharded simulator's mongos do, and our client sends it back: MONGO_SANSIO_SHARDED_SPECS=1)"
 ] = _mentions(frozenset({"recoveryToken"}))
 
 
