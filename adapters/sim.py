@@ -32,6 +32,8 @@ from mongo_sansio.testing.server import ReplicaSet
 from mongo_sansio.testing.server.load_balancer import LoadBalancerFront
 from mongo_sansio.testing.server.oidc import OidcIssuer, mint_hs256
 
+from ._sim_deployment import LoopbackDeployment
+
 if TYPE_CHECKING:
     # mypy checks the source tree, where transports/ is a top-level folder; installed, it is
     # mongo_sansio.transports (pyproject's package-dir mapping, docs/architecture.md).
@@ -81,7 +83,7 @@ class ManualClock:
         self._listeners.append(listener)
 
 
-class SimulatedReplicaSet:
+class SimulatedReplicaSet(LoopbackDeployment[ReplicaSet]):
     """Start ``members`` simulated mongods on ``host`` and serve them until closed.
 
     ``auth`` maps user names to passwords (users of the admin database, SCRAM-SHA-1 and -256);
@@ -119,6 +121,8 @@ class SimulatedReplicaSet:
     :attr:`multi_load_balancer` (on a free port), hands its connections to them in turn while
     :attr:`load_balancer` reaches the first alone (the load balancer spec's test setup).
     """
+
+    kind = "simulated replica set"
 
     def __init__(
         self,
@@ -274,25 +278,7 @@ class SimulatedReplicaSet:
         host, port = self._advertised_host, listener.getsockname()[1]
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-
-    def __enter__(self) -> SimulatedReplicaSet:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     # --- what a client needs ---------------------------------------------------------------
-
-    @property
-    def uri(self) -> str:
-        """``mongodb://`` with every member and ``replicaSet=`` (and ``tls=true`` with TLS);
-        a standalone server's is ``mongodb://host:port/`` (no replicaSet option); with
-        ``load_balanced=True``, ``mongodb://<load balancer>/?loadBalanced=true``.
-        Credentials are not included: see :meth:`uri_with_credentials`."""
-        return self._uri("")
 
     def oidc_token(self, subject: str = "user", *, expires_in: float = 3600.0) -> str:
         """A JWT this deployment's OIDC issuer accepts, for ``subject``, valid ``expires_in``
@@ -301,14 +287,6 @@ class SimulatedReplicaSet:
             raise ValueError("this simulated deployment has no OIDC secret (oidc_secret=...)")
         claims = {"sub": subject, "aud": self.oidc.audience, "exp": int(self._wall_clock() + expires_in)}
         return mint_hs256(claims, self.oidc.secret)
-
-    def uri_with_credentials(self, user: str | None = None) -> str:
-        """The URI with ``user`` (default: the first configured user) and its password."""
-        if not self.auth:
-            return self.uri
-        name = user if user is not None else next(iter(self.auth))
-        userinfo = f"{quote(name, safe='')}:{quote(self.auth[name], safe='')}@"
-        return self._uri(userinfo)
 
     def uri_with_aws(self, index: int = 0) -> str:
         """The URI with the ``index``-th AWS identity (``aws=``) as username and password, its
@@ -322,6 +300,9 @@ class SimulatedReplicaSet:
         return uri
 
     def _uri(self, userinfo: str) -> str:
+        """``mongodb://`` with every member and ``replicaSet=`` (and ``tls=true`` with TLS);
+        a standalone server's is ``mongodb://host:port/`` (no replicaSet option); with
+        ``load_balanced=True``, ``mongodb://<load balancer>/?loadBalanced=true``."""
         if not self.members:
             raise RuntimeError("the simulated replica set is not started")
         options = [] if self.standalone else [f"replicaSet={quote(self.replset, safe='')}"]
@@ -332,25 +313,6 @@ class SimulatedReplicaSet:
             options.append("tls=true")
         query = f"?{'&'.join(options)}" if options else ""
         return f"mongodb://{userinfo}{hosts}/{query}"
-
-    @property
-    def cluster(self) -> ReplicaSet:
-        """The pure cluster state. Read it only through :meth:`call` while serving."""
-        if self._cluster is None:
-            raise RuntimeError("the simulated replica set is not started")
-        return self._cluster
-
-    @property
-    def server(self) -> LoopbackServer:
-        if self._server is None:
-            raise RuntimeError("the simulated replica set is not started")
-        return self._server
-
-    def call(self, operation: Callable[[ReplicaSet, float], Any]) -> Any:
-        """Run ``operation(cluster, now)`` under the server's lock (the cluster is not
-        thread-safe), then let every connection send what the change made ready."""
-        cluster = self.cluster
-        return self.server.call(lambda now: operation(cluster, now))
 
     # --- fault controls --------------------------------------------------------------------
 

@@ -23,11 +23,12 @@ do not listen.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from mongo_sansio.testing.sharded import ShardedCluster
+
+from ._sim_deployment import LoopbackDeployment
 
 if TYPE_CHECKING:
     from transports.sim_server import Clock, LoopbackServer, bind_tcp_listeners, tcp_address
@@ -42,11 +43,13 @@ else:
 __all__ = ["SimulatedShardedCluster"]
 
 
-class SimulatedShardedCluster:
+class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
     """Start ``mongos`` routers over ``shards`` shards of ``members`` members each on ``host``
     and serve them until closed.  ``auth`` maps user names to passwords (SCRAM, on the
     routers and the shards alike); ``None`` runs without access control.  ``clock`` is the
     monotonic clock the machine sees (a :class:`~.sim.ManualClock` lets a test move time)."""
+
+    kind = "simulated sharded cluster"
 
     def __init__(
         self,
@@ -121,31 +124,11 @@ class SimulatedShardedCluster:
         self._server.start()
         return self
 
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-
-    def __enter__(self) -> SimulatedShardedCluster:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     # --- what a client needs ---------------------------------------------------------------
 
-    @property
-    def uri(self) -> str:
+    def _uri(self, userinfo: str) -> str:
         """``mongodb://`` with every mongos (no replicaSet option: a client discovers a
         sharded topology from the routers' hello)."""
-        return self._uri("")
-
-    def uri_with_credentials(self, user: str | None = None) -> str:
-        if not self.auth:
-            return self.uri
-        name = user if user is not None else next(iter(self.auth))
-        return self._uri(f"{quote(name, safe='')}:{quote(self.auth[name], safe='')}@")
-
-    def _uri(self, userinfo: str) -> str:
         if not self.mongos:
             raise RuntimeError("the simulated sharded cluster is not started")
         return f"mongodb://{userinfo}{','.join(self.mongos)}/"
@@ -157,23 +140,6 @@ class SimulatedShardedCluster:
     def shard_members(self, shard: str) -> list[str]:
         members: list[str] = self.call(lambda cluster, _now: list(cluster.shard(shard).members))
         return members
-
-    @property
-    def cluster(self) -> ShardedCluster:
-        if self._cluster is None:
-            raise RuntimeError("the simulated sharded cluster is not started")
-        return self._cluster
-
-    @property
-    def server(self) -> LoopbackServer:
-        if self._server is None:
-            raise RuntimeError("the simulated sharded cluster is not started")
-        return self._server
-
-    def call(self, operation: Callable[[ShardedCluster, float], Any]) -> Any:
-        """Run ``operation(cluster, now)`` under the server's lock."""
-        cluster = self.cluster
-        return self.server.call(lambda now: operation(cluster, now))
 
     # --- fault controls --------------------------------------------------------------------
 
