@@ -6,18 +6,47 @@ which hosts its URI lists (``_uri``)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 from urllib.parse import quote
 
 if TYPE_CHECKING:
-    from transports.sim_server import LoopbackServer
+    from transports.sim_server import Clock, LoopbackServer
 else:
-    from mongo_sansio.transports.sim_server import LoopbackServer
+    from mongo_sansio.transports.sim_server import Clock, LoopbackServer
 
-__all__ = ["LoopbackDeployment"]
+__all__ = ["LoopbackDeployment", "ManualClock"]
 
 ClusterT = TypeVar("ClusterT")
+
+
+class ManualClock:
+    """A monotonic clock that follows the real one, plus whatever a test adds with
+    :meth:`advance` (so a test can jump past heartbeats, idle timeouts or the periodic noop
+    without sleeping). The server re-reads its deadlines after every jump."""
+
+    def __init__(self, base: Clock = time.monotonic) -> None:
+        self._base = base
+        self._offset = 0.0
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
+
+    def __call__(self) -> float:
+        with self._lock:
+            return float(self._base()) + self._offset
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("a monotonic clock cannot go back")
+        with self._lock:
+            self._offset += seconds
+        for listener in list(self._listeners):
+            listener()
+
+    def on_advance(self, listener: Callable[[], None]) -> None:
+        self._listeners.append(listener)
 
 
 class LoopbackDeployment(Generic[ClusterT]):
@@ -26,6 +55,7 @@ class LoopbackDeployment(Generic[ClusterT]):
     #: what the deployment is called in "not started" errors
     kind = "simulated deployment"
     auth: dict[str, str] | None
+    clock: Clock
     _cluster: ClusterT | None
     _server: LoopbackServer | None
 
@@ -34,6 +64,16 @@ class LoopbackDeployment(Generic[ClusterT]):
 
     def _uri(self, userinfo: str) -> str:
         raise NotImplementedError
+
+    def _serve(self) -> None:
+        """Start serving (``start`` built ``_cluster`` and ``_server``)."""
+        server, cluster = self.server, self.cluster
+        if isinstance(self.clock, ManualClock):
+            # After a jump the cluster catches up (the periodic noop) and every connection
+            # re-reads its deadline (server.call wakes them all).
+            tick: Callable[[float], Any] = cluster.tick  # type: ignore[attr-defined]
+            self.clock.on_advance(lambda: server.call(tick))
+        server.start()
 
     def close(self) -> None:
         if self._server is not None:

@@ -22,9 +22,8 @@ from __future__ import annotations
 import os
 import socket
 import ssl
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -32,7 +31,8 @@ from mongo_sansio.testing.server import ReplicaSet
 from mongo_sansio.testing.server.load_balancer import LoadBalancerFront
 from mongo_sansio.testing.server.oidc import OidcIssuer, mint_hs256
 
-from ._sim_deployment import LoopbackDeployment
+from ._sim_deployment import LoopbackDeployment, ManualClock
+from .sim_sharded import SimulatedShardedCluster
 
 if TYPE_CHECKING:
     # mypy checks the source tree, where transports/ is a top-level folder; installed, it is
@@ -55,32 +55,6 @@ else:
 
 __all__ = ["ManualClock", "SimulatedReplicaSet", "SimulatedShardedCluster"]
 
-
-class ManualClock:
-    """A monotonic clock that follows the real one, plus whatever a test adds with
-    :meth:`advance` (so a test can jump past heartbeats, idle timeouts or the periodic noop
-    without sleeping). The server re-reads its deadlines after every jump."""
-
-    def __init__(self, base: Clock = time.monotonic) -> None:
-        self._base = base
-        self._offset = 0.0
-        self._lock = threading.Lock()
-        self._listeners: list[Callable[[], None]] = []
-
-    def __call__(self) -> float:
-        with self._lock:
-            return float(self._base()) + self._offset
-
-    def advance(self, seconds: float) -> None:
-        if seconds < 0:
-            raise ValueError("a monotonic clock cannot go back")
-        with self._lock:
-            self._offset += seconds
-        for listener in list(self._listeners):
-            listener()
-
-    def on_advance(self, listener: Callable[[], None]) -> None:
-        self._listeners.append(listener)
 
 
 class SimulatedReplicaSet(LoopbackDeployment[ReplicaSet]):
@@ -263,12 +237,7 @@ class SimulatedReplicaSet(LoopbackDeployment[ReplicaSet]):
             for sock, _address in listeners:
                 sock.close()
             raise
-        if isinstance(self.clock, ManualClock):
-            # After a jump the cluster catches up (the periodic noop) and every connection
-            # re-reads its deadline (server.call wakes them all).
-            cluster, server = self._cluster, self._server
-            self.clock.on_advance(lambda: server.call(cluster.tick))
-        self._server.start()
+        self._serve()
         return self
 
     def _member_address(self, listener: socket.socket) -> str:
@@ -376,6 +345,3 @@ def _with_aws(scram: Any, identities: list[tuple[str | None, ...]]) -> Any:
         return aws
     return CombinedAuthenticator([(("MONGODB-AWS",), aws), (("SCRAM-SHA-1", "SCRAM-SHA-256"), scram)])
 
-
-# (at the end: the sharded cluster's module reads ManualClock from this one)
-from .sim_sharded import SimulatedShardedCluster  # noqa: E402

@@ -47,7 +47,7 @@ class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
     """Start ``mongos`` routers over ``shards`` shards of ``members`` members each on ``host``
     and serve them until closed.  ``auth`` maps user names to passwords (SCRAM, on the
     routers and the shards alike); ``None`` runs without access control.  ``clock`` is the
-    monotonic clock the machine sees (a :class:`~.sim.ManualClock` lets a test move time)."""
+    monotonic clock the machine sees (a :class:`~._sim_deployment.ManualClock`, also :mod:`.sim`'s, lets a test move time)."""
 
     kind = "simulated sharded cluster"
 
@@ -116,12 +116,7 @@ class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
             for sock in sockets:
                 sock.close()
             raise
-        from .sim import ManualClock
-
-        if isinstance(self.clock, ManualClock):
-            cluster, server = self._cluster, self._server
-            self.clock.on_advance(lambda: server.call(cluster.tick))
-        self._server.start()
+        self._serve()
         return self
 
     # --- what a client needs ---------------------------------------------------------------
