@@ -348,7 +348,22 @@ def main() -> None:
     parser.add_argument("--sample-seconds", type=float, default=2.0, help="memory sampling period")
     parser.add_argument("--json", default=None, help="also write the latency figures to this file")
     parser.add_argument("--master", default="local[2]", help="the Spark master of the queries")
+    parser.add_argument("--standalone", type=int, default=0, metavar="WORKERS",
+                        help="start a standalone cluster of this many one-core workers on loopback "
+                        "(pyspark's bin/spark-class) and run the queries on it (overrides --master)")
     args = parser.parse_args()
+    if args.standalone:
+        from mongo_sansio.adapters.spark.standalone import standalone_cluster
+
+        with standalone_cluster(workers=args.standalone, cores=1) as url:
+            print(f"standalone cluster: {url}, {args.standalone} one-core workers", flush=True)
+            args.master = url
+            run(args)
+    else:
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     from mongo_sansio.adapters.sim import SimulatedReplicaSet
 
     compile_mongo_sansio()

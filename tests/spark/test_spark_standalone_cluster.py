@@ -7,15 +7,10 @@ events into Parquet exactly once from a driver process of its own."""
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -26,67 +21,16 @@ from test_spark_pipeline_cli import _committed_files  # noqa: E402
 from mongo_sansio.adapters.blocking import MongoClient  # noqa: E402
 from mongo_sansio.adapters.sim import SimulatedReplicaSet  # noqa: E402
 
-#: how long the cluster may take to start (two JVMs on a busy two-core machine)
-START_SECONDS = 120
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _alive_workers(webui: int) -> int:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{webui}/json/", timeout=2) as answer:
-            return int(json.load(answer).get("aliveworkers", 0))
-    except (OSError, ValueError):
-        return 0
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from pyspark.find_spark_home import _find_spark_home
+    from mongo_sansio.adapters.spark.standalone import StandaloneClusterError, standalone_cluster
 
-    # the driver's own Python workers (the data source is instantiated there) and the executors'
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark_class = os.path.join(_find_spark_home(), "bin", "spark-class")
-    folder = tmp_path_factory.mktemp("standalone")
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "SPARK_LOG_DIR": str(folder)}
-    port, webui = _free_port(), _free_port()
-    master_url = f"spark://127.0.0.1:{port}"
-    with ExitStack() as stack:
-        def start(name: str, *arguments: str) -> None:
-            log = stack.enter_context(open(folder / f"{name}.log", "w", encoding="utf-8"))
-            process = subprocess.Popen(
-                [spark_class, *arguments], stdout=log, stderr=subprocess.STDOUT, env=env,
-                start_new_session=True,
-            )
-            stack.callback(_stop, process)
-
-        start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-              "--port", str(port), "--webui-port", str(webui))
-        for n in (1, 2):
-            start(f"worker{n}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                  "--cores", "1", "--memory", "1g", "--webui-port", "0",
-                  "--work-dir", str(folder / f"work{n}"), master_url)
-        deadline = time.monotonic() + START_SECONDS
-        while _alive_workers(webui) < 2:
-            if time.monotonic() > deadline:
-                logs = {p.name: p.read_text()[-1500:] for p in folder.glob("*.log")}
-                pytest.fail(f"the standalone cluster did not start: {logs}")
-            time.sleep(0.5)
-        yield master_url
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
     try:
-        os.killpg(process.pid, 15)
-        process.wait(20)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(process.pid, 9)
-        process.wait(20)
+        with standalone_cluster(workers=2, cores=1, folder=tmp_path_factory.mktemp("standalone")) as url:
+            yield url
+    except StandaloneClusterError as error:
+        pytest.fail(f"the standalone cluster did not start: {error}")
 
 
 @pytest.fixture
