@@ -8,7 +8,9 @@ query from its checkpoint.  (``sc``: tests/conftest.py's cluster for the module.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -115,3 +117,76 @@ def test_an_unsharded_collection_falls_back_to_id_sampling(
     assert "default _id sampling" in caplog.text
     df = _read(spark, sc, name, partitioner="shardChunks", partitions="2")
     assert sorted(row["_id"] for row in df.collect()) == list(range(200))
+
+
+def _changes(uri: str, name: str, numbers: range) -> list[tuple[str, Any]]:
+    """Writes through mongos from another client (each names the shard key); what each change
+    event should be (type, _id)."""
+    expected: list[tuple[str, Any]] = []
+    with MongoClient(uri) as writer:
+        collection = writer.db[name]
+        for n in numbers:
+            collection.insert_one({"_id": n, "sk": n % 100, "v": n})
+            expected.append(("insert", n))
+            if n % 10 == 5:
+                collection.update_one({"sk": (n - 5) % 100, "_id": n - 5}, {"$set": {"v": -n}})
+                expected.append(("update", n - 5))
+            if n % 25 == 24:
+                collection.delete_one({"sk": (n - 1) % 100, "_id": n - 1})
+                expected.append(("delete", n - 1))
+    return expected
+
+
+def _run_stream(spark: Any, options: dict[str, str], out: str, *steps: Any) -> None:
+    """One run of the query: each step, then every event it caused processed."""
+    query = (
+        spark.readStream.format("mongo_sansio").options(**options).load()
+        .writeStream.format("parquet").option("path", out)
+        .option("checkpointLocation", options["checkpointLocation"])
+        .trigger(processingTime="300 milliseconds").start()
+    )
+    try:
+        for step in steps:
+            step()
+            query.processAllAvailable()
+    finally:
+        query.stop()
+    assert query.exception() is None
+
+
+def test_a_stream_through_mongos_is_exactly_once_across_a_mongos_kill_and_a_restart(
+    spark: Any, sc: SimulatedShardedCluster, client: Any, tmp_path: Any
+) -> None:
+    from mongo_sansio.adapters.spark.stream import fix_initial_offset
+
+    name = f"events{next(_names)}"
+    client.admin.command("shardCollection", f"db.{name}", key={"sk": 1})
+    client.admin.command("split", f"db.{name}", middle={"sk": 50})
+    client.admin.command("moveChunk", f"db.{name}", find={"sk": 50}, to="shard1")
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
+    options = {"uri": sc.uri, "database": "db", "collection": name, "startAt": "latest",
+               "checkpointLocation": checkpoint, "maxAwaitTimeMS": "200", "keyPartitions": "2"}
+    fix_initial_offset(parse_options(options))
+    expected: list[tuple[str, Any]] = []
+    killed = sc.mongos[0]
+
+    def kill_then_write() -> None:
+        # mid-stream: the query's clients (the driver's and each reader's) know both mongos,
+        # and may have been on this one
+        sc.stop_mongos(killed)
+        expected.extend(_changes(sc.uri, name, range(40, 80)))
+
+    try:
+        _run_stream(spark, options, out, lambda: expected.extend(_changes(sc.uri, name, range(40))),
+                    kill_then_write)
+        # written while no query runs; the restarted query reads them from its checkpoint
+        expected.extend(_changes(sc.uri, name, range(80, 120)))
+        _run_stream(spark, options, out, lambda: None)
+    finally:
+        sc.restart_mongos(killed)
+    rows = spark.read.parquet(out).collect()
+    assert max(Counter(row["resumeToken"] for row in rows).values()) == 1, "an event was written twice"
+    keys = [json.loads(row["documentKey"]) for row in rows]
+    assert Counter((row["operationType"], key["_id"]) for row, key in zip(rows, keys, strict=True)) == Counter(expected)
+    assert all(list(key) == ["sk", "_id"] for key in keys)  # the shard key first, then _id
+    assert {key["sk"] >= 50 for key in keys} == {False, True}  # events from both shards
