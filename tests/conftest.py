@@ -13,7 +13,10 @@ over a second, which says nothing about the code under test.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -21,3 +24,14 @@ settings.register_profile(
 )
 if os.environ.get("MONGO_SANSIO_CI"):
     settings.load_profile("ci")
+
+
+@pytest.fixture(scope="module")
+def sc() -> Iterator[Any]:
+    """A simulated sharded cluster (two mongos over two three-member shards) for the module:
+    starting one per test would cost seconds each; tests use collections of their own.
+    (Imported here, not at the top: the gevent tests patch before anything opens sockets.)"""
+    from mongo_sansio.adapters.sim import SimulatedShardedCluster
+
+    with SimulatedShardedCluster(shards=2, mongos=2, members=3) as cluster:
+        yield cluster

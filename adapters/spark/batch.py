@@ -1,4 +1,4 @@
-"""Batch reads: schema inference, ``_id``-range partitions and Arrow output.
+"""Batch reads: schema inference, ``_id``-range or chunk-range partitions and Arrow output.
 
 Runs in Spark's Python workers: :func:`infer` and :meth:`MongoBatchReader.partitions` on the
 planning side, :meth:`MongoBatchReader.read` on the executors.  Every one of them opens its own
@@ -8,11 +8,17 @@ ever pickled or inherited across a fork.
 With ``filterPushdown=true`` (and Spark's ``spark.sql.python.filterPushdown.enabled``), filters become a ``$match``
 on the columns whose values compare on the server as they do in Spark (numbers, booleans,
 timestamps, strings that were strings in every sampled document); the rest stay with Spark.
+
+With ``partitioner=shardChunks`` a sharded collection is read one partition per chunk
+(:mod:`mongo_sansio.pipeline.chunks`, from ``config.collections`` and ``config.chunks`` read
+through mongos); an unsharded one falls back to the ``_id`` sampling, with a warning on the
+``mongo_sansio.spark`` logger.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -33,6 +39,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from mongo_sansio.bson import extjson
+from mongo_sansio.pipeline.chunks import ChunkMapError, chunk_partitions
 from mongo_sansio.pipeline.parse_modes import ParseMode
 from mongo_sansio.pipeline.partitions import choose_boundaries, range_filters
 from mongo_sansio.pipeline.schema import (
@@ -46,6 +53,7 @@ from mongo_sansio.pipeline.schema import (
 )
 
 from .arrow import batches, spark_type
+from .errors import MongoDataSourceError
 from .gc_passes import fewer_gc_passes
 from .options import SourceOptions
 
@@ -55,8 +63,11 @@ __all__ = [
     "infer",
     "open_client",
     "open_collection",
+    "plan_chunk_partitions",
     "plan_partitions",
 ]
+
+_log = logging.getLogger("mongo_sansio.spark")
 
 # Sampled _id values per wanted partition (more samples, evener partitions).
 SAMPLES_PER_PARTITION = 32
@@ -129,7 +140,18 @@ def _spark_schema(tree: Struct) -> StructType:
 
 
 def plan_partitions(options: SourceOptions) -> list[dict[str, Any]]:
-    """One ``_id`` filter per partition, covering the collection with no gaps or overlaps."""
+    """One filter per partition, covering the collection with no gaps or overlaps: a chunk's
+    shard-key range each (``partitioner=shardChunks`` on a sharded collection), else ``_id``
+    ranges from a sample."""
+    if options.partitioner == "shardChunks":
+        chunks = plan_chunk_partitions(options)
+        if chunks is not None:
+            return chunks
+        _log.warning(
+            "partitioner shardChunks: %s is not a sharded collection (no config.collections "
+            "entry); reading it with the default _id sampling partitioner (%d partitions) instead",
+            options.namespace, options.partitions,
+        )
     if options.partitions == 1:
         return [{}]
     with open_collection(options) as collection:
@@ -148,8 +170,37 @@ def plan_partitions(options: SourceOptions) -> list[dict[str, Any]]:
     return range_filters(choose_boundaries(sample, options.partitions, count))
 
 
+# Reads of the chunk map before giving up on one that keeps changing under the read.
+CHUNK_MAP_READS = 3
+
+
+def plan_chunk_partitions(options: SourceOptions) -> list[dict[str, Any]] | None:
+    """One shard-key range filter per chunk of the sharded collection, in key order; None when
+    the collection is not sharded.  The chunk map is read again if it does not tile the key
+    space (a split or migration committed between the reads)."""
+    options.single_collection("batch reads")
+    with open_client(options) as client:
+        config = client["config"]
+        for attempt in range(CHUNK_MAP_READS):
+            entry = config["collections"].find_one({"_id": options.namespace}, **options.command_options())
+            if not isinstance(entry, Mapping) or entry.get("dropped"):
+                return None
+            # (chunks name their collection by uuid since MongoDB 5.0, by namespace before)
+            which = {"uuid": entry["uuid"]} if "uuid" in entry else {"ns": options.namespace}
+            chunks = list(config["chunks"].find(which, **options.command_options()))
+            try:
+                return [partition.query for partition in chunk_partitions(entry, chunks)]
+            except ChunkMapError as error:
+                if attempt + 1 == CHUNK_MAP_READS:
+                    raise MongoDataSourceError(
+                        f"partitioner shardChunks: the chunk map of {options.namespace} read "
+                        f"through {options.uri!r} does not cover the shard key once: {error}"
+                    ) from None
+    return None  # (not reached: the last attempt returns or raises)
+
+
 class MongoPartition(InputPartition):
-    """One ``_id`` range (canonical Extended JSON of its ``$match`` filter)."""
+    """One ``_id`` or chunk range (canonical Extended JSON of its ``$match`` filter)."""
 
     def __init__(self, index: int, filter_json: str) -> None:
         super().__init__(index)
@@ -190,7 +241,7 @@ def _to_match(item: Filter, tree: Struct | None) -> dict[str, Any] | None:
 
 
 class MongoBatchReader(DataSourceReader):
-    """Reads a collection (through the user's pipeline) in ``_id``-range partitions."""
+    """Reads a collection (through the user's pipeline) in ``_id``-range or chunk partitions."""
 
     def __init__(self, options: SourceOptions, schema: StructType, inferred: Struct | None) -> None:
         self.options = options

@@ -26,6 +26,7 @@ __all__ = ["SourceOptions", "parse_options"]
 _OPERATION_TYPES = ("replace", "insert", "update")
 _FULL_DOCUMENT = ("default", "updateLookup", "whenAvailable", "required")
 _FULL_DOCUMENT_BEFORE = ("off", "whenAvailable", "required")
+_PARTITIONERS = ("sample", "shardChunks")
 _READ_PREFERENCES = ("primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest")
 
 
@@ -37,6 +38,7 @@ class SourceOptions:
     # batch reads
     pipeline: str = "[]"  # canonical Extended JSON of the user's stages
     partitions: int = 4
+    partitioner: str = "sample"  # or "shardChunks": one partition per chunk of a sharded collection
     sample_size: int = 1000
     schema_hints: tuple[tuple[str, Kind], ...] = ()
     filter_pushdown: bool = False
@@ -219,6 +221,7 @@ def parse_options(given: Mapping[str, str]) -> SourceOptions:
         collection=collection,
         pipeline=extjson.dumps(stages, mode="canonical"),
         partitions=_int(options, "partitions", 4, 1) or 4,
+        partitioner=_choice(options, "partitioner", _PARTITIONERS, "sample") or "sample",
         sample_size=_int(options, "sampleSize", 1000, 1) or 1000,
         schema_hints=tuple(hints.items()),
         filter_pushdown=_bool(options, "filterPushdown", False),

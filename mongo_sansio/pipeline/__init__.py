@@ -5,6 +5,8 @@ options and carries out what comes back.
 
 * :mod:`.jsontext` -- relaxed Extended JSON text of decoded documents through ``json``'s C
   encoder when every value allows it (the stream's document columns).
+* :mod:`.chunks` -- chunk-range partitions of a sharded collection (``partitioner``
+  ``shardChunks``), one filter per ``config.chunks`` range.
 * :mod:`.hashing` -- mongod's hashed-index key of a value (``$toHashedIndexKey``) and the
   ``keyPartitions`` assignment built on it.
 * :mod:`.offsets` -- stream offsets made of resume tokens, ``startAt`` parsing, and the rules

@@ -5,7 +5,8 @@ mongos, the config database, transactions over two shards, change streams merged
 shards in cluster-time order (one shard idle, a shard added mid-stream), retryable writes
 across a mongos kill, failCommand on mongos.
 
-One cluster serves the whole module; each test uses its own collection.
+One cluster serves the whole module (``sc``, from tests/conftest.py); each test uses its own
+collection.
 """
 
 from __future__ import annotations
@@ -29,12 +30,6 @@ from mongo_sansio.adapters.sim import SimulatedShardedCluster  # noqa: E402
 
 OPTIONS: dict[str, Any] = {"serverSelectionTimeoutMS": 5000, "connectTimeoutMS": 3000, "socketTimeoutMS": 10000}
 _names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def sc() -> Iterator[SimulatedShardedCluster]:
-    with SimulatedShardedCluster(shards=2, mongos=2, members=3) as cluster:
-        yield cluster
 
 
 @pytest.fixture(scope="module")

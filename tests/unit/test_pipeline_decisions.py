@@ -71,6 +71,33 @@ def test_server_side_partition_match_agrees_with_the_client() -> None:
     assert sum(len(run_pipeline(events, [partition_match(i, 4)])) for i in range(4)) == len(events)
 
 
+_key_values = st.one_of(
+    st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False), st.text(max_size=4), st.none(),
+    st.booleans(), st.binary(min_size=12, max_size=12).map(ObjectId),
+)
+
+
+@given(
+    st.lists(st.lists(_key_values, min_size=1, max_size=3), min_size=1, max_size=20),
+    st.integers(1, 5),
+)
+def test_sharded_document_keys_split_exactly_once(keys: list[list[object]], partitions: int) -> None:
+    """On a sharded collection documentKey is the shard key's fields, then _id: the server's
+    $match and the client's assignment still put each event in exactly one partition."""
+    events: list[dict[str, object]] = [
+        {"n": n, "documentKey": {**{f"sk{i}": value for i, value in enumerate(values[1:])}, "_id": values[0]}}
+        for n, values in enumerate(keys)
+    ]
+    events.append({"n": len(events), "operationType": "drop"})
+    owners: dict[object, list[int]] = {}
+    for index in range(partitions):
+        for event in run_pipeline(events, [partition_match(index, partitions)]):
+            owners.setdefault(event["n"], []).append(index)
+    assert owners == {
+        n: [key_partition(event.get("documentKey"), partitions)] for n, event in enumerate(events)
+    }
+
+
 # --- offsets ---------------------------------------------------------------------------------
 
 

@@ -8,10 +8,10 @@ first fields), and the ``config`` database's documents (``config.shards``,
 ``config.databases``, ``config.collections``, ``config.chunks``) as mongod 7.0 shapes them
 (chunks are keyed by the collection's ``uuid``, not its namespace, since 5.0).
 
-Hashed keys are placed by a 64-bit hash of the key value: the MD5 of the seed (0), the value's
-canonical type and its bytes, numbers squashed to 64-bit integers first -- the recipe of
-mongod's ``BSONElementHasher`` as its documentation describes it; whether every value hashes
-to exactly mongod's number is not checked against a mongod.  A new hashed collection gets one
+Hashed keys are placed by the value's hashed-index key
+(:func:`mongo_sansio.pipeline.hashing.hashed_index_key`, mongod's ``BSONElementHasher`` as its
+documentation describes it, also what ``$toHashedIndexKey`` gives here); whether every value
+hashes to exactly mongod's number is not checked against a mongod.  A new hashed collection gets one
 chunk per shard over equal slices of the 64-bit range; a ranged one a single chunk
 ``[MinKey, MaxKey)`` on the database's primary shard, which ``split`` cuts.  A document
 without a shard-key field is placed by null there (as mongod 4.4 and later).
@@ -22,57 +22,27 @@ Pure: ids and times are arguments.
 from __future__ import annotations
 
 import hashlib
-import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from mongo_sansio.bson import Binary, Int64, MaxKey, MinKey, ObjectId, Timestamp, encode
+from mongo_sansio.bson import Binary, Int64, MaxKey, MinKey, ObjectId, Timestamp
+from mongo_sansio.pipeline.hashing import hashed_index_key
 from mongo_sansio.testing.engine import MISSING, CommandError, compare
-from mongo_sansio.testing.engine.order import is_number
 from mongo_sansio.testing.engine.paths import get_path
 
 __all__ = ["Catalog", "Chunk", "ShardedCollection", "hash_value", "shard_key_value"]
 
 _INT64_MIN = -(1 << 63)
 _INT64_SPAN = 1 << 64
-# mongod's canonical type ranks, for the hash (numbers share one).
-_CANONICAL = {type(None): 5, str: 15, dict: 20, list: 25, Binary: 30, ObjectId: 35, bool: 40}
 
 
 def hash_value(value: Any) -> int:
-    """The hashed-index key of ``value`` (a signed 64-bit integer)."""
-    digest = hashlib.md5(usedforsecurity=False)
-    digest.update(struct.pack("<i", 0))  # the seed
-    _hash_into(digest, value)
-    return int(struct.unpack("<q", digest.digest()[:8])[0])
-
-
-def _hash_into(digest: Any, value: Any) -> None:
-    if is_number(value) and not isinstance(value, bool):
-        digest.update(struct.pack("<i", 10))
-        try:
-            number = int(value)
-        except (OverflowError, ValueError):
-            number = 0
-        number = max(min(number, (1 << 63) - 1), _INT64_MIN)
-        digest.update(struct.pack("<q", number))
-        return
-    digest.update(struct.pack("<i", _CANONICAL.get(type(value), 100)))
-    if isinstance(value, str):
-        data = value.encode("utf-8", "surrogatepass")
-        digest.update(struct.pack("<i", len(data) + 1) + data + b"\x00")
-    elif isinstance(value, ObjectId):
-        digest.update(bytes(value.binary))
-    elif isinstance(value, bool):
-        digest.update(b"\x01" if value else b"\x00")
-    elif value is None:
-        pass
-    elif isinstance(value, Mapping | list):
-        digest.update(encode({"v": value})[4:])
-    else:
-        digest.update(encode({"v": value})[4:])
+    """The hashed-index key of ``value`` (a signed 64-bit integer): the one ``$toHashedIndexKey``
+    gives, as mongod places hashed keys and answers that expression with the same hasher (a
+    query on ``{$toHashedIndexKey: "$field"}`` then finds exactly a chunk's documents)."""
+    return hashed_index_key(value)
 
 
 def shard_key_value(key: Mapping[str, Any], document: Mapping[str, Any]) -> dict[str, Any]:
