@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -261,33 +260,28 @@ def test_our_client_crud_transaction_and_change_stream(sc: SimulatedShardedClust
     assert times == sorted(times)
 
 
-def test_the_sim_command_serves_a_sharded_cluster_and_prints_every_mongos() -> None:
-    from integration_helpers import cli_process
+@pytest.mark.parametrize("load_balanced", [False, True])
+def test_the_sim_command_serves_a_sharded_cluster_and_prints_its_uri(load_balanced: bool) -> None:
+    """The first line lists every mongos; with --load-balanced, it names the front alone."""
+    from integration_helpers import cli_process, first_line_uri
 
-    with cli_process("sim", "--sharded", "--shards", "2", "--mongos", "2", "--auth", "admin:pw", "--port", "0") as process:
-        first_line: list[str] = []
-        reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
-        reader.start()
-        reader.join(15)
-        assert first_line and first_line[0].startswith("mongodb://admin:pw@"), process.stderr
-        uri = first_line[0].strip()
-        assert uri.count(",") == 1 and "replicaSet" not in uri
+    front = ["--load-balanced"] if load_balanced else []
+    with cli_process("sim", "--sharded", "--shards", "2", "--mongos", "2", "--auth", "admin:pw", "--port", "0",
+                     *front) as process:
+        uri = first_line_uri(process, "mongodb://admin:pw@")
+        if load_balanced:
+            assert uri.endswith("/?loadBalanced=true") and "," not in uri
+        else:
+            assert uri.count(",") == 1 and "replicaSet" not in uri
         with MongoClient(uri, **OPTIONS) as client:
             assert client.admin.command("hello")["msg"] == "isdbgrid"
             client.admin.command("shardCollection", "cli.things", key={"_id": "hashed"})
             client.cli.things.insert_many([{"_id": i} for i in range(10)])
             assert client.cli.things.count_documents({}) == 10
-            assert client.topology_description.topology_type_name == "Sharded"
+            expected = "LoadBalanced" if load_balanced else "Sharded"
+            assert client.topology_description.topology_type_name == expected
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == 0
-
-
-def test_the_sim_command_refuses_sharded_behind_a_load_balancer() -> None:
-    from integration_helpers import cli_process
-
-    with cli_process("sim", "--sharded", "--load-balanced", "--port", "0") as process:
-        assert process.wait(timeout=15) != 0
-        assert "--load-balanced is not offered yet" in process.stderr.read()  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("driver", ["pymongo", "ours"])
