@@ -17,7 +17,7 @@ Subcommands:
   MONGODB-OIDC: JWTs signed HS256 with that secret (or RS256 with a key of the JWKS file of
   ``--oidc-jwks``) for that audience authenticate their ``sub``.  ``sim --sharded [--shards N]
   [--mongos M] [--members K]`` serves a sharded cluster instead (:mod:`.cli_sharded`); its URI
-  lists every mongos.
+  lists every mongos (with ``--load-balanced``, it names the front over the routers).
 * ``watch [URI] [db.coll]`` -- print a change stream's events as relaxed Extended JSON with
   their resume tokens; without a URI it starts the simulator and a small demo workload
   (:mod:`.cli_watch`).
@@ -248,8 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument(
         "--load-balanced", action="store_true",
-        help="also serve a load balancer front (on --port; the members take the next ports); "
-        "the URI names it with loadBalanced=true",
+        help="also serve a load balancer front (on --port; the members, or with --sharded the "
+        "routers, take the next ports); the URI names it with loadBalanced=true",
     )
     sim.add_argument("--seed", type=int, default=0, help="seeds the simulator's ids")
     add_sharded_arguments(sim)

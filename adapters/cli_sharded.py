@@ -3,7 +3,9 @@
 ``--sharded [--shards N] [--mongos M] [--members K]`` serves ``M`` mongos routers over ``N``
 shards of ``K`` members each (defaults 2, 2, 3); the first line printed is the URI with every
 mongos in the seed list (and the first ``--auth`` user's credentials).  The other ``sim``
-options that apply (``--auth``, ``--host``, ``--port``, ``--seed``) apply as to a replica set.
+options that apply (``--auth``, ``--host``, ``--port``, ``--seed``, ``--load-balanced``: a
+load balancer front over the routers, ``mongodb://<front>/?loadBalanced=true``) apply as to a
+replica set.
 """
 
 from __future__ import annotations
@@ -29,11 +31,7 @@ def sharded_cluster(args: argparse.Namespace, users: dict[str, str] | None) -> A
 
     if args.standalone or args.aws or args.oidc_audience is not None:
         raise SystemExit("mongo-sansio sim: --sharded does not combine with --standalone, --aws or OIDC")
-    if args.load_balanced:
-        # refused, not ignored: the load balancer front serves a replica set's routers only
-        raise SystemExit("mongo-sansio sim: --sharded --load-balanced is not offered yet (the load "
-                         "balancer front serves a replica set; use one of them)")
     return SimulatedShardedCluster(
         shards=args.shards, mongos=args.mongos, members=args.members if args.members is not None else 3,
-        auth=users, seed=args.seed, host=args.host, port=args.port,
+        auth=users, seed=args.seed, host=args.host, port=args.port, load_balanced=args.load_balanced,
     )

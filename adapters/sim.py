@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from mongo_sansio.testing.server import ReplicaSet
-from mongo_sansio.testing.server.load_balancer import LoadBalancerFront
+from mongo_sansio.testing.server.load_balancer import LoadBalancerFront, PrimaryRouters
 from mongo_sansio.testing.server.oidc import OidcIssuer, mint_hs256
 
 from ._sim_deployment import LoopbackDeployment, ManualClock
@@ -222,9 +222,8 @@ class SimulatedReplicaSet(LoopbackDeployment[ReplicaSet]):
                 served = LoadBalancerFront(
                     self._cluster,
                     self.load_balancer,
-                    services=self._lb_services,
+                    PrimaryRouters(self._cluster, self._lb_services, now=now),
                     multi_address=self.multi_load_balancer,
-                    now=now,
                 )
             self._server = LoopbackServer(
                 served,

@@ -17,7 +17,11 @@ The protocol lives in :mod:`mongo_sansio.testing.sharded`; the sockets and threa
 member listens on a port of its own (``port`` 0: free ports; else the routers take ``port``,
 ``port + 1``..., the shards' members the next ones, the config server the last).  A shard
 added with ``addShard`` (or :meth:`add_shard`) is served inside the cluster only: its members
-do not listen.
+do not listen.  With ``load_balanced=True`` a load balancer front listens too (on ``port``
+itself when given, everything else on the next ports), :attr:`load_balancer`: each connection
+to it goes to the next running mongos, as behind a real balancer (hello with ``serviceId``,
+which must ask ``loadBalanced: true``), and :attr:`uri` is
+``mongodb://<front>/?loadBalanced=true``.  The routers stay reachable directly.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mongo_sansio.testing.server.load_balancer import LoadBalancerFront
 from mongo_sansio.testing.sharded import ShardedCluster
+from mongo_sansio.testing.sharded.cluster import MongosServices
 
 from ._sim_deployment import LoopbackDeployment
 
@@ -64,6 +70,7 @@ class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
         clock: Clock | None = None,
         wall_clock: Clock = time.time,
         max_wire_version: int = 21,
+        load_balanced: bool = False,
     ) -> None:
         if shards < 1 or mongos < 1 or members < 1:
             raise ValueError("a sharded cluster needs at least one shard, one mongos and one member per shard")
@@ -82,19 +89,24 @@ class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
         self.mongos: list[str] = []
         self.config_members: list[str] = []
         self._shard_members: list[list[str]] = []
+        self.load_balanced = load_balanced
+        #: the load balancer front's ``host:port`` (``load_balanced=True``), else None
+        self.load_balancer: str | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> SimulatedShardedCluster:
         if self._server is not None:
             raise RuntimeError("the simulated sharded cluster is already running")
-        count = self.mongos_count + self.shard_count * self.member_count + 1
+        fronts = 1 if self.load_balanced else 0
+        count = fronts + self.mongos_count + self.shard_count * self.member_count + 1
         ports = [0] * count if self._port == 0 else [self._port + i for i in range(count)]
         sockets = bind_tcp_listeners(self._host, ports)
         try:
             addresses = [tcp_address(sock) for sock in sockets]
-            self.mongos = addresses[: self.mongos_count]
-            rest = addresses[self.mongos_count:]
+            self.load_balancer = addresses[0] if fronts else None
+            self.mongos = addresses[fronts:fronts + self.mongos_count]
+            rest = addresses[fronts + self.mongos_count:]
             self._shard_members = [rest[i * self.member_count:(i + 1) * self.member_count] for i in range(self.shard_count)]
             self.config_members = rest[self.shard_count * self.member_count:]
             authenticator = None
@@ -111,7 +123,10 @@ class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
                 wall_offset=self._wall_clock() - now, max_wire_version=self._max_wire_version,
                 authenticator=authenticator, now=now,
             )
-            self._server = LoopbackServer(self._cluster, list(zip(sockets, addresses, strict=True)), clock=self.clock)
+            served: Any = self._cluster
+            if self.load_balancer is not None:
+                served = LoadBalancerFront(self._cluster, self.load_balancer, MongosServices(self._cluster))
+            self._server = LoopbackServer(served, list(zip(sockets, addresses, strict=True)), clock=self.clock)
         except BaseException:
             for sock in sockets:
                 sock.close()
@@ -123,9 +138,12 @@ class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
 
     def _uri(self, userinfo: str) -> str:
         """``mongodb://`` with every mongos (no replicaSet option: a client discovers a
-        sharded topology from the routers' hello)."""
+        sharded topology from the routers' hello); with ``load_balanced=True``,
+        ``mongodb://<load balancer>/?loadBalanced=true``."""
         if not self.mongos:
             raise RuntimeError("the simulated sharded cluster is not started")
+        if self.load_balancer is not None:
+            return f"mongodb://{userinfo}{self.load_balancer}/?loadBalanced=true"
         return f"mongodb://{userinfo}{','.join(self.mongos)}/"
 
     def shard_names(self) -> list[str]:

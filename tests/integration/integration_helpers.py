@@ -9,6 +9,7 @@ import os
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -90,3 +91,14 @@ def cli_process(*args: str) -> Iterator[subprocess.Popen[str]]:
         for pipe in (process.stdout, process.stderr):
             if pipe is not None:
                 pipe.close()
+
+
+def first_line_uri(process: subprocess.Popen[str], prefix: str = "mongodb://", timeout: float = 15.0) -> str:
+    """The URI ``mongo-sansio sim`` prints on its first line (read in a thread, so a server that
+    never prints fails after ``timeout`` instead of hanging); it must start with ``prefix``."""
+    first_line: list[str] = []
+    reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
+    reader.start()
+    reader.join(timeout)
+    assert first_line and first_line[0].startswith(prefix), process.stderr
+    return first_line[0].strip()

@@ -8,7 +8,6 @@ file); a configuration given in the connection string alone.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -135,7 +134,7 @@ def test_our_clients_take_a_pymongo_callback(runtime: str) -> None:
 def test_the_sim_command_serves_oidc() -> None:
     import signal
 
-    from integration_helpers import cli_process
+    from integration_helpers import cli_process, first_line_uri
 
     from mongo_sansio.adapters.blocking import MongoClient
 
@@ -143,18 +142,14 @@ def test_the_sim_command_serves_oidc() -> None:
         "sim", "--members", "1", "--oidc-secret", SECRET, "--oidc-audience", AUDIENCE,
         "--oidc-issuer", "https://idp.cli", "--oidc-client-id", "cli-client",
     ) as process:
-        first_line: list[str] = []
-        reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
-        reader.start()
-        reader.join(15)
-        assert first_line and first_line[0].startswith("mongodb://"), process.stderr
+        uri = first_line_uri(process)
         client = MongoClient(
-            first_line[0].strip(), authMechanism="MONGODB-OIDC", **machine(Callback()),
+            uri, authMechanism="MONGODB-OIDC", **machine(Callback()),
             serverSelectionTimeoutMS=5000,
         )
         human_callback = Callback()
         human_client = MongoClient(
-            first_line[0].strip(), authMechanism="MONGODB-OIDC", **human(human_callback),
+            uri, authMechanism="MONGODB-OIDC", **human(human_callback),
             serverSelectionTimeoutMS=5000,
         )
         try:
@@ -183,7 +178,7 @@ def test_rs256_tokens_with_a_jwks_file(tmp_path: Any) -> None:
     import json
     import signal
 
-    from integration_helpers import cli_process
+    from integration_helpers import cli_process, first_line_uri
 
     from mongo_sansio.adapters.blocking import MongoClient
 
@@ -209,12 +204,7 @@ def test_rs256_tokens_with_a_jwks_file(tmp_path: Any) -> None:
         return f"{header}.{claims}.{b64(signature)}"
 
     with cli_process("sim", "--members", "1", "--oidc-jwks", str(jwks), "--oidc-audience", AUDIENCE) as process:
-        first_line: list[str] = []
-        reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
-        reader.start()
-        reader.join(15)
-        assert first_line and first_line[0].startswith("mongodb://"), process.stderr
-        uri = first_line[0].strip()
+        uri = first_line_uri(process)
         client = MongoClient(uri, authMechanism="MONGODB-OIDC", **machine(Callback(rs256)), serverSelectionTimeoutMS=5000)
         hs256 = MongoClient(uri, authMechanism="MONGODB-OIDC", **machine(Callback()), serverSelectionTimeoutMS=5000)
         try:

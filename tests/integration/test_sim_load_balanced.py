@@ -9,14 +9,13 @@ refused as mongos refuses it (354).  One simulated deployment serves the whole m
 from __future__ import annotations
 
 import signal
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pymongo
 import pytest
-from integration_helpers import cli_process
-from pymongo import monitoring
+from integration_helpers import cli_process, first_line_uri
+from pool_recorder import PoolRecorder as Recorder
 from runtime_round_trip import RUNTIMES
 
 from mongo_sansio.adapters.sim import SimulatedReplicaSet
@@ -29,40 +28,6 @@ ASYNC_CLIENTS = ["asyncio", "trio"]
 def lb() -> Iterator[SimulatedReplicaSet]:
     with SimulatedReplicaSet(members=3, load_balanced=True) as simulator:
         yield simulator
-
-
-class Recorder(monitoring.CommandListener, monitoring.ConnectionPoolListener):
-    """Command service ids, and connections checked out now (out minus in)."""
-
-    def _ignore(self, event: Any) -> None:
-        pass
-
-    pool_created = pool_ready = pool_closed = _ignore
-    connection_created = connection_ready = connection_closed = _ignore
-    connection_check_out_started = connection_check_out_failed = _ignore
-
-    def __init__(self) -> None:
-        self.service_ids: list[Any] = []
-        self.checked_out = 0
-        self.cleared: list[Any] = []
-
-    def started(self, event: Any) -> None:
-        self.service_ids.append(event.service_id)
-
-    def succeeded(self, event: Any) -> None:
-        pass
-
-    def failed(self, event: Any) -> None:
-        pass
-
-    def connection_checked_out(self, event: Any) -> None:
-        self.checked_out += 1
-
-    def connection_checked_in(self, event: Any) -> None:
-        self.checked_out -= 1
-
-    def pool_cleared(self, event: Any) -> None:
-        self.cleared.append(event.service_id)
 
 
 def _sync_client_class(kind: str) -> Any:
@@ -217,12 +182,7 @@ def test_a_load_balancer_fronts_a_replica_set_only(capsys: pytest.CaptureFixture
 
 def test_the_sim_command_serves_a_load_balancer() -> None:
     with cli_process("sim", "--load-balanced", "--members", "1", "--port", "0") as process:
-        first_line: list[str] = []
-        reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
-        reader.start()
-        reader.join(15)
-        assert first_line and first_line[0].startswith("mongodb://"), process.stderr
-        uri = first_line[0].strip()
+        uri = first_line_uri(process)
         assert uri.endswith("/?loadBalanced=true") and "," not in uri
         client: pymongo.MongoClient[Any] = pymongo.MongoClient(uri, serverSelectionTimeoutMS=10000)
         try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import signal
 import socket
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ import pytest
 
 pymongo = pytest.importorskip("pymongo")
 from command_log import Commands  # noqa: E402
-from integration_helpers import cli_process, trusted_tls  # noqa: E402
+from integration_helpers import cli_process, first_line_uri, trusted_tls  # noqa: E402
 from pymongo import MongoClient  # noqa: E402
 from pymongo.errors import DuplicateKeyError, NotPrimaryError, OperationFailure  # noqa: E402
 
@@ -321,12 +320,7 @@ def test_unix_socket(tmp_path: Path, clients: list[MongoClient[Any]]) -> None:
 
 def test_the_sim_command_prints_its_uri_and_exits_cleanly_on_sigterm(clients: list[MongoClient[Any]]) -> None:
     with cli_process("sim", "--members", "2", "--port", "0", "--auth", "admin:pw", "--replset", "demo") as process:
-        first_line: list[str] = []
-        reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
-        reader.start()
-        reader.join(15)
-        assert first_line and first_line[0].startswith("mongodb://admin:pw@"), process.stderr
-        uri = first_line[0].strip()
+        uri = first_line_uri(process, "mongodb://admin:pw@")
         assert "replicaSet=demo" in uri and uri.count(",") == 1
         client = open_client(clients, uri)
         client.test.things.insert_one({"from": "cli"})

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 pymongo = pytest.importorskip("pymongo")
-from integration_helpers import cli_process  # noqa: E402
+from integration_helpers import cli_process, first_line_uri  # noqa: E402
 from pymongo import MongoClient  # noqa: E402
 from pymongo.errors import OperationFailure, ServerSelectionTimeoutError, WriteError  # noqa: E402
 
@@ -184,12 +184,7 @@ def test_pymongo_sees_a_standalone_server(clients: list[MongoClient[Any]]) -> No
 
 def test_the_sim_command_serves_a_standalone_server(clients: list[MongoClient[Any]]) -> None:
     with cli_process("sim", "--standalone") as process:
-        first_line: list[str] = []
-        reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
-        reader.start()
-        reader.join(15)
-        assert first_line and first_line[0].startswith("mongodb://"), process.stderr
-        uri = first_line[0].strip()
+        uri = first_line_uri(process)
         assert "replicaSet" not in uri and "," not in uri
         client = open_client(clients, uri)
         assert "setName" not in client.admin.command("hello")

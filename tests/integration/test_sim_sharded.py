@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -25,6 +24,7 @@ from bson import MaxKey, MinKey  # noqa: E402
 from pymongo import MongoClient  # noqa: E402
 from pymongo.errors import OperationFailure  # noqa: E402
 
+import mongo_sansio.errors  # noqa: E402
 from mongo_sansio.adapters.blocking import MongoClient as OurClient  # noqa: E402
 from mongo_sansio.adapters.sim import SimulatedShardedCluster  # noqa: E402
 
@@ -256,33 +256,28 @@ def test_our_client_crud_transaction_and_change_stream(sc: SimulatedShardedClust
     assert times == sorted(times)
 
 
-def test_the_sim_command_serves_a_sharded_cluster_and_prints_every_mongos() -> None:
-    from integration_helpers import cli_process
+@pytest.mark.parametrize("load_balanced", [False, True])
+def test_the_sim_command_serves_a_sharded_cluster_and_prints_its_uri(load_balanced: bool) -> None:
+    """The first line lists every mongos; with --load-balanced, it names the front alone."""
+    from integration_helpers import cli_process, first_line_uri
 
-    with cli_process("sim", "--sharded", "--shards", "2", "--mongos", "2", "--auth", "admin:pw", "--port", "0") as process:
-        first_line: list[str] = []
-        reader = threading.Thread(target=lambda: first_line.append(process.stdout.readline()))  # type: ignore[union-attr]
-        reader.start()
-        reader.join(15)
-        assert first_line and first_line[0].startswith("mongodb://admin:pw@"), process.stderr
-        uri = first_line[0].strip()
-        assert uri.count(",") == 1 and "replicaSet" not in uri
+    front = ["--load-balanced"] if load_balanced else []
+    with cli_process("sim", "--sharded", "--shards", "2", "--mongos", "2", "--auth", "admin:pw", "--port", "0",
+                     *front) as process:
+        uri = first_line_uri(process, "mongodb://admin:pw@")
+        if load_balanced:
+            assert uri.endswith("/?loadBalanced=true") and "," not in uri
+        else:
+            assert uri.count(",") == 1 and "replicaSet" not in uri
         with MongoClient(uri, **OPTIONS) as client:
             assert client.admin.command("hello")["msg"] == "isdbgrid"
             client.admin.command("shardCollection", "cli.things", key={"_id": "hashed"})
             client.cli.things.insert_many([{"_id": i} for i in range(10)])
             assert client.cli.things.count_documents({}) == 10
-            assert client.topology_description.topology_type_name == "Sharded"
+            expected = "LoadBalanced" if load_balanced else "Sharded"
+            assert client.topology_description.topology_type_name == expected
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == 0
-
-
-def test_the_sim_command_refuses_sharded_behind_a_load_balancer() -> None:
-    from integration_helpers import cli_process
-
-    with cli_process("sim", "--sharded", "--load-balanced", "--port", "0") as process:
-        assert process.wait(timeout=15) != 0
-        assert "--load-balanced is not offered yet" in process.stderr.read()  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("driver", ["pymongo", "ours"])
@@ -510,20 +505,82 @@ def test_with_transaction_survives_the_kill_of_its_pinned_mongos(sc: SimulatedSh
         opened.close()
 
 
-def test_an_ordered_write_stops_at_its_first_error_across_shards(client: MongoClient[Any]) -> None:
+def _ranged_over_two_shards(client: MongoClient[Any]) -> str:
+    """A collection sharded on ``k``: below 100 on shard0, from 100 on shard1."""
     name = f"r{next(_names)}"
     client.admin.command("shardCollection", f"db.{name}", key={"k": 1})
     client.admin.command("split", f"db.{name}", middle={"k": 100})
     client.admin.command("moveChunk", f"db.{name}", find={"k": 100}, to="shard1")
-    coll = client.db[name]
-    coll.insert_one({"_id": 2, "k": 2})
-    documents = [{"_id": 1, "k": 1}, {"_id": 101, "k": 101}, {"_id": 2, "k": 2}, {"_id": 102, "k": 102}]
-    with MongoClient(client.nodes and ",".join(f"{h}:{p}" for h, p in client.nodes), retryWrites=False, **OPTIONS) as plain:
-        with pytest.raises(pymongo.errors.BulkWriteError) as raised:
-            plain.db[name].insert_many(documents)  # ordered: the duplicate _id 2 stops it
+    return name
+
+
+@pytest.mark.parametrize("retry_writes", [True, False], ids=["retryable", "not-retryable"])
+@pytest.mark.parametrize("driver", ["pymongo", "ours"])
+def test_an_ordered_write_stops_at_its_first_error_across_shards(sc: SimulatedShardedCluster, client: MongoClient[Any],
+                                                                  driver: str, retry_writes: bool) -> None:
+    """mongos runs an ordered batch shard by shard in statement order and stops at the first
+    write error (the statements after it, on either shard, are not run); unordered goes on."""
+    name = _ranged_over_two_shards(client)
+    client.db[name].insert_one({"_id": 2, "k": 2})
+    options = {**OPTIONS, "retryWrites": retry_writes}
+    opened = MongoClient(sc.uri, **options) if driver == "pymongo" else OurClient(sc.uri, **options)
+    errors = (pymongo.errors.BulkWriteError, mongo_sansio.errors.BulkWriteError)
+    try:
+        coll = opened.db[name]
+        documents = [{"_id": 1, "k": 1}, {"_id": 101, "k": 101}, {"_id": 2, "k": 2}, {"_id": 102, "k": 102},
+                     {"_id": 3, "k": 3}]
+        with pytest.raises(errors) as raised:
+            coll.insert_many(documents)  # ordered: the duplicate _id 2 stops it
         assert raised.value.details["nInserted"] == 2
         assert [e["index"] for e in raised.value.details["writeErrors"]] == [2]
-    assert sorted(d["_id"] for d in coll.find()) == [1, 2, 101]
+        assert sorted(d["_id"] for d in coll.find()) == [1, 2, 101]
+        with pytest.raises(errors) as raised:  # bulk_write: the same rule
+            coll.bulk_write([pymongo.UpdateOne({"k": 1}, {"$set": {"a": 1}}), pymongo.InsertOne({"_id": 103, "k": 103}),
+                             pymongo.InsertOne({"_id": 101, "k": 101}), pymongo.InsertOne({"_id": 4, "k": 4})]
+                            if driver == "pymongo" else _our_requests())
+        assert raised.value.details["nInserted"] == 1 and raised.value.details["nModified"] == 1
+        assert sorted(d["_id"] for d in coll.find()) == [1, 2, 101, 103]
+        with pytest.raises(errors) as raised:
+            coll.insert_many(documents + [{"_id": 104, "k": 104}], ordered=False)  # unordered: goes on
+        assert raised.value.details["nInserted"] == 3
+        assert sorted(d["_id"] for d in coll.find()) == [1, 2, 3, 101, 102, 103, 104]
+    finally:
+        opened.close()
+
+
+def _our_requests() -> list[Any]:
+    from mongo_sansio.adapters.blocking import InsertOne, UpdateOne
+
+    return [UpdateOne({"k": 1}, {"$set": {"a": 1}}), InsertOne({"_id": 103, "k": 103}),
+            InsertOne({"_id": 101, "k": 101}), InsertOne({"_id": 4, "k": 4})]
+
+
+@pytest.mark.parametrize("driver", ["pymongo", "ours"])
+def test_an_ordered_retryable_write_retried_mid_batch_applies_each_statement_once(
+        sc: SimulatedShardedCluster, client: MongoClient[Any], driver: str) -> None:
+    """shard1 applies its run and the answer is lost: the retry is answered from each shard's
+    record of the runs already done (shard0's first, shard1's) and runs the rest (shard0's
+    second run), so every document is inserted once and no duplicate key error appears."""
+    name = _ranged_over_two_shards(client)
+    primary = sc.primary("shard1")
+    assert primary is not None
+    opened = MongoClient(sc.uri, **OPTIONS) if driver == "pymongo" else OurClient(sc.uri, **OPTIONS)
+    try:
+        opened.admin.command("ping")
+        sc.configure_failpoint(primary, {"configureFailPoint": "onPrimaryTransactionalWrite",
+                                         "mode": {"times": 1}, "data": {"closeConnection": True}})
+        result = opened.db[name].insert_many([{"_id": 1, "k": 1}, {"_id": 101, "k": 101}, {"_id": 2, "k": 2}])
+        assert sorted(result.inserted_ids) == [1, 2, 101]
+        assert sorted(d["_id"] for d in opened.db[name].find()) == [1, 2, 101]
+        assert _per_shard(sc, name) == {"shard0": 2, "shard1": 1, **_others(sc, name)}
+    finally:
+        sc.failpoint_off(primary, "onPrimaryTransactionalWrite")
+        opened.close()
+
+
+def _others(sc: SimulatedShardedCluster, name: str) -> dict[str, int]:
+    """Shards other than shard0 and shard1 (added by other tests): empty."""
+    return {shard: 0 for shard in _per_shard(sc, name) if shard not in ("shard0", "shard1")}
 
 
 def test_add_shard_through_mongos_and_list_shards(client: MongoClient[Any]) -> None:

@@ -53,6 +53,7 @@ from mongo_sansio.testing.server.db_stats import DB_STATS_COMMANDS
 from mongo_sansio.testing.server.failpoints import FailAction, Target
 from mongo_sansio.testing.server.handshake import topology_version
 from mongo_sansio.testing.server.replset import PRIMARY
+from mongo_sansio.testing.server.sessions import first_statement
 from mongo_sansio.testing.server.transactions import (
     ABORT,
     COMMIT,
@@ -307,7 +308,7 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
     request = ctx.request
     txn_number = request.txn_number
     if retryable and txn_number is not None:
-        stored = ctx.cluster.sessions.replay(request.lsid, txn_number)
+        stored = ctx.cluster.sessions.replay(request.lsid, txn_number, first_statement(ctx.body))
         if stored is not None:
             if spec.replay is not None:
                 stored = spec.replay(ctx, stored)
@@ -331,7 +332,7 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
             ctx.cluster.transactions.abort(ctx.txn, "a write in the transaction failed")
         if retryable and txn_number is not None and outcome.get("ok") == 1.0:
             record = outcome if ctx.retry_record is None else ctx.retry_record
-            ctx.cluster.sessions.record(request.lsid, txn_number, record)
+            ctx.cluster.sessions.record(request.lsid, txn_number, record, first_statement(ctx.body))
         if retryable and ctx.member.failpoints.close_after_write():
             return Close("onPrimaryTransactionalWrite failpoint closed the connection after the write")
         return _add_write_concern_error(ctx, spec, outcome)

@@ -5,16 +5,22 @@ Theory of operation
 -------------------
 The front is a cluster wrapper with the socket server's ``connect(address, now)`` interface
 (:class:`LoadBalancerFront`): a connection arriving at the front's own address is handed,
-round-robin, to one of ``services`` routers -- each a service with its own ``serviceId``, as
-the mongoses behind a real balancer; here every router sends the connection's commands to
-the replica set's primary, the one member that serves every command -- and marked as having
-come in through a load balancer (``ConnectionState.via_load_balancer``, ``service_id``); any
-other address goes to the wrapped cluster unchanged (the members stay reachable directly).
-With no primary, the front drops the connection at once, as a balancer without a healthy
-backend.  As a mongos retargets the new primary after a stepdown, each command of a router's
-connection goes to the primary of the moment (:func:`follow_primary`); a member that stops
-takes the connections it serves down with it (the client then sees a network error and
-clears that service's connections).
+round-robin, to the next of its :class:`Services` that is up, and marked as having come in
+through a load balancer (``ConnectionState.via_load_balancer``, ``service_id``); any other
+address goes to the wrapped cluster unchanged (the members stay reachable directly).  With no
+service up, the front drops the connection at once, as a balancer without a healthy backend.
+
+The services are the mongoses behind a real balancer:
+
+* over a replica set (:class:`PrimaryRouters`), ``count`` routers, each with its own
+  ``serviceId``, that send the connection's commands to the primary, the one member that
+  serves every command.  As a mongos retargets the new primary after a stepdown, each command
+  of a router's connection goes to the primary of the moment (:func:`follow_primary`); a
+  member that stops takes the connections it serves down with it (the client then sees a
+  network error and clears that service's connections);
+* over a sharded cluster, its mongos routers themselves
+  (:class:`mongo_sansio.testing.sharded.cluster.MongosServices`), each serviceId the router's
+  processId; a stopped router is skipped.
 
 The mark changes what the connection's hello answers, as mongos started with a load balancer
 port does (:func:`balanced_hello`):
@@ -22,18 +28,18 @@ port does (:func:`balanced_hello`):
 * the first hello must say ``loadBalanced: true``; otherwise it fails with 354
   LoadBalancerSupportMismatch and the connection is closed after the reply (the error's
   CloseConnectionError category);
-* the first hello's reply carries ``serviceId``: the router's (an ObjectId drawn from the
-  cluster's seeded ids when the front is built, that does not change while it runs);
+* the first hello's reply carries ``serviceId``: the router's (an ObjectId that does not
+  change while the router runs);
 * every reply on it is a router's: ``msg: "isdbgrid"``, writable, no replica set fields.
 
-Inputs: the wrapped cluster, the front's address, the number of services, ``now``.  Outputs: the
+Inputs: the wrapped cluster, the front's address, its services, ``now``.  Outputs: the
 connections of the socket server; hello reply documents.  No sockets, clocks or randomness.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mongo_sansio.bson import ObjectId
 from mongo_sansio.errors import LocalProtocolError
@@ -48,8 +54,9 @@ if TYPE_CHECKING:
 __all__ = [
     "LOAD_BALANCER_MISMATCH",
     "LoadBalancerFront",
+    "PrimaryRouters",
+    "Services",
     "balanced_hello",
-    "primary_service",
 ]
 
 #: mongos' answer to a first hello without ``loadBalanced: true`` on its load balancer port
@@ -64,54 +71,95 @@ LOAD_BALANCER_MISMATCH = CommandError(
 _SET_FIELDS = ("hosts", "setName", "setVersion", "secondary", "primary", "me", "electionId", "lastWrite")
 
 
-def primary_service(cluster: ReplicaSet) -> list[str]:
-    """The services of a replica set behind a balancer: its primary (none while it has none)."""
-    primary = cluster.primary
-    if primary is None or cluster.members[primary].state != PRIMARY:
-        return []
-    return [primary]
+class Connectable(Protocol):
+    """What the front wraps: a deployment that hands out server connections by address."""
+
+    def connect(self, address: str, now: float) -> ServerConnection: ...
+
+
+class Services(Protocol):
+    """The services behind a front: how many there are, and where service ``index`` is served
+    now -- ``(address, serviceId)``, the serviceId None for the serving member's processId
+    (what mongos answers) -- or None while it is down."""
+
+    @property
+    def count(self) -> int: ...
+
+    def backend(self, index: int) -> tuple[str, ObjectId | None] | None: ...
+
+    def anchor(self) -> str:
+        """An address whose connection the front may make only to drop it (nothing is up)."""
+        ...
+
+
+class PrimaryRouters:
+    """``count`` routers over a replica set, each a service with its own serviceId (drawn from
+    the cluster's seeded ids, fixed while it runs), all serving through the primary of the
+    moment (down while there is none)."""
+
+    def __init__(self, cluster: ReplicaSet, count: int = 1, *, now: float = 0.0) -> None:
+        if count < 1:
+            raise LocalProtocolError("a load balancer fronts one service or more")
+        self.cluster = cluster
+        self.service_ids = [
+            ObjectId.from_parts(int(cluster.wall(now)), cluster.random_bytes(5), i) for i in range(count)
+        ]
+
+    @property
+    def count(self) -> int:
+        return len(self.service_ids)
+
+    def backend(self, index: int) -> tuple[str, ObjectId | None] | None:
+        primary = self.cluster.primary
+        if primary is None or self.cluster.members[primary].state != PRIMARY:
+            return None
+        return primary, self.service_ids[index]
+
+    def anchor(self) -> str:
+        return next(iter(self.cluster.members))
 
 
 class LoadBalancerFront:
-    """See the module documentation.  With ``multi_address`` (and ``services`` > 1) a second
-    front rotates over every router while ``address`` reaches the first one alone (the load
-    balancer spec's test setup: SINGLE_MONGOS_LB_URI and MULTI_MONGOS_LB_URI)."""
+    """See the module documentation.  With ``multi_address`` (and more than one service) a
+    second front rotates over every service while ``address`` reaches the first one alone (the
+    load balancer spec's test setup: SINGLE_MONGOS_LB_URI and MULTI_MONGOS_LB_URI); without it,
+    ``address`` rotates over them all."""
 
     def __init__(
         self,
-        cluster: ReplicaSet,
+        cluster: Connectable,
         address: str,
+        services: Services,
         *,
-        services: int = 1,
         multi_address: str | None = None,
-        now: float = 0.0,
     ) -> None:
-        if services < 1:
-            raise LocalProtocolError("a load balancer fronts one service or more")
         self.cluster = cluster
         self.address = address
-        #: the routers' serviceIds
-        self.service_ids = [
-            ObjectId.from_parts(int(cluster.wall(now)), cluster.random_bytes(5), i) for i in range(services)
-        ]
-        self._fronts = {address: self.service_ids if multi_address is None else self.service_ids[:1]}
+        self.services = services
+        every = list(range(services.count))
+        self._fronts = {address: every if multi_address is None else every[:1]}
         if multi_address is not None:
-            self._fronts[multi_address] = self.service_ids
+            self._fronts[multi_address] = every
         self._turns = dict.fromkeys(self._fronts, 0)
 
     def connect(self, address: str, now: float) -> ServerConnection:
         rotation = self._fronts.get(address)
         if rotation is None:
             return self.cluster.connect(address, now)
-        backends = primary_service(self.cluster)
-        if not backends:
+        backend = None
+        for _ in rotation:  # the next service that is up
+            index = rotation[self._turns[address] % len(rotation)]
+            self._turns[address] += 1
+            backend = self.services.backend(index)
+            if backend is not None:
+                break
+        if backend is None:
             # no backend up: the connection is dropped at once
-            connection = self.cluster.connect(next(iter(self.cluster.members)), now)
+            connection = self.cluster.connect(self.services.anchor(), now)
             connection.close("no service behind the load balancer is up")
             return connection
-        service_id = rotation[self._turns[address] % len(rotation)]
-        self._turns[address] += 1
-        connection = self.cluster.connect(backends[0], now)
+        backend_address, service_id = backend
+        connection = self.cluster.connect(backend_address, now)
         connection.state.via_load_balancer = True
         connection.state.service_id = service_id
         return connection

@@ -2,6 +2,10 @@
 
 Inputs: a write command's ``lsid`` and ``txnNumber`` before it runs (:meth:`Sessions.replay`)
 and its reply after (:meth:`Sessions.record`); ``endSessions`` / ``killAllSessions``.
+A command a mongos sends a shard names its statements' ids (``stmtIds``: their indexes in the
+client's command); mongos may send a shard several commands of one retryable write (an
+ordered write goes run by run), so the record is kept per (lsid, txnNumber, first stmtId) --
+mongod keeps one per statement; a driver's own command starts at statement 0.
 Outputs: the stored reply for a retried write (the write is not applied again), or None when
 the write is new.  Transactions (:mod:`.transactions`) share the session's txnNumber order.  A txnNumber lower than the session's newest answers
 TransactionTooOld (225), as mongod does.
@@ -18,7 +22,7 @@ from typing import Any
 from mongo_sansio.bson import Binary, decode, encode
 from mongo_sansio.testing.engine import CommandError
 
-__all__ = ["Sessions", "session_key"]
+__all__ = ["Sessions", "first_statement", "session_key"]
 
 
 def session_key(lsid: Any) -> bytes | None:
@@ -31,10 +35,19 @@ def session_key(lsid: Any) -> bytes | None:
         return None
 
 
+def first_statement(body: Mapping[str, Any]) -> int:
+    """The id of a write command's first statement: its ``stmtIds``' first (a mongos's
+    command to a shard), else 0."""
+    ids = body.get("stmtIds")
+    if isinstance(ids, list) and ids and isinstance(ids[0], int) and not isinstance(ids[0], bool):
+        return ids[0]
+    return 0
+
+
 class Sessions:
     def __init__(self) -> None:
         self._latest: dict[bytes, int] = {}
-        self._replies: dict[tuple[bytes, int], dict[str, Any]] = {}
+        self._replies: dict[tuple[bytes, int, int], dict[str, Any]] = {}
         self.seen: set[bytes] = set()
 
     def touch(self, lsid: Any) -> None:
@@ -52,7 +65,7 @@ class Sessions:
             for key in sorted(self.seen)
         ]
 
-    def replay(self, lsid: Any, txn_number: int) -> dict[str, Any] | None:
+    def replay(self, lsid: Any, txn_number: int, statement: int = 0) -> dict[str, Any] | None:
         key = session_key(lsid)
         if key is None:
             raise CommandError(
@@ -65,7 +78,7 @@ class Sessions:
                 f"Retryable write with txnNumber {txn_number} is prohibited on session because a newer "
                 f"retryable write with txnNumber {latest} has already started on this session.",
             )
-        stored = self._replies.get((key, txn_number))
+        stored = self._replies.get((key, txn_number, statement))
         return None if stored is None else dict(stored)
 
     def latest(self, lsid: Any) -> int | None:
@@ -79,12 +92,12 @@ class Sessions:
         if key is not None:
             self._latest[key] = max(txn_number, self._latest.get(key, txn_number))
 
-    def record(self, lsid: Any, txn_number: int, reply: dict[str, Any]) -> None:
+    def record(self, lsid: Any, txn_number: int, reply: dict[str, Any], statement: int = 0) -> None:
         key = session_key(lsid)
         if key is None:
             return
         self._latest[key] = max(txn_number, self._latest.get(key, txn_number))
-        self._replies[(key, txn_number)] = dict(reply)
+        self._replies[(key, txn_number, statement)] = dict(reply)
 
     def end(self, lsids: Any) -> None:
         """endSessions: mongod keeps retryable-write history until the session expires, so

@@ -20,6 +20,11 @@ oplogs from one :class:`~.shards.ClusterClock`.  Each router keeps its own users
 connections, cursors and failpoints in a one-member standalone replica set (its "front"):
 stop and restart a router there (:meth:`stop_mongos`, :meth:`restart_mongos`).
 
+Behind a load balancer (:class:`~mongo_sansio.testing.server.load_balancer.LoadBalancerFront`
+over :class:`MongosServices`) the services are the routers: each connection goes to the next
+running router, whose hello then answers as on mongos' load balancer port (``serviceId`` is
+the router's processId, as mongos gives it).
+
 Pure and not thread-safe, like the replica set: the socket server holds one lock around every
 call into it.
 """
@@ -29,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from mongo_sansio.bson import ObjectId
 from mongo_sansio.errors import LocalProtocolError
 from mongo_sansio.testing.server.auth import Authenticator
 from mongo_sansio.testing.server.connection import ServerConnection
@@ -40,7 +46,7 @@ from mongo_sansio.testing.sharded.catalog import Catalog
 from mongo_sansio.testing.sharded.router import Router
 from mongo_sansio.testing.sharded.shards import ClusterClock, ShardReplicaSet, call, use_clock
 
-__all__ = ["MongosConnection", "ShardedCluster"]
+__all__ = ["MongosConnection", "MongosServices", "ShardedCluster"]
 
 
 class MongosConnection(ServerConnection):
@@ -212,3 +218,26 @@ class ShardedCluster:
 
     def restart_mongos(self, address: str, now: float) -> None:
         self.front(address).restart(address, now)
+
+
+class MongosServices:
+    """The routers as the services behind a load balancer (the front's ``Services``): service
+    ``index`` is the ``index``-th mongos, down while it is stopped; its serviceId is its
+    processId (None here: the hello reads it from the router), so a restarted router is a new
+    service."""
+
+    def __init__(self, cluster: ShardedCluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def count(self) -> int:
+        return len(self.cluster.fronts)
+
+    def backend(self, index: int) -> tuple[str, ObjectId | None] | None:
+        address = self.cluster.mongos[index]
+        if self.cluster.front(address).member(address).state == STOPPED:
+            return None
+        return address, None
+
+    def anchor(self) -> str:
+        return self.cluster.mongos[0]

@@ -24,10 +24,14 @@ failCommand are checked on the router first, then
   change the catalog, and ``config`` reads see the catalog;
 * transactions and change streams: :mod:`.transactions`, :mod:`.streams`.
 
-Knowing differences from mongod: an ordered retryable write goes as one command per shard (the
-shards' retry records are per command, mongod's per statement), so a statement failing on one
-shard does not stop the other shards' later ones (other ordered writes go run by run); a single-document write without the shard key is placed
-by a read, then a write (mongod does the same in one internal transaction).
+An ordered write goes as mongos sends it, one run of statements with the same shards after the
+other, and stops after a run with a write error; an unordered one sends each shard its
+statements at once.  A retryable write names its statements to the shards (``stmtIds``, their
+indexes in the client's command), so a retry through any router is answered from each shard's
+record of that run (:mod:`~mongo_sansio.testing.server.sessions`).
+
+Knowing difference from mongod: a single-document write without the shard key is placed by a
+read, then a write (mongod does the same in one internal transaction).
 """
 
 from __future__ import annotations
@@ -527,10 +531,10 @@ def _delete(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict
 
 def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str,
                   groups: dict[str, list[tuple[int, Any]]]) -> dict[str, Any]:
-    """The statements sent on, the counts summed and the statement indexes mapped back.  A
-    retryable write sends one command per shard (a retry is answered from each shard's record
-    of it); an ordered write otherwise goes as mongos sends it, one run of statements with the
-    same shards after the other, and stops after a run with a write error."""
+    """The statements sent on, the counts summed and the statement indexes mapped back.  An
+    ordered write goes as mongos sends it, one run of statements with the same shards after
+    the other, and stops after a run with a write error; a retryable one names its statements
+    (``stmtIds``), which keys each shard's record of the run (see the module documentation)."""
     merged: dict[str, Any] = {"n": 0}
     if field == "updates":
         merged["nModified"] = 0
@@ -539,13 +543,15 @@ def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str
     concern_error: Any = None
     labels: list[str] = []
     retryable = ctx.request.txn_number is not None and ctx.body.get("autocommit") is not False
-    rounds = [groups] if retryable or body.get("ordered", True) is False else _runs(groups)
+    rounds = [groups] if body.get("ordered", True) is False else _runs(groups)
     for batch in rounds:
         if errors:
             break
         for shard, items in batch.items():
             shard_body = dict(body)
             shard_body[field] = [item for _, item in items]
+            if retryable:
+                shard_body["stmtIds"] = [index for index, _ in items]
             reply = router.send(ctx, shard, shard_body)
             if reply.get("ok") != 1.0:
                 return reply
