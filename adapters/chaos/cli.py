@@ -98,7 +98,9 @@ _ALIASES = {
     "partitions": "partition", "cuts": "cut", "delay": "stall", "delays": "stall",
     "stalls": "stall", "stepdowns": "stepdown", "election": "stepdown", "elections": "stepdown",
     "crashes": "crash", "restart": "crash", "restarts": "crash", "failpoints": "failpoint",
-    "failcommand": "failpoint",
+    "failcommand": "failpoint", "isolation": "isolate", "member-partition": "isolate",
+    "rollbacks": "rollback", "clocks": "clock", "clock-jump": "clock", "truncation": "truncate",
+    "oplog-truncation": "truncate",
 }
 
 

@@ -13,7 +13,19 @@ stall          everything to and from a member is delayed until the stall ends
 stepdown       the primary steps down; the next member is elected
 crash          a member stops (its connections close) and restarts after the duration
 failpoint      a ``failCommand`` / ``onPrimaryTransactionalWrite`` fail point on the primary
+isolate        a member is cut off from the other members (clients still reach it) until it
+               heals: a primary so cut off steps down after the election timeout and the
+               others elect a new one; what only it had is rolled back
+rollback       the primary is cut off from the others (``isolate``) or crashes (``crash``)
+               past the election timeout: its writes no majority applied are rolled back
+clock          a member's wall clock jumps forward or back (``+s``/``-s``), and back again
+truncate       the oplog keeps only its newest ``keep`` entries until the fault ends (as a
+               capped oplog that a burst of writes fills; never past the majority commit
+               point): a change stream behind it cannot resume and must say so
 =============  ============================================================================
+
+Rollback needs writes a majority has not applied: the world's secondaries apply the oplog with
+a drawn lag (see :mod:`.world`), and a cut-off primary's writes reach nobody.
 """
 
 from __future__ import annotations
@@ -33,7 +45,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FAILPOINTS", "KINDS", "Fault", "draw_schedule", "end", "start"]
 
-KINDS = ("partition", "cut", "stall", "stepdown", "crash", "failpoint")
+KINDS = ("partition", "cut", "stall", "stepdown", "crash", "failpoint", "isolate", "rollback", "clock", "truncate")
+#: what the replica set's election timeout is in the worlds (settings.electionTimeoutMillis)
+ELECTION_TIMEOUT = 2.0
 
 #: the fail points a ``failpoint`` fault sets, by name (failCommand data, or another one)
 FAILPOINTS: dict[str, dict[str, Any]] = {
@@ -91,6 +105,14 @@ def draw_schedule(
             member, duration = "", 0.0
         elif kind == "failpoint":
             detail, member = rng.choice(sorted(FAILPOINTS)), ""
+        elif kind == "rollback":
+            # long enough for the others to elect a new primary
+            detail, member = rng.choice(("isolate", "crash")), ""
+            duration = round(ELECTION_TIMEOUT + rng.uniform(0.5, 4.0), 3)
+        elif kind == "clock":
+            detail = f"{rng.choice((-1, 1)) * rng.choice((1, 30, 3600, 86400 * 365)):+d}s"
+        elif kind == "truncate":
+            detail, member = f"keep {rng.randint(1, 4)}", ""
         faults.append(Fault(at, kind, member, duration, detail))
     return tuple(sorted(faults))
 
@@ -118,7 +140,33 @@ def start(world: World, fault: Fault) -> None:
         primary = cluster.primary
         if primary is not None:
             cluster.member(primary).failpoints.configure(_failpoint(fault.detail))
+    elif kind == "isolate":
+        cluster.isolate(fault.target, now)
+    elif kind == "rollback":
+        _start_rollback(world, fault)
+    elif kind == "clock":
+        cluster.jump_clock(fault.target, _seconds(fault.detail))
+        world.clock_jumped[fault] = True
+    elif kind == "truncate":
+        cluster.limit_oplog(int(fault.detail.split()[-1]))
     network.flush_all()
+
+
+def _start_rollback(world: World, fault: Fault) -> None:
+    """Cut off or crash the primary of the moment (noted for the fault's end)."""
+    cluster, now = world.cluster, world.loop.now
+    primary = cluster.primary
+    world.rollback_victims[fault] = primary
+    if primary is None:
+        return
+    if fault.detail == "crash":
+        cluster.stop(primary, now)
+    else:
+        cluster.isolate(primary, now)
+
+
+def _seconds(detail: str) -> float:
+    return float(detail.rstrip("s"))
 
 
 def end(world: World, fault: Fault) -> None:
@@ -128,6 +176,17 @@ def end(world: World, fault: Fault) -> None:
         network.heal(fault.target)
     elif fault.kind == "crash":
         cluster.restart(fault.target, now)
+    elif fault.kind == "isolate":
+        cluster.reconnect(fault.target, now)
+    elif fault.kind == "truncate":
+        cluster.limit_oplog(None)
+    elif fault.kind == "rollback":
+        victim = world.rollback_victims.pop(fault, None)
+        if victim is not None:
+            cluster.restart(victim, now)
+            cluster.reconnect(victim, now)
+    elif fault.kind == "clock" and world.clock_jumped.pop(fault, False):
+        cluster.jump_clock(fault.target, -_seconds(fault.detail))
     elif fault.kind == "failpoint":
         for member in cluster.members.values():
             name = "onPrimaryTransactionalWrite" if fault.detail == "write-then-close" else "failCommand"

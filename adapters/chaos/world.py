@@ -95,6 +95,9 @@ class World:
         self.max_pool_size = plan.choice((None, None, 1, 2))
         # a short oplog (history lost): a change stream resuming from before it cannot resume
         self.oplog_entries = plan.choice((100_000, 100_000, 100_000, 60))
+        # replication lag (seconds a secondary applies each entry late): w:1 writes are then
+        # acknowledged before a majority has them, and a crashed primary's may be rolled back
+        self.lags = tuple(plan.choice((0.0, 0.0, 0.05, 0.4, 1.5)) for _ in MEMBERS)
         draws = random.Random(f"mongo-sansio chaos faults {seed}")
         count = draws.randint(1, 6)
         drawn = _faults.draw_schedule(draws, MEMBERS, kinds, count, HORIZON)
@@ -102,6 +105,11 @@ class World:
         self.rng = random.Random(f"mongo-sansio chaos run {seed}")
         self.loop = Loop(self.rng)
         self.cluster = ReplicaSet(list(MEMBERS), seed=seed, now=self.loop.now, oplog_size=self.oplog_entries)
+        self.cluster.replication.election_timeout = _faults.ELECTION_TIMEOUT
+        for member, lag in zip(MEMBERS, self.lags, strict=True):
+            self.cluster.set_lag(member, lag)
+        self.rollback_victims: dict[Fault, str | None] = {}  # (the faults' own notes)
+        self.clock_jumped: dict[Fault, bool] = {}
         self.network = Network(self.loop, self.cluster)
         self.runtime = VirtualRuntime(self.loop, self.network, self.rng)
         options: dict[str, Any] = {"retryWrites": True, "serverSelectionTimeoutMS": 30000}
@@ -119,6 +127,7 @@ class World:
         self.server_aborts: dict[tuple[str, int], str] = {}  # why the server ended each one
         self._watch_expiry()
         self.feed_committed: list[Any] = []  # the feed's inserts as the oplog took them
+        self.feed_timestamps: list[Any] = []  # (their oplog timestamps: some may roll back)
         self._watch_oplog()
         self.client = ChaosMongoClient(uri, runtime=self.runtime, event_listeners=[listener], **options)
         self.history: list[str] = []
@@ -143,6 +152,7 @@ class World:
             for op in entry.operations():
                 if op.ns == "chaos.feed" and op.op == "i" and op.document_key is not None:
                     self.feed_committed.append(op.document_key["_id"])
+                    self.feed_timestamps.append(entry.ts)
             return entry
 
         oplog.append = watched_append  # type: ignore[method-assign]
@@ -317,6 +327,7 @@ class World:
         if open_txns:
             self.violate(f"transactions left open on the server at quiescence: {open_txns}")
         self._check_data()
+        self._check_clocks()
         closing = self._run(self.client.close(), "close", 60.0)
         if not closing.done:
             self.violate("closing the client did not end")
@@ -343,6 +354,15 @@ class World:
         interrupted), which clears the pool.  Only a commit's writeConcernError leaves every
         cursor to the client."""
         return any(fault.detail != "commit-wce" for fault in self.schedule)
+
+    def _check_clocks(self) -> None:
+        """Cluster time never goes back, whatever the members' wall clocks do: the oplog's
+        timestamps rise, and the client gossips the newest cluster time it was given."""
+        stamps = [entry.ts for entry in self.cluster.oplog.entries]
+        if any(later <= earlier for earlier, later in zip(stamps, stamps[1:], strict=False)):
+            self.violate("the oplog's timestamps went back")
+        if self.commands.cluster_time_regressions:
+            self.violate(f"the client sent an older $clusterTime: {self.commands.cluster_time_regressions[0]}")
 
     def _check_data(self) -> None:
         data = self.cluster.databases.get("chaos", {})
@@ -376,9 +396,14 @@ class World:
     def _check_feed(self) -> None:
         if self.workload not in ("change-streams", "mixed"):
             return
-        committed = self.feed_committed
+        # a rolled-back insert was never committed: it must not have been delivered either
+        rolled_back = {entry.ts for rollback in self.cluster.replication.rollbacks for entry in rollback.entries}
+        committed = [key for key, ts in zip(self.feed_committed, self.feed_timestamps, strict=True)
+                     if ts not in rolled_back]
         seen = self.feed_seen
-        if len(set(seen)) != len(seen):
+        if set(seen) - set(committed):
+            self.violate(f"the change stream delivered rolled-back inserts {sorted(set(seen) - set(committed))}")
+        elif len(set(seen)) != len(seen):
             self.violate(f"the change stream delivered an event twice: {seen}")
         elif seen != committed[: len(seen)]:
             self.violate(f"the change stream saw {seen}, not in the committed order {committed}")
@@ -420,9 +445,18 @@ class _Commands(CommandListener):
         #: aborts answered NoSuchTransaction
         self.abort_missed: set[tuple[str, int]] = set()
         self._aborts: dict[int, tuple[str, int]] = {}
+        self._cluster_time: Any = None  # the newest $clusterTime the client sent
+        self.cluster_time_regressions: list[str] = []
 
     def started(self, event: Any) -> None:
         command = event.command
+        gossip = command.get("$clusterTime")
+        sent = gossip.get("clusterTime") if isinstance(gossip, Mapping) else None
+        if sent is not None:
+            if self._cluster_time is not None and sent < self._cluster_time:
+                self.cluster_time_regressions.append(f"{event.command_name} sent {sent} after {self._cluster_time}")
+            else:
+                self._cluster_time = sent
         if "txnNumber" not in command or command.get("autocommit") is not False:
             return
         key = (_lsid_key(command.get("lsid")), int(command["txnNumber"]))

@@ -71,12 +71,12 @@ def no_abort_after_cut_commit(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 #: name -> (mutant, workload, fault kinds, the seeds the bounded sweep tries).  From seed 0 the
-#: sweep finds them at seeds 2, 0, 35, 2 and 26; the tests start the two slow ones a few seeds
+#: sweep finds them at seeds 0, 0, 27, 2 and 26; the tests start the two slow ones a few seeds
 #: before, to stay quick.
 MUTANTS: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], str, str, range]] = {
     "new_txn_number_per_retry": (new_txn_number_per_retry, "retryable-writes", "all", range(0, 20)),
     "broken_link_not_checked_in": (broken_link_not_checked_in, "cancellation", "none", range(0, 20)),
-    "ignored_deadline": (ignored_deadline, "retryable-writes", "all", range(30, 50)),
+    "ignored_deadline": (ignored_deadline, "retryable-writes", "all", range(20, 40)),
     "resume_from_previous_token": (resume_from_previous_token, "change-streams", "all", range(0, 20)),
     "no_abort_after_cut_commit": (no_abort_after_cut_commit, "mixed", "none", range(20, 40)),
 }

@@ -182,7 +182,10 @@ class ChangeStream:
         if first is not None and _ts_key(first) > _ts_key(self.high_water.ts):
             # The bounded oplog dropped entries this open stream had not read yet.
             raise CommandError(286, "ChangeStreamHistoryLost", "the change stream fell off the oplog")
-        entries = oplog.entries[oplog.index_from(self.scan_from):]
+        # only majority-committed entries, as mongod's change streams (a rollback never takes
+        # back an event a stream gave)
+        committed = self.cluster.replication.commit_point
+        entries = oplog.entries[oplog.index_from(self.scan_from):oplog.index_from(Timestamp(committed.time, committed.inc + 1))]
         step = len(entries) if limit is None else max(limit, 1)
         out: list[RawDocument] = []
         for offset in range(0, len(entries), step or 1):

@@ -64,6 +64,7 @@ from mongo_sansio.testing.server.transactions import (
     transaction_labels,
     wait_for_transaction,
 )
+from mongo_sansio.testing.server.write_concern import wait_for_write_concern
 
 __all__ = [
     "CODE_NAMES", "COMMANDS", "HELLO_NAMES", "RETRYABLE_CODES", "error_reply", "execute", "failpoint_target",
@@ -312,7 +313,7 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
         if stored is not None:
             if spec.replay is not None:
                 stored = spec.replay(ctx, stored)
-            return _add_write_concern_error(ctx, spec, stored)
+            return _replicated(ctx, spec, _add_write_concern_error(ctx, spec, stored))
         failed = _failed_before_commit(ctx)
         if failed is not None:
             return failed
@@ -335,7 +336,7 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
             ctx.cluster.sessions.record(request.lsid, txn_number, record, first_statement(ctx.body))
         if retryable and ctx.member.failpoints.close_after_write():
             return Close("onPrimaryTransactionalWrite failpoint closed the connection after the write")
-        return _add_write_concern_error(ctx, spec, outcome)
+        return _replicated(ctx, spec, _add_write_concern_error(ctx, spec, outcome))
 
     def wrap(waiting: Waiting) -> Waiting:
         # A write waiting for a transaction's lock: its reply, when it comes, is recorded and
@@ -355,6 +356,11 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
     if isinstance(outcome, Waiting) and spec.access == _WRITE:
         return wrap(outcome)
     return after(outcome)
+
+
+def _replicated(ctx: Context, spec: CommandSpec, reply: dict[str, Any]) -> Outcome:
+    """A write's reply once its write concern is satisfied (see .write_concern)."""
+    return wait_for_write_concern(ctx, reply) if spec.access == _WRITE else reply
 
 
 def _failed_before_commit(ctx: Context) -> Outcome | None:

@@ -52,7 +52,14 @@ def op_time(cluster: ReplicaSet, entry: OplogEntry | None) -> dict[str, Any]:
 
 def member_position(cluster: ReplicaSet, member: Member, now: float) -> OplogEntry | None:
     """The newest oplog entry ``member`` has applied (the primary: the newest one)."""
-    if member.state == PRIMARY or member.lag <= 0:
+    if member.state == PRIMARY:
+        return cluster.oplog.last
+    if member.address in cluster.replication.isolated:  # cut off: it applied no further
+        oplog = cluster.oplog
+        applied = cluster.replication.applied(member.address)
+        index = oplog.index_from(applied)
+        return oplog.entries[index] if index < len(oplog.entries) else oplog.last
+    if member.lag <= 0:
         return cluster.oplog.last
     return cluster.oplog.visible_at(cluster.wall(now) - member.lag)
 
@@ -99,7 +106,7 @@ def hello_reply(
         maxBsonObjectSize=MAX_BSON_OBJECT_SIZE,
         maxMessageSizeBytes=MAX_MESSAGE_SIZE_BYTES,
         maxWriteBatchSize=MAX_WRITE_BATCH_SIZE,
-        localTime=wall_datetime(cluster.wall(now)),
+        localTime=wall_datetime(cluster.member_wall(member, now)),
         logicalSessionTimeoutMinutes=30,
         connectionId=connection_id,
         minWireVersion=0,

@@ -3,8 +3,9 @@
 Inputs: construction arguments (member addresses, set name, seed, wall-clock offset, wire
 version, an optional authenticator, the start time); ``connect(address, now)`` for each
 accepted client connection; fault controls ``step_down``, ``elect``, ``stop``, ``restart``,
-``set_lag``.  Outputs: :class:`~.connection.ServerConnection` objects; the cluster state the
-command handlers and the tests read (``primary``, ``term``, ``election_id``, ``oplog``,
+``set_lag``, ``isolate``, ``reconnect``, ``jump_clock``, ``truncate_oplog``.  Outputs:
+:class:`~.connection.ServerConnection` objects; the cluster state the command handlers and the
+tests read (``primary``, ``term``, ``election_id``, ``oplog``,
 ``databases``).  Connections waiting on the cluster (awaitable hello, blocked commands,
 awaitData getMore) are poked after every topology change or write, so their replies are
 ready from ``data_to_send()`` without a timer firing.
@@ -22,9 +23,13 @@ Time: every call that changes state takes ``now`` (monotonic seconds); the wall 
 Randomness: a counter hashed with the seed (sha256), so a seed replays the same ids;
 collection UUIDs have a counter of their own (:meth:`ReplicaSet.new_collection_uuid`).
 
-Data is shared by all members (one set of engine Collections); a member's replication lag only
-moves the oplog position it reports (``lastWrite`` in hello, for maxStalenessSeconds), its
-reads see the primary's data.  That is a knowing difference from mongod.
+Data is shared by all members (one set of engine Collections); what differs is how far each
+member has applied the oplog (:mod:`.replication`: lag, the majority commit point that
+``w:majority`` writes and change streams wait for, member partitions, elections after the
+election timeout, rollback).  A member's position shows in what it reports (``lastWrite`` in
+hello, for maxStalenessSeconds), but its reads see the primary's data: a knowing difference
+from mongod.  Each member has its own wall clock (``jump_clock``); the oplog's clock (cluster
+and operation times) never goes back.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from mongo_sansio.testing.server.cursors import CursorRegistry
 from mongo_sansio.testing.server.failpoints import FailPoints
 from mongo_sansio.testing.server.oidc import OidcIssuer
 from mongo_sansio.testing.server.oplog import Oplog, OplogEntry, wall_datetime
+from mongo_sansio.testing.server.replication import Replication
 from mongo_sansio.testing.server.sessions import Sessions
 from mongo_sansio.testing.server.transactions import Transactions
 
@@ -65,7 +71,8 @@ class Member:
     failpoints: FailPoints
     cursors: CursorRegistry
     counter: int = 0  # topologyVersion.counter
-    lag: float = 0.0  # seconds of replication lag (a secondary's visible oplog position)
+    lag: float = 0.0  # seconds of replication lag (a secondary applies an entry this late)
+    clock_skew: float = 0.0  # seconds this member's wall clock is off (a clock jump)
     connections: list[ServerConnection] = attrs.Factory(list)
 
 
@@ -105,6 +112,10 @@ class ReplicaSet:
         self.term = 0
         self.election_id = ObjectId(b"\x7f\xff\xff\xff" + bytes(8))
         self.oplog = Oplog(oplog_size)
+        #: when set, the oplog keeps only this many newest entries, as a capped oplog.rs that
+        #: a burst of writes fills (never dropping one past the majority commit point)
+        self.oplog_limit: int | None = None
+        self.replication = Replication(self)
         self.sessions = Sessions()
         self.transactions = Transactions(self)
         # setParameter / getParameter values (mongod's defaults).
@@ -130,11 +141,13 @@ class ReplicaSet:
                 address, SECONDARY, self._process_id(now), FailPoints(), CursorRegistry(self.new_cursor_id)
             )
         # The write in progress: the wall time and the session of the command (for the oplog).
-        self._write_wall = self.wall(now)
+        self._write_wall = self._base_wall = self.wall(now)
+        self._write_now = now
         self._write_session: tuple[Any, int | None] = (None, None)
         self._poke_all_later = False
-        self.oplog.append(term=0, wall=self.wall(now), op="n", kind="initiate", ns="")
         self.primary: str | None = None
+        self._append(now, term=0, wall=self.wall(now), op="n", kind="initiate", ns="")
+        self.replication.initiated()
         if standalone:
             # Not a replica set: always writable; the oplog stays an internal clock (hello,
             # replies and commands do not show it).
@@ -151,6 +164,13 @@ class ReplicaSet:
 
     def wall(self, now: float) -> float:
         return now + self.wall_offset
+
+    def member_wall(self, member: Member, now: float) -> float:
+        """``member``'s wall clock (the cluster's, off by the member's clock skew)."""
+        return self.wall(now) + member.clock_skew
+
+    def _primary_wall(self, now: float) -> float:
+        return self.wall(now) + (self.members[self.primary].clock_skew if self.primary is not None else 0.0)
 
     def random_bytes(self, n: int) -> bytes:
         out = b""
@@ -280,6 +300,9 @@ class ReplicaSet:
             raise LocalProtocolError(f"cannot elect {address}: it is stopped")
         if not self.has_majority:
             raise LocalProtocolError(f"cannot elect {address}: a majority of the members is stopped")
+        replication = self.replication
+        if not replication.has_majority(replication.side(address)):
+            raise LocalProtocolError(f"cannot elect {address}: it does not see a majority of the members")
         before = self._begin_change()
         try:
             if self.primary is not None:
@@ -291,12 +314,14 @@ class ReplicaSet:
     def _install_primary(self, member: Member, now: float) -> None:
         self.term += 1
         self.election_id = ObjectId(b"\x7f\xff\xff\xff" + self.term.to_bytes(8, "big"))
+        self.replication.catch_up(member.address, now)
         member.state = PRIMARY
         self.primary = member.address
-        self.oplog.append(term=self.term, wall=self.wall(now), op="n", kind="new primary", ns="")
+        self._append(now, term=self.term, wall=self._primary_wall(now), op="n", kind="new primary", ns="")
 
     def _demote(self, member: Member, now: float) -> None:
         self.transactions.abort_all("the primary stepped down")  # as mongod, on stepdown
+        self.replication.stepped_down(member.address)
         member.state = SECONDARY
         member.counter += 1  # as mongod: the new topologyVersion is on the interrupted replies
         self.primary = None
@@ -321,19 +346,11 @@ class ReplicaSet:
             self._end_change(before, now)
 
     def _next_electable(self, after: str) -> str | None:
+        """The member elected after ``after``: the most up-to-date of a majority side, the
+        first after ``after`` in member order among equals."""
         names = list(self.members)
         start = names.index(after)
-        for offset in range(1, len(names)):
-            candidate = names[(start + offset) % len(names)]
-            if self.members[candidate].state != STOPPED:
-                return candidate
-        return None
-
-    def _first_running(self, *, besides: str) -> str | None:
-        for candidate, member in self.members.items():
-            if candidate != besides and member.state != STOPPED:
-                return candidate
-        return None
+        return self.replication.best_candidate([names[(start + offset) % len(names)] for offset in range(1, len(names))])
 
     def stop(self, address: str, now: float) -> None:
         """Shut a member down: its connections close, its cursors go; a stopped primary is
@@ -362,6 +379,8 @@ class ReplicaSet:
             successor = self._next_electable(address) if was_primary else None
             if successor is not None:
                 self.elect(successor, now)
+            if self.replication.isolated:
+                self.replication.unsettle(now)
         finally:
             self._end_change(before, now)
 
@@ -384,12 +403,51 @@ class ReplicaSet:
                 member.state = PRIMARY
                 self.primary = address
             elif self.primary is None and self.has_majority:
-                self.elect(self._first_running(besides=address) or address, now)
+                others = [a for a in self.members if a != address]
+                winner = self.replication.best_candidate([*others, address])
+                if winner is not None:
+                    self.elect(winner, now)
+            if self.replication.isolated:
+                self.replication.unsettle(now)
         finally:
             self._end_change(before, now)
 
     def set_lag(self, address: str, seconds: float) -> None:
+        """``address`` applies each oplog entry ``seconds`` after it was written (the hello
+        it answers reports that position; ``w:majority`` waits for a majority to apply)."""
         self.member(address).lag = max(0.0, float(seconds))
+
+    def isolate(self, address: str, now: float) -> None:
+        """Cut ``address`` off from the other members (clients still reach it): it stops
+        replicating; a primary so cut off steps down after the election timeout, when the
+        others (a majority) elect a new one, and what only it had is rolled back."""
+        self.member(address)
+        self._replica_set_only("partition members")
+        self.replication.isolate(address, now)
+        self._poke_all(now)
+
+    def reconnect(self, address: str, now: float) -> None:
+        """``address`` sees the other members again (it catches up from the primary)."""
+        self.member(address)
+        self.replication.reconnect(address, now)
+        self._poke_all(now)
+
+    def jump_clock(self, address: str, seconds: float) -> None:
+        """``address``'s wall clock jumps by ``seconds`` (forward or back).  Cluster times
+        stay monotonic (the oplog's clock never goes back); wall times written by it jump."""
+        self.member(address).clock_skew += float(seconds)
+
+    def truncate_oplog(self, keep_after: Any) -> int:
+        """Drop the oplog's entries before the Timestamp ``keep_after`` (as its capped
+        collection does when it fills), never one past the majority commit point and never the
+        last; the number dropped."""
+        oplog = self.oplog
+        bound = min(keep_after, self.replication.commit_point)
+        cut = min(oplog.index_from(bound), len(oplog.entries) - 1)
+        if cut <= 0:
+            return 0
+        del oplog.entries[:cut]
+        return cut
 
     # --- the data --------------------------------------------------------------------------
 
@@ -398,19 +456,57 @@ class ReplicaSet:
         secondaries' lastWriteDate stays meaningful for maxStalenessSeconds; transactions past
         their lifetime limit are aborted."""
         self.transactions.expire(now)
+        if self.replication.advance(now):
+            self._poke_all(now)  # majority writes and change streams waiting for the commit point
+        self._hold_due_election(now)
         last = self.oplog.last
-        if self.primary is not None and last is not None and self.wall(now) - last.wall >= PERIODIC_NOOP_SECONDS:
-            self.oplog.append(term=self.term, wall=self.wall(now), op="n", kind="periodic noop", ns="")
+        wall = self._primary_wall(now)
+        if self.primary is not None and last is not None and wall - last.wall >= PERIODIC_NOOP_SECONDS:
+            self._append(now, term=self.term, wall=wall, op="n", kind="periodic noop", ns="")
+
+    def _hold_due_election(self, now: float) -> None:
+        """Past the election timeout since members lost sight of each other: a primary that
+        sees no majority steps down, and a majority side elects one (see .replication)."""
+        due = self.replication.due_election(now)
+        if due is None:
+            return
+        step_down, winner = due
+        before = self._begin_change()
+        try:
+            if step_down and self.primary is not None:
+                self._demote(self.members[self.primary], now)
+            if winner is not None and self.primary is None:
+                self.elect(winner, now)
+        finally:
+            self._end_change(before, now)
+
+    def _append(self, now: float, **fields: Any) -> OplogEntry:
+        entry = self.oplog.append(**fields)
+        self.replication.appended(entry, now)
+        self._keep_oplog_limit()
+        return entry
+
+    def limit_oplog(self, entries: int | None) -> None:
+        """Keep only the ``entries`` newest oplog entries from now on (None: no limit)."""
+        self.oplog_limit = None if entries is None else max(1, entries)
+        self._keep_oplog_limit()
+
+    def _keep_oplog_limit(self) -> None:
+        limit = self.oplog_limit
+        if limit is not None and len(self.oplog.entries) > limit:
+            self.truncate_oplog(self.oplog.entries[-limit].ts)
 
     def begin_write(self, now: float, lsid: Any = None, txn_number: int | None = None) -> None:
         """Set the context the next writes are logged with (the command layer calls this)."""
-        self._write_wall = max(self.wall(now), self._write_wall)
+        self._base_wall = max(self.wall(now), self._base_wall)
+        self._write_wall = self._base_wall + (self._primary_wall(now) - self.wall(now))
+        self._write_now = now
         self._write_session = (lsid, txn_number)
 
     def log(self, op: str, kind: str, ns: str, **fields: Any) -> OplogEntry:
         lsid, txn_number = self._write_session
-        entry = self.oplog.append(
-            term=self.term, wall=self._write_wall, op=op, kind=kind, ns=ns, lsid=lsid, txn_number=txn_number, **fields
+        entry = self._append(
+            self._write_now, term=self.term, wall=self._write_wall, op=op, kind=kind, ns=ns, lsid=lsid, txn_number=txn_number, **fields
         )
         self._poke_all_later = True
         return entry

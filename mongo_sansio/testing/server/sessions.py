@@ -99,6 +99,12 @@ class Sessions:
         self._latest[key] = max(txn_number, self._latest.get(key, txn_number))
         self._replies[(key, txn_number, statement)] = dict(reply)
 
+    def forget(self, lsid: Any, txn_number: int) -> None:
+        """The write ``txn_number`` of ``lsid`` was rolled back: a retry runs it again."""
+        key = session_key(lsid)
+        if key is not None:
+            self._replies.pop((key, txn_number), None)
+
     def end(self, lsids: Any) -> None:
         """endSessions: mongod keeps retryable-write history until the session expires, so
         only the liveness record goes."""

@@ -111,6 +111,10 @@ class SnapshotView:
         found = self.collections.get(key)
         if found is not None:
             return found
+        first = self.cluster.oplog.first_timestamp
+        if first is not None and first > self.at:
+            # (the oplog lost the history this snapshot needs since the view was made)
+            raise _error(239, "SnapshotTooOld", f"Read timestamp {self.at} is older than the oldest available timestamp.")
         committed = self.cluster.collection(database, name)
         if committed is None:
             if not create:
@@ -249,6 +253,14 @@ class Transactions:
         for key, txn in list(self.by_session.items()):
             if keys is None or key in keys:
                 self.abort(txn, "the session was ended")
+
+    def forget_committed(self, lsid: Any, number: int) -> None:
+        """The commit of transaction ``number`` of ``lsid`` was rolled back: the session no
+        longer knows it (a retried commit answers NoSuchTransaction)."""
+        key = session_key(lsid)
+        txn = self.by_session.get(key) if key is not None else None
+        if txn is not None and txn.number == number and txn.state == COMMITTED:
+            del self.by_session[txn.session]
 
     def abort_all(self, reason: str) -> None:
         for txn in list(self.by_session.values()):
