@@ -217,6 +217,10 @@ class World:
             return False, error
         return True, result
 
+    def read_after(self, session: Any) -> Any:
+        """The afterClusterTime the last read of ``session`` carried (None: none did)."""
+        return self.commands.after_cluster_time.get(_lsid_key(session.session_id))
+
     # -- running ---------------------------------------------------------------------------------
 
     def _run(self, coro: Any, name: str, limit: float) -> VirtualTask:
@@ -420,9 +424,14 @@ class _Commands(CommandListener):
         #: aborts answered NoSuchTransaction
         self.abort_missed: set[tuple[str, int]] = set()
         self._aborts: dict[int, tuple[str, int]] = {}
+        #: session (lsid key) -> the afterClusterTime its last read carried
+        self.after_cluster_time: dict[str, Any] = {}
 
     def started(self, event: Any) -> None:
         command = event.command
+        concern = command.get("readConcern")
+        if event.command_name == "find" and isinstance(concern, Mapping) and "afterClusterTime" in concern:
+            self.after_cluster_time[_lsid_key(command.get("lsid"))] = concern["afterClusterTime"]
         if "txnNumber" not in command or command.get("autocommit") is not False:
             return
         key = (_lsid_key(command.get("lsid")), int(command["txnNumber"]))

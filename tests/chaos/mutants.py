@@ -14,6 +14,7 @@ import pytest
 
 import mongo_sansio.adapters._engine_base as engine_base
 import mongo_sansio.client.execute as execute
+import mongo_sansio.sessions.commands as session_commands
 from mongo_sansio.client.core import ClientCore
 from mongo_sansio.client.sessions import ClientSessions
 from mongo_sansio.cursors.change_stream import ChangeStream
@@ -70,6 +71,12 @@ def no_abort_after_cut_commit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(execute, "take_cut_abort", lambda session: None)
 
 
+def causal_read_without_after_cluster_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A causally consistent session's reads do not carry its operationTime as
+    ``afterClusterTime`` (a secondary may answer from before the session's own write)."""
+    monkeypatch.setattr(session_commands, "_after_cluster_time", lambda out, session: None)
+
+
 #: name -> (mutant, workload, fault kinds, the seeds the bounded sweep tries).  From seed 0 the
 #: sweep finds them at seeds 2, 0, 35, 2 and 26; the tests start the two slow ones a few seeds
 #: before, to stay quick.
@@ -79,4 +86,7 @@ MUTANTS: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], str, str, range]]
     "ignored_deadline": (ignored_deadline, "retryable-writes", "all", range(30, 50)),
     "resume_from_previous_token": (resume_from_previous_token, "change-streams", "all", range(0, 20)),
     "no_abort_after_cut_commit": (no_abort_after_cut_commit, "mixed", "none", range(20, 40)),
+    "causal_read_without_after_cluster_time": (
+        causal_read_without_after_cluster_time, "causal-reads", "all", range(0, 20)
+    ),
 }
