@@ -31,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from mongo_sansio.errors import MongoError
+from mongo_sansio.errors import MongoError, NetworkError
 from mongo_sansio.monitoring import CommandListener
 from mongo_sansio.testing.server import STOPPED, ReplicaSet
 
@@ -171,7 +171,13 @@ class World:
 
         def counted_acquire(*args: Any) -> Any:
             self.sessions_held += 1
-            return acquire(*args)
+            session = acquire(*args)
+            key = _lsid_key(session.session_id)
+            if key in self.commands.cut_sessions:
+                # the server may still run the cut command under it (a transaction statement,
+                # a retryable write): mongod would see two operations' state mixed in one session
+                self.violate(f"server session {key}, whose connection failed mid-command, was handed out again")
+            return session
 
         def counted_release(*args: Any) -> Any:
             self.sessions_held -= 1
@@ -424,11 +430,16 @@ class _Commands(CommandListener):
         #: aborts answered NoSuchTransaction
         self.abort_missed: set[tuple[str, int]] = set()
         self._aborts: dict[int, tuple[str, int]] = {}
+        #: sessions (lsid keys) a command of which failed with a network error
+        self.cut_sessions: set[str] = set()
+        self._sessions: dict[int, str] = {}
         #: session (lsid key) -> the afterClusterTime its last read carried
         self.after_cluster_time: dict[str, Any] = {}
 
     def started(self, event: Any) -> None:
         command = event.command
+        if "lsid" in command:
+            self._sessions[event.request_id] = _lsid_key(command["lsid"])
         concern = command.get("readConcern")
         if event.command_name == "find" and isinstance(concern, Mapping) and "afterClusterTime" in concern:
             self.after_cluster_time[_lsid_key(command.get("lsid"))] = concern["afterClusterTime"]
@@ -443,6 +454,7 @@ class _Commands(CommandListener):
             self._aborts[event.request_id] = key
 
     def succeeded(self, event: Any) -> None:
+        self._sessions.pop(event.request_id, None)
         cursor = event.reply.get("cursor") if hasattr(event.reply, "get") else None
         if isinstance(cursor, Mapping) and cursor.get("id"):
             self.cursor_ids.add(int(cursor["id"]))
@@ -450,11 +462,25 @@ class _Commands(CommandListener):
     def failed(self, event: Any) -> None:
         key = self._aborts.pop(event.request_id, None)
         failure = getattr(event, "failure", None)
+        lsid = self._sessions.pop(event.request_id, None)
+        if lsid is not None and isinstance(failure, Mapping) and failure.get("errtype") in _NETWORK_ERRORS:
+            self.cut_sessions.add(lsid)
         if key is not None and isinstance(failure, Mapping) and failure.get("code") == _NO_SUCH_TRANSACTION:
             self.abort_missed.add(key)
 
 
 _NO_SUCH_TRANSACTION = 251
+
+
+def _subclass_names(cls: type[BaseException]) -> set[str]:
+    names = {cls.__name__}
+    for sub in cls.__subclasses__():
+        names |= _subclass_names(sub)
+    return names
+
+
+#: the class names of network errors (a failed command event names its error's class)
+_NETWORK_ERRORS = frozenset(_subclass_names(NetworkError))
 #: how the server ends a transaction its client left open
 _LEFT_BY_CLIENT = ("a newer", "the session was ended")
 

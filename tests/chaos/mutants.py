@@ -18,6 +18,7 @@ import mongo_sansio.sessions.commands as session_commands
 from mongo_sansio.client.core import ClientCore
 from mongo_sansio.client.sessions import ClientSessions
 from mongo_sansio.cursors.change_stream import ChangeStream
+from mongo_sansio.sessions.server_session import ServerSessionPool
 
 
 def new_txn_number_per_retry(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,6 +72,18 @@ def no_abort_after_cut_commit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(execute, "take_cut_abort", lambda session: None)
 
 
+def dirty_session_put_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server session whose connection had a network error goes back to the pool (and to
+    the next operation) instead of being discarded."""
+    release = ServerSessionPool.release
+
+    def mutant(self: Any, session: Any, now: float, timeout_minutes: int | None) -> None:
+        session.dirty = False
+        release(self, session, now, timeout_minutes)
+
+    monkeypatch.setattr(ServerSessionPool, "release", mutant)
+
+
 def causal_read_without_after_cluster_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """A causally consistent session's reads do not carry its operationTime as
     ``afterClusterTime`` (a secondary may answer from before the session's own write)."""
@@ -86,6 +99,7 @@ MUTANTS: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], str, str, range]]
     "ignored_deadline": (ignored_deadline, "retryable-writes", "all", range(30, 50)),
     "resume_from_previous_token": (resume_from_previous_token, "change-streams", "all", range(0, 20)),
     "no_abort_after_cut_commit": (no_abort_after_cut_commit, "mixed", "none", range(20, 40)),
+    "dirty_session_put_back": (dirty_session_put_back, "retryable-writes", "all", range(0, 20)),
     "causal_read_without_after_cluster_time": (
         causal_read_without_after_cluster_time, "causal-reads", "all", range(0, 20)
     ),
