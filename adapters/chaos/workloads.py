@@ -14,6 +14,8 @@ Each workload is a set of tasks written against the ordinary async API (PyMongo'
 ``causal-reads``      causally consistent sessions writing (``w:majority``) then reading from
                       secondaries (``readConcern`` majority): each reads its own writes, and
                       never an older state than it read before
+``spark-offsets``     the Spark source's micro-batches (offsets, partitions, replay after
+                      restarts) over majority writes (:mod:`.spark`)
 ``mixed``             all of them at once (the default)
 """
 
@@ -27,6 +29,7 @@ from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
 from mongo_sansio.selection.read_preference import ReadPreference
 
 from .loop import Cancelled
+from .spark import spark_driver, spark_writer
 
 if TYPE_CHECKING:
     from .world import World
@@ -283,5 +286,6 @@ WORKLOADS: dict[str, list[tuple[Task, int]]] = {
     "change-streams": [(feed_writer, 1), (feed_consumer, 1)],
     "cancellation": [(canceller, 2)],
     "causal-reads": [(causal_reader, 2)],
+    "spark-offsets": [(spark_writer, 1), (spark_driver, 1)],
 }
 WORKLOADS["mixed"] = [entry for name in list(WORKLOADS) for entry in WORKLOADS[name]]

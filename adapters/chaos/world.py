@@ -40,6 +40,7 @@ from .faults import Fault
 from .loop import Loop, VirtualTask
 from .network import Network
 from .runtime import ChaosMongoClient, VirtualRuntime
+from .spark import SparkLedger
 from .workloads import WORKLOADS, setup
 
 __all__ = ["Outcome", "World", "run_world", "shrink"]
@@ -119,6 +120,7 @@ class World:
         self.server_aborts: dict[tuple[str, int], str] = {}  # why the server ended each one
         self._watch_expiry()
         self.feed_committed: list[Any] = []  # the feed's inserts as the oplog took them
+        self.spark = SparkLedger()
         self._watch_oplog()
         self.client = ChaosMongoClient(uri, runtime=self.runtime, event_listeners=[listener], **options)
         self.history: list[str] = []
@@ -141,6 +143,7 @@ class World:
         def watched_append(**fields: Any) -> Any:
             entry = append(**fields)
             for op in entry.operations():
+                self.spark.note(op)
                 if op.ns == "chaos.feed" and op.op == "i" and op.document_key is not None:
                     self.feed_committed.append(op.document_key["_id"])
             return entry
@@ -382,6 +385,8 @@ class World:
             elif not done <= b <= done + unknown:
                 self.violate(f"{done} transfers committed ({unknown} unknown) but b={b}")
         self._check_feed()
+        if self.workload in ("spark-offsets", "mixed"):
+            self.spark.check(self)
 
     def _check_feed(self) -> None:
         if self.workload not in ("change-streams", "mixed"):

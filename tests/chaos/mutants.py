@@ -18,6 +18,7 @@ import mongo_sansio.sessions.commands as session_commands
 from mongo_sansio.client.core import ClientCore
 from mongo_sansio.client.sessions import ClientSessions
 from mongo_sansio.cursors.change_stream import ChangeStream
+from mongo_sansio.pipeline.offsets import TokenRange, Verdict
 from mongo_sansio.sessions.server_session import ServerSessionPool
 
 
@@ -90,15 +91,27 @@ def causal_read_without_after_cluster_time(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(session_commands, "_after_cluster_time", lambda out, session: None)
 
 
+def batch_drops_its_end_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Spark source's batch reader stops before its end event instead of keeping it (the
+    next batch starts after it: the event is never delivered)."""
+    verdict = TokenRange.verdict
+
+    def mutant(self: Any, token: str) -> Verdict:
+        return Verdict.STOP if token == self.end else verdict(self, token)
+
+    monkeypatch.setattr(TokenRange, "verdict", mutant)
+
+
 #: name -> (mutant, workload, fault kinds, the seeds the bounded sweep tries).  From seed 0 the
-#: sweep finds them at seeds 2, 0, 35, 2 and 26; the tests start the two slow ones a few seeds
-#: before, to stay quick.
+#: sweep finds the first five at seeds 2, 0, 35, 2 and 74 (in the mixed world of all seven
+#: workloads); the tests start the two slow ones a few seeds before, to stay quick.
 MUTANTS: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], str, str, range]] = {
     "new_txn_number_per_retry": (new_txn_number_per_retry, "retryable-writes", "all", range(0, 20)),
     "broken_link_not_checked_in": (broken_link_not_checked_in, "cancellation", "none", range(0, 20)),
     "ignored_deadline": (ignored_deadline, "retryable-writes", "all", range(30, 50)),
     "resume_from_previous_token": (resume_from_previous_token, "change-streams", "all", range(0, 20)),
-    "no_abort_after_cut_commit": (no_abort_after_cut_commit, "mixed", "none", range(20, 40)),
+    "no_abort_after_cut_commit": (no_abort_after_cut_commit, "mixed", "none", range(70, 90)),
+    "batch_drops_its_end_event": (batch_drops_its_end_event, "spark-offsets", "none", range(0, 10)),
     "dirty_session_put_back": (dirty_session_put_back, "retryable-writes", "all", range(0, 20)),
     "causal_read_without_after_cluster_time": (
         causal_read_without_after_cluster_time, "causal-reads", "all", range(0, 20)
