@@ -26,7 +26,7 @@ import functools
 import gc
 import hashlib
 import random
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -40,12 +40,15 @@ from .faults import Fault
 from .loop import Loop, VirtualTask
 from .network import Network
 from .runtime import ChaosMongoClient, VirtualRuntime
+from .sharded import MONGOS, ShardedDeployment, shard_collections
 from .spark import SparkLedger
 from .workloads import WORKLOADS, setup
 
 __all__ = ["Outcome", "World", "run_world", "shrink"]
 
 MEMBERS = ("n0.sim:27017", "n1.sim:27017", "n2.sim:27017")
+#: the deployments a world can have (``--world``)
+DEPLOYMENTS = ("replica-set", "sharded")
 #: virtual seconds the faults are drawn within
 HORIZON = 12.0
 #: the deployment's transactionLifetimeLimitSeconds
@@ -83,9 +86,14 @@ class World:
         workload: str = "mixed",
         kinds: Sequence[str] = _faults.KINDS,
         schedule: Sequence[Fault] | None = None,
+        deployment: str = "replica-set",
     ) -> None:
         if workload not in WORKLOADS:
             raise ValueError(f"unknown workload {workload!r}: one of {', '.join(WORKLOADS)}")
+        if deployment not in DEPLOYMENTS:
+            raise ValueError(f"unknown world {deployment!r}: one of {', '.join(DEPLOYMENTS)}")
+        self.deployment = deployment
+        members = MONGOS if deployment == "sharded" else MEMBERS
         self.seed = seed
         self.steps = steps
         self.workload = workload
@@ -98,11 +106,17 @@ class World:
         self.oplog_entries = plan.choice((100_000, 100_000, 100_000, 60))
         draws = random.Random(f"mongo-sansio chaos faults {seed}")
         count = draws.randint(1, 6)
-        drawn = _faults.draw_schedule(draws, MEMBERS, kinds, count, HORIZON)
+        drawn = _faults.draw_schedule(draws, members, kinds, count, HORIZON)
         self.schedule: tuple[Fault, ...] = tuple(drawn if schedule is None else schedule)
         self.rng = random.Random(f"mongo-sansio chaos run {seed}")
         self.loop = Loop(self.rng)
-        self.cluster = ReplicaSet(list(MEMBERS), seed=seed, now=self.loop.now, oplog_size=self.oplog_entries)
+        self.cluster: Any
+        if deployment == "sharded":
+            self.cluster = ShardedDeployment(seed=seed, now=self.loop.now, oplog_size=self.oplog_entries)
+            uri = f"mongodb://{','.join(members)}/"
+        else:
+            self.cluster = ReplicaSet(list(members), seed=seed, now=self.loop.now, oplog_size=self.oplog_entries)
+            uri = f"mongodb://{','.join(members)}/?replicaSet=rs0"
         self.network = Network(self.loop, self.cluster)
         self.runtime = VirtualRuntime(self.loop, self.network, self.rng)
         options: dict[str, Any] = {"retryWrites": True, "serverSelectionTimeoutMS": 30000}
@@ -110,11 +124,10 @@ class World:
             options["timeoutMS"] = int(self.timeout * 1000)
         if self.max_pool_size is not None:
             options["maxPoolSize"] = self.max_pool_size
-        uri = f"mongodb://{','.join(MEMBERS)}/?replicaSet=rs0"
         # a deployment's setParameter: a transaction a client leaves open holds its documents'
         # locks this long (mongod's default is 60 s)
         self.cluster.parameters["transactionLifetimeLimitSeconds"] = TRANSACTION_LIFETIME
-        listener = _Commands()
+        listener = _Commands(self.violate if deployment == "sharded" else None)
         self.commands = listener
         self.expired: list[tuple[str, int]] = []
         self.server_aborts: dict[tuple[str, int], str] = {}  # why the server ended each one
@@ -137,33 +150,36 @@ class World:
 
     def _watch_oplog(self) -> None:
         """Note the feed's inserts as they are logged (the oplog itself may be truncated)."""
-        oplog = self.cluster.oplog
-        append = oplog.append
+        for oplog in getattr(self.cluster, "oplogs", None) or [self.cluster.oplog]:
+            oplog.append = functools.partial(self._watched_append, oplog.append)
 
-        def watched_append(**fields: Any) -> Any:
-            entry = append(**fields)
-            for op in entry.operations():
-                self.spark.note(op)
-                if op.ns == "chaos.feed" and op.op == "i" and op.document_key is not None:
-                    self.feed_committed.append(op.document_key["_id"])
-            return entry
+    def _watched_append(self, append: Any, **fields: Any) -> Any:
+        entry = append(**fields)
+        for op in entry.operations():
+            self.spark.note(op)
+            if op.ns == "chaos.feed" and op.op == "i" and op.document_key is not None:
+                self.feed_committed.append(op.document_key["_id"])
+        return entry
 
-        oplog.append = watched_append  # type: ignore[method-assign]
+    def _transaction_tables(self) -> list[Any]:
+        """The server's transactions: the replica set's, or each shard's."""
+        return getattr(self.cluster, "transaction_tables", None) or [self.cluster.transactions]
+
+    def _open_transactions(self) -> list[Any]:
+        return [t for table in self._transaction_tables() for t in table.by_session.values() if t.open]
 
     def _watch_expiry(self) -> None:
         """Note the transactions the server's lifetime limit ended (watching, not changing)."""
-        transactions = self.cluster.transactions
-        abort = transactions.abort
+        for transactions in self._transaction_tables():
+            transactions.abort = functools.partial(self._watched_abort, transactions.abort)
 
-        def watched_abort(txn: Any, reason: str) -> None:
-            if txn.open:
-                key = (_lsid_key(txn.lsid), txn.number)
-                self.server_aborts[key] = reason
-                if reason.startswith("exceeded transactionLifetimeLimitSeconds"):
-                    self.expired.append(key)
-            abort(txn, reason)
-
-        transactions.abort = watched_abort  # type: ignore[method-assign]
+    def _watched_abort(self, abort: Any, txn: Any, reason: str) -> None:
+        if txn.open:
+            key = (_lsid_key(txn.lsid), txn.number)
+            self.server_aborts[key] = reason
+            if reason.startswith("exceeded transactionLifetimeLimitSeconds"):
+                self.expired.append(key)
+        abort(txn, reason)
 
     def _count_sessions(self) -> None:
         """Count server sessions taken from and given back to the client's pool (watching the
@@ -254,7 +270,7 @@ class World:
 
     def _run_world(self) -> Outcome:
         loop = self.loop
-        task = self._run(setup(self), "setup", 120.0)
+        task = self._run(self._setup(), "setup", 120.0)
         if not task.done or task.error is not None:
             self.violate(f"the setup failed without faults: {task.error!r}")
             return self._outcome()
@@ -278,6 +294,11 @@ class World:
                 self.violate(f"{task.name} failed: {task.error!r}")
         self._quiesce(start)
         return self._outcome()
+
+    async def _setup(self) -> None:
+        if self.deployment == "sharded":
+            await shard_collections(self)
+        await setup(self)
 
     def _tick(self, until: float) -> None:
         """The cluster's periodic work (noop writes, transactions past their lifetime)."""
@@ -309,9 +330,7 @@ class World:
         # (the first statement, cut, reached the server after it).  The lifetime limit is the
         # server's backstop for a bounded background abort that could not get through: a
         # transaction it ended is not counted.
-        open_now = {
-            (_lsid_key(t.lsid), t.number) for t in self.cluster.transactions.by_session.values() if t.open
-        }
+        open_now = {(_lsid_key(t.lsid), t.number) for t in self._open_transactions()}
         # one the server ended by itself (a stepdown, a failed statement) or never started
         # (its first statement lost) needed nothing from the client
         never_ended = sorted(
@@ -322,11 +341,9 @@ class World:
         if never_ended:
             self.violate(f"transactions the client neither committed nor aborted: {never_ended}")
         excused = self.commands.abort_missed
-        open_txns = [
-            (_lsid_key(t.lsid), t.number)
-            for t in self.cluster.transactions.by_session.values()
-            if t.open and (_lsid_key(t.lsid), t.number) not in excused
-        ]
+        open_txns = sorted(
+            {(_lsid_key(t.lsid), t.number) for t in self._open_transactions()} - excused
+        )
         if open_txns:
             self.violate(f"transactions left open on the server at quiescence: {open_txns}")
         self._check_data()
@@ -420,6 +437,10 @@ class World:
         )
 
 
+def _address(address: Any) -> str:
+    return ":".join(str(part) for part in address) if isinstance(address, tuple) else str(address)
+
+
 def _lsid_key(lsid: Any) -> str:
     return bytes(lsid["id"]).hex()[:12] if isinstance(lsid, Mapping) and "id" in lsid else "?"
 
@@ -428,7 +449,10 @@ class _Commands(CommandListener):
     """What the client sent and was answered, as far as the invariants need it (watching,
     deciding nothing): cursor ids it was given, transactions it began and ended."""
 
-    def __init__(self) -> None:
+    def __init__(self, unpinned: Callable[[str], None] | None = None) -> None:
+        #: where a sharded transaction's statement that left its mongos is reported
+        self._unpinned = unpinned
+        self._pinned: dict[tuple[str, int], Any] = {}  # transaction -> its first statement's mongos
         self.cursor_ids: set[int] = set()
         self.begun: set[tuple[str, int]] = set()
         self.ended: set[tuple[str, int]] = set()
@@ -457,6 +481,24 @@ class _Commands(CommandListener):
             self.ended.add(key)
         if event.command_name == "abortTransaction":
             self._aborts[event.request_id] = key
+        if self._unpinned is not None:
+            self._check_pinned(key, event, self._unpinned)
+
+    def _check_pinned(self, key: tuple[str, int], event: Any, report: Callable[[str], None]) -> None:
+        """A sharded transaction's statements go to the mongos its first statement went to
+        (Transactions spec, "Mongos Pinning"): another mongos does not know the transaction.
+        (Its commit or abort may go elsewhere once an error unpinned it, with the recovery
+        token.)"""
+        address = event.connection_id
+        if event.command.get("startTransaction"):
+            self._pinned[key] = address
+        elif event.command_name not in ("commitTransaction", "abortTransaction"):
+            pinned = self._pinned.get(key)
+            if pinned is not None and pinned != address:
+                report(
+                    f"transaction {key}'s {event.command_name} went to {_address(address)}, "
+                    f"not to {_address(pinned)} where it began"
+                )
 
     def succeeded(self, event: Any) -> None:
         self._sessions.pop(event.request_id, None)
@@ -497,12 +539,15 @@ def run_world(
     workload: str = "mixed",
     kinds: Sequence[str] = _faults.KINDS,
     schedule: Sequence[Fault] | None = None,
+    deployment: str = "replica-set",
 ) -> Outcome:
     """Run the world of ``seed`` (with ``schedule`` instead of the seed's faults if given)."""
-    return World(seed, steps=steps, workload=workload, kinds=kinds, schedule=schedule).run()
+    return World(
+        seed, steps=steps, workload=workload, kinds=kinds, schedule=schedule, deployment=deployment
+    ).run()
 
 
-def shrink(outcome: Outcome, *, steps: int = 12, workload: str = "mixed") -> Outcome:
+def shrink(outcome: Outcome, *, steps: int = 12, workload: str = "mixed", deployment: str = "replica-set") -> Outcome:
     """The broken ``outcome`` with as few faults as still break an invariant: drop one fault at
     a time (first to last, again until none can go) while the world still breaks."""
     best = outcome
@@ -511,7 +556,7 @@ def shrink(outcome: Outcome, *, steps: int = 12, workload: str = "mixed") -> Out
         changed = False
         for index in range(len(best.schedule)):
             trial = best.schedule[:index] + best.schedule[index + 1 :]
-            result = run_world(outcome.seed, steps=steps, workload=workload, schedule=trial)
+            result = run_world(outcome.seed, steps=steps, workload=workload, schedule=trial, deployment=deployment)
             if not result.ok:
                 best, changed = result, True
                 break

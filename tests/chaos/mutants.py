@@ -2,7 +2,8 @@
 monkeypatching the real code, that a sweep of the simulation must find.
 
 Each mutant is a function taking pytest's ``monkeypatch``; ``MUTANTS`` maps its name to it,
-the workload and fault kinds that exercise it, and how many seeds the sweep may take.
+the workload, fault kinds and world (``--world``) that exercise it, and how many seeds the sweep
+may take.
 """
 
 from __future__ import annotations
@@ -102,18 +103,26 @@ def batch_drops_its_end_event(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TokenRange, "verdict", mutant)
 
 
+def unpinned_transaction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sharded transaction is not kept on its mongos: each statement selects a mongos
+    afresh (the other one does not know the transaction)."""
+    monkeypatch.setattr(execute, "_pinned", lambda core, operation, request: None)
+
+
 #: name -> (mutant, workload, fault kinds, the seeds the bounded sweep tries).  From seed 0 the
 #: sweep finds the first five at seeds 2, 0, 35, 2 and 74 (in the mixed world of all seven
 #: workloads); the tests start the two slow ones a few seeds before, to stay quick.
-MUTANTS: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], str, str, range]] = {
-    "new_txn_number_per_retry": (new_txn_number_per_retry, "retryable-writes", "all", range(0, 20)),
-    "broken_link_not_checked_in": (broken_link_not_checked_in, "cancellation", "none", range(0, 20)),
-    "ignored_deadline": (ignored_deadline, "retryable-writes", "all", range(30, 50)),
-    "resume_from_previous_token": (resume_from_previous_token, "change-streams", "all", range(0, 20)),
-    "no_abort_after_cut_commit": (no_abort_after_cut_commit, "mixed", "none", range(70, 90)),
-    "batch_drops_its_end_event": (batch_drops_its_end_event, "spark-offsets", "none", range(0, 10)),
-    "dirty_session_put_back": (dirty_session_put_back, "retryable-writes", "all", range(0, 20)),
+Mutant = Callable[[pytest.MonkeyPatch], None]
+MUTANTS: dict[str, tuple[Mutant, str, str, range, str]] = {
+    "new_txn_number_per_retry": (new_txn_number_per_retry, "retryable-writes", "all", range(0, 20), "replica-set"),
+    "broken_link_not_checked_in": (broken_link_not_checked_in, "cancellation", "none", range(0, 20), "replica-set"),
+    "ignored_deadline": (ignored_deadline, "retryable-writes", "all", range(30, 50), "replica-set"),
+    "resume_from_previous_token": (resume_from_previous_token, "change-streams", "all", range(0, 20), "replica-set"),
+    "no_abort_after_cut_commit": (no_abort_after_cut_commit, "mixed", "none", range(70, 90), "replica-set"),
+    "batch_drops_its_end_event": (batch_drops_its_end_event, "spark-offsets", "none", range(0, 10), "replica-set"),
+    "dirty_session_put_back": (dirty_session_put_back, "retryable-writes", "all", range(0, 20), "replica-set"),
     "causal_read_without_after_cluster_time": (
-        causal_read_without_after_cluster_time, "causal-reads", "all", range(0, 20)
+        causal_read_without_after_cluster_time, "causal-reads", "all", range(0, 20), "replica-set"
     ),
+    "unpinned_transaction": (unpinned_transaction, "transactions", "all", range(0, 10), "sharded"),
 }
