@@ -3,6 +3,7 @@
 ::
 
     mongo-sansio chaos --seed 7 [--steps 12] [--workload mixed] [--faults partition,crash]
+                       [--world sharded]
     mongo-sansio chaos --seeds 0..499            # a sweep: one line per seed
 
 Each world prints one line: ``seed N: ok, trace <hash>``, or ``seed N: BROKEN <invariant>;
@@ -20,7 +21,7 @@ from typing import Any
 
 from .faults import KINDS
 from .workloads import WORKLOADS
-from .world import Outcome, run_world, shrink
+from .world import DEPLOYMENTS, Outcome, run_world, shrink
 
 __all__ = ["add_chaos_parser", "report_line"]
 
@@ -38,6 +39,10 @@ def add_chaos_parser(commands: Any) -> None:
     chaos.add_argument(
         "--faults", type=_kinds, default=KINDS, metavar="LIST",
         help=f"comma-separated fault kinds to draw from: {','.join(KINDS)}; all (the default) or none",
+    )
+    chaos.add_argument(
+        "--world", default="replica-set", choices=DEPLOYMENTS,
+        help="the deployment: a three-member replica set (the default), or two mongos over two shards",
     )
     chaos.add_argument("--no-shrink", action="store_true", help="report a broken schedule as drawn")
     chaos.set_defaults(run=_chaos)
@@ -58,12 +63,12 @@ def _chaos(args: argparse.Namespace) -> int:
     broken = 0
     began = time.perf_counter()
     for seed in seeds:
-        outcome = run_world(seed, steps=args.steps, workload=args.workload, kinds=args.faults)
+        outcome = run_world(seed, steps=args.steps, workload=args.workload, kinds=args.faults, deployment=args.world)
         drawn = len(outcome.schedule)
         if not outcome.ok:
             broken += 1
             if not args.no_shrink:
-                outcome = shrink(outcome, steps=args.steps, workload=args.workload)
+                outcome = shrink(outcome, steps=args.steps, workload=args.workload, deployment=args.world)
         print(report_line(outcome, drawn), flush=True)
     if len(seeds) > 1:
         took = time.perf_counter() - began

@@ -43,9 +43,12 @@ from .network import TO_CLIENT, TO_SERVER
 if TYPE_CHECKING:
     from .world import World
 
-__all__ = ["FAILPOINTS", "KINDS", "Fault", "draw_schedule", "end", "start"]
+__all__ = ["FAILPOINTS", "KINDS", "ROUTER_KINDS", "Fault", "draw_schedule", "end", "start"]
 
 KINDS = ("partition", "cut", "stall", "stepdown", "crash", "failpoint", "isolate", "rollback", "clock", "truncate")
+#: the kinds a sharded world carries out (on its routers, and stepdowns of its shards' primaries):
+#: its shards replicate without lag and have no member-to-member network, clocks or truncation
+ROUTER_KINDS = ("partition", "cut", "stall", "stepdown", "crash", "failpoint")
 #: what the replica set's election timeout is in the worlds (settings.electionTimeoutMillis)
 ELECTION_TIMEOUT = 2.0
 

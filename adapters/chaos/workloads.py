@@ -11,6 +11,11 @@ Each workload is a set of tasks written against the ordinary async API (PyMongo'
 ``cursors``           finds over a fixed collection in small batches (getMores)
 ``change-streams``    a writer and a consumer that resumes from its last token by itself
 ``cancellation``      updates, finds and transactions cancelled at drawn points
+``causal-reads``      causally consistent sessions writing (``w:majority``) then reading from
+                      secondaries (``readConcern`` majority): each reads its own writes, and
+                      never an older state than it read before
+``spark-offsets``     the Spark source's micro-batches (offsets, partitions, replay after
+                      restarts) over majority writes (:mod:`.spark`)
 ``mixed``             all of them at once (the default)
 """
 
@@ -20,9 +25,11 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.errors import MongoError, OperationFailure
-from mongo_sansio.ops.write_concern import WriteConcern
+from mongo_sansio.ops.write_concern import ReadConcern, WriteConcern
+from mongo_sansio.selection.read_preference import ReadPreference
 
 from .loop import Cancelled
+from .spark import spark_driver, spark_writer
 
 if TYPE_CHECKING:
     from .world import World
@@ -184,6 +191,49 @@ async def feed_consumer(world: World, name: str) -> None:
         await close_quietly(stream)
 
 
+async def causal_reader(world: World, name: str) -> None:
+    """A causally consistent session: it sets its own counter (``w:majority``), then reads
+    every counter from a secondary (``secondary`` or ``secondaryPreferred``, ``readConcern``
+    majority).  It must read its own last acknowledged write (or a later one of its unknown
+    ones), and never an older value of any counter than it read before."""
+    db = world.client.chaos
+    writer = db.get_collection("causal", write_concern=WriteConcern(w="majority"))
+    concern = ReadConcern("majority")
+    modes = (ReadPreference.SECONDARY, ReadPreference.SECONDARY_PREFERRED)
+    session = world.client.start_session(causal_consistency=True)
+    acknowledged = -1  # this session's last acknowledged value
+    seen: dict[str, int] = {}  # the newest value of each counter this session read
+    try:
+        for i in range(world.steps):
+            await world.pause()
+            update = writer.update_one({"_id": name}, {"$set": {"n": i}}, upsert=True, session=session)
+            ok, _ = await world.op(name, "causal write", update)
+            acknowledged = i if ok else acknowledged
+            written_at = session.operation_time if ok else None
+            mode = world.rng.choice(modes)
+            reader = db.get_collection("causal", read_preference=mode, read_concern=concern)
+            ok, docs = await world.op(name, f"causal read {mode.mode.value}", reader.find({}, session=session).to_list())
+            if not ok:
+                continue
+            after = world.read_after(session)
+            if written_at is not None and (after is None or after < written_at):
+                world.violate(
+                    f"{name}'s causal read asked for afterClusterTime {after} before its own write at {written_at}"
+                )
+            values = {doc["_id"]: doc.get("n", -1) for doc in docs}
+            own = values.get(name, -1)
+            if own < acknowledged:
+                world.violate(f"{name}'s causal session read n={own} after its acknowledged write of n={acknowledged}")
+            for key, value in values.items():
+                if value < seen.get(key, -1):
+                    world.violate(
+                        f"{name}'s causal session read {key} back in time: n={value} after n={seen[key]}"
+                    )
+                seen[key] = max(value, seen.get(key, -1))
+    finally:
+        await session.end_session()
+
+
 async def _cancellable(world: World, name: str, kind: str, key: str) -> None:
     """One operation that :func:`canceller` cancels at a drawn point."""
     db = world.client.chaos
@@ -235,5 +285,7 @@ WORKLOADS: dict[str, list[tuple[Task, int]]] = {
     "cursors": [(readers, 2)],
     "change-streams": [(feed_writer, 1), (feed_consumer, 1)],
     "cancellation": [(canceller, 2)],
+    "causal-reads": [(causal_reader, 2)],
+    "spark-offsets": [(spark_writer, 1), (spark_driver, 1)],
 }
 WORKLOADS["mixed"] = [entry for name in list(WORKLOADS) for entry in WORKLOADS[name]]

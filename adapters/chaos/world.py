@@ -26,12 +26,12 @@ import functools
 import gc
 import hashlib
 import random
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from mongo_sansio.errors import MongoError
+from mongo_sansio.errors import MongoError, NetworkError
 from mongo_sansio.monitoring import CommandListener
 from mongo_sansio.testing.server import STOPPED, ReplicaSet
 
@@ -40,11 +40,15 @@ from .faults import Fault
 from .loop import Loop, VirtualTask
 from .network import Network
 from .runtime import ChaosMongoClient, VirtualRuntime
+from .sharded import MONGOS, ShardedDeployment, shard_collections
+from .spark import SparkLedger
 from .workloads import WORKLOADS, setup
 
 __all__ = ["Outcome", "World", "run_world", "shrink"]
 
 MEMBERS = ("n0.sim:27017", "n1.sim:27017", "n2.sim:27017")
+#: the deployments a world can have (``--world``)
+DEPLOYMENTS = ("replica-set", "sharded")
 #: virtual seconds the faults are drawn within
 HORIZON = 12.0
 #: the deployment's transactionLifetimeLimitSeconds
@@ -82,9 +86,14 @@ class World:
         workload: str = "mixed",
         kinds: Sequence[str] = _faults.KINDS,
         schedule: Sequence[Fault] | None = None,
+        deployment: str = "replica-set",
     ) -> None:
         if workload not in WORKLOADS:
             raise ValueError(f"unknown workload {workload!r}: one of {', '.join(WORKLOADS)}")
+        if deployment not in DEPLOYMENTS:
+            raise ValueError(f"unknown world {deployment!r}: one of {', '.join(DEPLOYMENTS)}")
+        self.deployment = deployment
+        members = MONGOS if deployment == "sharded" else MEMBERS
         self.seed = seed
         self.steps = steps
         self.workload = workload
@@ -98,18 +107,26 @@ class World:
         # replication lag (seconds a secondary applies each entry late): w:1 writes are then
         # acknowledged before a majority has them, and a crashed primary's may be rolled back
         self.lags = tuple(plan.choice((0.0, 0.0, 0.05, 0.4, 1.5)) for _ in MEMBERS)
+        if deployment == "sharded":
+            kinds = [kind for kind in kinds if kind in _faults.ROUTER_KINDS]
         draws = random.Random(f"mongo-sansio chaos faults {seed}")
         count = draws.randint(1, 6)
-        drawn = _faults.draw_schedule(draws, MEMBERS, kinds, count, HORIZON)
+        drawn = _faults.draw_schedule(draws, members, kinds, count, HORIZON)
         self.schedule: tuple[Fault, ...] = tuple(drawn if schedule is None else schedule)
         self.rng = random.Random(f"mongo-sansio chaos run {seed}")
         self.loop = Loop(self.rng)
-        self.cluster = ReplicaSet(list(MEMBERS), seed=seed, now=self.loop.now, oplog_size=self.oplog_entries)
-        self.cluster.replication.election_timeout = _faults.ELECTION_TIMEOUT
-        for member, lag in zip(MEMBERS, self.lags, strict=True):
-            self.cluster.set_lag(member, lag)
+        self.cluster: Any
         self.rollback_victims: dict[Fault, str | None] = {}  # (the faults' own notes)
         self.clock_jumped: dict[Fault, bool] = {}
+        if deployment == "sharded":
+            self.cluster = ShardedDeployment(seed=seed, now=self.loop.now, oplog_size=self.oplog_entries)
+            uri = f"mongodb://{','.join(members)}/"
+        else:
+            self.cluster = ReplicaSet(list(members), seed=seed, now=self.loop.now, oplog_size=self.oplog_entries)
+            self.cluster.replication.election_timeout = _faults.ELECTION_TIMEOUT
+            for member, lag in zip(MEMBERS, self.lags, strict=True):
+                self.cluster.set_lag(member, lag)
+            uri = f"mongodb://{','.join(members)}/?replicaSet=rs0"
         self.network = Network(self.loop, self.cluster)
         self.runtime = VirtualRuntime(self.loop, self.network, self.rng)
         options: dict[str, Any] = {"retryWrites": True, "serverSelectionTimeoutMS": 30000}
@@ -117,17 +134,17 @@ class World:
             options["timeoutMS"] = int(self.timeout * 1000)
         if self.max_pool_size is not None:
             options["maxPoolSize"] = self.max_pool_size
-        uri = f"mongodb://{','.join(MEMBERS)}/?replicaSet=rs0"
         # a deployment's setParameter: a transaction a client leaves open holds its documents'
         # locks this long (mongod's default is 60 s)
         self.cluster.parameters["transactionLifetimeLimitSeconds"] = TRANSACTION_LIFETIME
-        listener = _Commands()
+        listener = _Commands(self.violate if deployment == "sharded" else None)
         self.commands = listener
         self.expired: list[tuple[str, int]] = []
         self.server_aborts: dict[tuple[str, int], str] = {}  # why the server ended each one
         self._watch_expiry()
         self.feed_committed: list[Any] = []  # the feed's inserts as the oplog took them
         self.feed_timestamps: list[Any] = []  # (their oplog timestamps: some may roll back)
+        self.spark = SparkLedger()
         self._watch_oplog()
         self.client = ChaosMongoClient(uri, runtime=self.runtime, event_listeners=[listener], **options)
         self.history: list[str] = []
@@ -144,33 +161,37 @@ class World:
 
     def _watch_oplog(self) -> None:
         """Note the feed's inserts as they are logged (the oplog itself may be truncated)."""
-        oplog = self.cluster.oplog
-        append = oplog.append
+        for oplog in getattr(self.cluster, "oplogs", None) or [self.cluster.oplog]:
+            oplog.append = functools.partial(self._watched_append, oplog.append)
 
-        def watched_append(**fields: Any) -> Any:
-            entry = append(**fields)
-            for op in entry.operations():
-                if op.ns == "chaos.feed" and op.op == "i" and op.document_key is not None:
-                    self.feed_committed.append(op.document_key["_id"])
-                    self.feed_timestamps.append(entry.ts)
-            return entry
+    def _watched_append(self, append: Any, **fields: Any) -> Any:
+        entry = append(**fields)
+        for op in entry.operations():
+            self.spark.note(op, entry.ts)
+            if op.ns == "chaos.feed" and op.op == "i" and op.document_key is not None:
+                self.feed_committed.append(op.document_key["_id"])
+                self.feed_timestamps.append(entry.ts)
+        return entry
 
-        oplog.append = watched_append  # type: ignore[method-assign]
+    def _transaction_tables(self) -> list[Any]:
+        """The server's transactions: the replica set's, or each shard's."""
+        return getattr(self.cluster, "transaction_tables", None) or [self.cluster.transactions]
+
+    def _open_transactions(self) -> list[Any]:
+        return [t for table in self._transaction_tables() for t in table.by_session.values() if t.open]
 
     def _watch_expiry(self) -> None:
         """Note the transactions the server's lifetime limit ended (watching, not changing)."""
-        transactions = self.cluster.transactions
-        abort = transactions.abort
+        for transactions in self._transaction_tables():
+            transactions.abort = functools.partial(self._watched_abort, transactions.abort)
 
-        def watched_abort(txn: Any, reason: str) -> None:
-            if txn.open:
-                key = (_lsid_key(txn.lsid), txn.number)
-                self.server_aborts[key] = reason
-                if reason.startswith("exceeded transactionLifetimeLimitSeconds"):
-                    self.expired.append(key)
-            abort(txn, reason)
-
-        transactions.abort = watched_abort  # type: ignore[method-assign]
+    def _watched_abort(self, abort: Any, txn: Any, reason: str) -> None:
+        if txn.open:
+            key = (_lsid_key(txn.lsid), txn.number)
+            self.server_aborts[key] = reason
+            if reason.startswith("exceeded transactionLifetimeLimitSeconds"):
+                self.expired.append(key)
+        abort(txn, reason)
 
     def _count_sessions(self) -> None:
         """Count server sessions taken from and given back to the client's pool (watching the
@@ -181,7 +202,13 @@ class World:
 
         def counted_acquire(*args: Any) -> Any:
             self.sessions_held += 1
-            return acquire(*args)
+            session = acquire(*args)
+            key = _lsid_key(session.session_id)
+            if key in self.commands.cut_sessions:
+                # the server may still run the cut command under it (a transaction statement,
+                # a retryable write): mongod would see two operations' state mixed in one session
+                self.violate(f"server session {key}, whose connection failed mid-command, was handed out again")
+            return session
 
         def counted_release(*args: Any) -> Any:
             self.sessions_held -= 1
@@ -227,6 +254,10 @@ class World:
             return False, error
         return True, result
 
+    def read_after(self, session: Any) -> Any:
+        """The afterClusterTime the last read of ``session`` carried (None: none did)."""
+        return self.commands.after_cluster_time.get(_lsid_key(session.session_id))
+
     # -- running ---------------------------------------------------------------------------------
 
     def _run(self, coro: Any, name: str, limit: float) -> VirtualTask:
@@ -251,7 +282,7 @@ class World:
 
     def _run_world(self) -> Outcome:
         loop = self.loop
-        task = self._run(setup(self), "setup", 120.0)
+        task = self._run(self._setup(), "setup", 120.0)
         if not task.done or task.error is not None:
             self.violate(f"the setup failed without faults: {task.error!r}")
             return self._outcome()
@@ -275,6 +306,11 @@ class World:
                 self.violate(f"{task.name} failed: {task.error!r}")
         self._quiesce(start)
         return self._outcome()
+
+    async def _setup(self) -> None:
+        if self.deployment == "sharded":
+            await shard_collections(self)
+        await setup(self)
 
     def _tick(self, until: float) -> None:
         """The cluster's periodic work (noop writes, transactions past their lifetime)."""
@@ -306,9 +342,7 @@ class World:
         # (the first statement, cut, reached the server after it).  The lifetime limit is the
         # server's backstop for a bounded background abort that could not get through: a
         # transaction it ended is not counted.
-        open_now = {
-            (_lsid_key(t.lsid), t.number) for t in self.cluster.transactions.by_session.values() if t.open
-        }
+        open_now = {(_lsid_key(t.lsid), t.number) for t in self._open_transactions()}
         # one the server ended by itself (a stepdown, a failed statement) or never started
         # (its first statement lost) needed nothing from the client
         never_ended = sorted(
@@ -319,11 +353,9 @@ class World:
         if never_ended:
             self.violate(f"transactions the client neither committed nor aborted: {never_ended}")
         excused = self.commands.abort_missed
-        open_txns = [
-            (_lsid_key(t.lsid), t.number)
-            for t in self.cluster.transactions.by_session.values()
-            if t.open and (_lsid_key(t.lsid), t.number) not in excused
-        ]
+        open_txns = sorted(
+            {(_lsid_key(t.lsid), t.number) for t in self._open_transactions()} - excused
+        )
         if open_txns:
             self.violate(f"transactions left open on the server at quiescence: {open_txns}")
         self._check_data()
@@ -358,9 +390,10 @@ class World:
     def _check_clocks(self) -> None:
         """Cluster time never goes back, whatever the members' wall clocks do: the oplog's
         timestamps rise, and the client gossips the newest cluster time it was given."""
-        stamps = [entry.ts for entry in self.cluster.oplog.entries]
-        if any(later <= earlier for earlier, later in zip(stamps, stamps[1:], strict=False)):
-            self.violate("the oplog's timestamps went back")
+        for oplog in getattr(self.cluster, "oplogs", None) or [self.cluster.oplog]:
+            stamps = [entry.ts for entry in oplog.entries]
+            if any(later <= earlier for earlier, later in zip(stamps, stamps[1:], strict=False)):
+                self.violate("the oplog's timestamps went back")
         if self.commands.cluster_time_regressions:
             self.violate(f"the client sent an older $clusterTime: {self.commands.cluster_time_regressions[0]}")
 
@@ -392,12 +425,22 @@ class World:
             elif not done <= b <= done + unknown:
                 self.violate(f"{done} transfers committed ({unknown} unknown) but b={b}")
         self._check_feed()
+        if self.workload in ("spark-offsets", "mixed"):
+            self.spark.check(self)
+
+    def rolled_back(self) -> set[Any]:
+        """The oplog timestamps of every entry a rollback undid (none in a sharded world: its
+        shards replicate without lag)."""
+        replication = getattr(self.cluster, "replication", None)
+        if replication is None:
+            return set()
+        return {entry.ts for rollback in replication.rollbacks for entry in rollback.entries}
 
     def _check_feed(self) -> None:
         if self.workload not in ("change-streams", "mixed"):
             return
         # a rolled-back insert was never committed: it must not have been delivered either
-        rolled_back = {entry.ts for rollback in self.cluster.replication.rollbacks for entry in rollback.entries}
+        rolled_back = self.rolled_back()
         committed = [key for key, ts in zip(self.feed_committed, self.feed_timestamps, strict=True)
                      if ts not in rolled_back]
         seen = self.feed_seen
@@ -430,6 +473,10 @@ class World:
         )
 
 
+def _address(address: Any) -> str:
+    return ":".join(str(part) for part in address) if isinstance(address, tuple) else str(address)
+
+
 def _lsid_key(lsid: Any) -> str:
     return bytes(lsid["id"]).hex()[:12] if isinstance(lsid, Mapping) and "id" in lsid else "?"
 
@@ -438,7 +485,10 @@ class _Commands(CommandListener):
     """What the client sent and was answered, as far as the invariants need it (watching,
     deciding nothing): cursor ids it was given, transactions it began and ended."""
 
-    def __init__(self) -> None:
+    def __init__(self, unpinned: Callable[[str], None] | None = None) -> None:
+        #: where a sharded transaction's statement that left its mongos is reported
+        self._unpinned = unpinned
+        self._pinned: dict[tuple[str, int], Any] = {}  # transaction -> its first statement's mongos
         self.cursor_ids: set[int] = set()
         self.begun: set[tuple[str, int]] = set()
         self.ended: set[tuple[str, int]] = set()
@@ -447,6 +497,11 @@ class _Commands(CommandListener):
         self._aborts: dict[int, tuple[str, int]] = {}
         self._cluster_time: Any = None  # the newest $clusterTime the client sent
         self.cluster_time_regressions: list[str] = []
+        #: sessions (lsid keys) a command of which failed with a network error
+        self.cut_sessions: set[str] = set()
+        self._sessions: dict[int, str] = {}
+        #: session (lsid key) -> the afterClusterTime its last read carried
+        self.after_cluster_time: dict[str, Any] = {}
 
     def started(self, event: Any) -> None:
         command = event.command
@@ -457,6 +512,11 @@ class _Commands(CommandListener):
                 self.cluster_time_regressions.append(f"{event.command_name} sent {sent} after {self._cluster_time}")
             else:
                 self._cluster_time = sent
+        if "lsid" in command:
+            self._sessions[event.request_id] = _lsid_key(command["lsid"])
+        concern = command.get("readConcern")
+        if event.command_name == "find" and isinstance(concern, Mapping) and "afterClusterTime" in concern:
+            self.after_cluster_time[_lsid_key(command.get("lsid"))] = concern["afterClusterTime"]
         if "txnNumber" not in command or command.get("autocommit") is not False:
             return
         key = (_lsid_key(command.get("lsid")), int(command["txnNumber"]))
@@ -466,8 +526,27 @@ class _Commands(CommandListener):
             self.ended.add(key)
         if event.command_name == "abortTransaction":
             self._aborts[event.request_id] = key
+        if self._unpinned is not None:
+            self._check_pinned(key, event, self._unpinned)
+
+    def _check_pinned(self, key: tuple[str, int], event: Any, report: Callable[[str], None]) -> None:
+        """A sharded transaction's statements go to the mongos its first statement went to
+        (Transactions spec, "Mongos Pinning"): another mongos does not know the transaction.
+        (Its commit or abort may go elsewhere once an error unpinned it, with the recovery
+        token.)"""
+        address = event.connection_id
+        if event.command.get("startTransaction"):
+            self._pinned[key] = address
+        elif event.command_name not in ("commitTransaction", "abortTransaction"):
+            pinned = self._pinned.get(key)
+            if pinned is not None and pinned != address:
+                report(
+                    f"transaction {key}'s {event.command_name} went to {_address(address)}, "
+                    f"not to {_address(pinned)} where it began"
+                )
 
     def succeeded(self, event: Any) -> None:
+        self._sessions.pop(event.request_id, None)
         cursor = event.reply.get("cursor") if hasattr(event.reply, "get") else None
         if isinstance(cursor, Mapping) and cursor.get("id"):
             self.cursor_ids.add(int(cursor["id"]))
@@ -475,11 +554,25 @@ class _Commands(CommandListener):
     def failed(self, event: Any) -> None:
         key = self._aborts.pop(event.request_id, None)
         failure = getattr(event, "failure", None)
+        lsid = self._sessions.pop(event.request_id, None)
+        if lsid is not None and isinstance(failure, Mapping) and failure.get("errtype") in _NETWORK_ERRORS:
+            self.cut_sessions.add(lsid)
         if key is not None and isinstance(failure, Mapping) and failure.get("code") == _NO_SUCH_TRANSACTION:
             self.abort_missed.add(key)
 
 
 _NO_SUCH_TRANSACTION = 251
+
+
+def _subclass_names(cls: type[BaseException]) -> set[str]:
+    names = {cls.__name__}
+    for sub in cls.__subclasses__():
+        names |= _subclass_names(sub)
+    return names
+
+
+#: the class names of network errors (a failed command event names its error's class)
+_NETWORK_ERRORS = frozenset(_subclass_names(NetworkError))
 #: how the server ends a transaction its client left open
 _LEFT_BY_CLIENT = ("a newer", "the session was ended")
 
@@ -491,12 +584,15 @@ def run_world(
     workload: str = "mixed",
     kinds: Sequence[str] = _faults.KINDS,
     schedule: Sequence[Fault] | None = None,
+    deployment: str = "replica-set",
 ) -> Outcome:
     """Run the world of ``seed`` (with ``schedule`` instead of the seed's faults if given)."""
-    return World(seed, steps=steps, workload=workload, kinds=kinds, schedule=schedule).run()
+    return World(
+        seed, steps=steps, workload=workload, kinds=kinds, schedule=schedule, deployment=deployment
+    ).run()
 
 
-def shrink(outcome: Outcome, *, steps: int = 12, workload: str = "mixed") -> Outcome:
+def shrink(outcome: Outcome, *, steps: int = 12, workload: str = "mixed", deployment: str = "replica-set") -> Outcome:
     """The broken ``outcome`` with as few faults as still break an invariant: drop one fault at
     a time (first to last, again until none can go) while the world still breaks."""
     best = outcome
@@ -505,7 +601,7 @@ def shrink(outcome: Outcome, *, steps: int = 12, workload: str = "mixed") -> Out
         changed = False
         for index in range(len(best.schedule)):
             trial = best.schedule[:index] + best.schedule[index + 1 :]
-            result = run_world(outcome.seed, steps=steps, workload=workload, schedule=trial)
+            result = run_world(outcome.seed, steps=steps, workload=workload, schedule=trial, deployment=deployment)
             if not result.ok:
                 best, changed = result, True
                 break

@@ -54,25 +54,41 @@ def test_a_sweep_of_each_workload_passes(workload: str) -> None:
     assert all(o.virtual_seconds > 5 for o in outcomes)  # the workload spans the faults
 
 
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+def test_each_workload_runs_on_the_sharded_world(workload: str) -> None:
+    """Two mongos over two shards (--world sharded): the same workloads and invariants."""
+    outcomes = [run_world(seed, steps=STEPS, workload=workload, deployment="sharded") for seed in (200, 201)]
+    assert [o.line() for o in outcomes if not o.ok] == []
+    assert all(o.virtual_seconds > 5 for o in outcomes)
+
+
+def test_the_command_runs_a_sharded_world(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["chaos", "--seed", "3", "--steps", "4", "--world", "sharded"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert LINE.match(line)
+    assert line == run_world(3, steps=4, deployment="sharded").line()
+    assert line != run_world(3, steps=4).line()  # another world
+
+
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_a_mutant_is_found_shrunk_and_reproduced(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    mutant, workload, kinds, seeds = MUTANTS[name]
+    mutant, workload, kinds, seeds, deployment = MUTANTS[name]
     mutant(monkeypatch)
     chosen = KINDS if kinds == "all" else ()
     broken = None
     for seed in seeds:
-        outcome = run_world(seed, workload=workload, kinds=chosen)
+        outcome = run_world(seed, workload=workload, kinds=chosen, deployment=deployment)
         if not outcome.ok:
             broken = outcome
             break
     assert broken is not None, f"{name} survived seeds {seeds} of {workload}"
-    shrunk = shrink(broken, workload=workload)
+    shrunk = shrink(broken, workload=workload, deployment=deployment)
     assert not shrunk.ok
     assert set(shrunk.schedule) <= set(broken.schedule)
     for index in range(len(shrunk.schedule)):  # minimal: no single fault can go
         fewer = shrunk.schedule[:index] + shrunk.schedule[index + 1 :]
-        assert run_world(broken.seed, workload=workload, schedule=fewer).ok
-    replay = run_world(broken.seed, workload=workload, schedule=shrunk.schedule)
+        assert run_world(broken.seed, workload=workload, schedule=fewer, deployment=deployment).ok
+    replay = run_world(broken.seed, workload=workload, schedule=shrunk.schedule, deployment=deployment)
     assert replay.line() == shrunk.line()
 
 
@@ -100,7 +116,7 @@ def test_the_command_reports_the_shrunk_schedule(
     assert "3 seeds: 2 ok, 1 broken" in captured.err
 
 
-@pytest.mark.parametrize("argv", [["--seed", "1", "--seeds", "1..2"], ["--seeds", "3..1"], ["--seed", "1", "--faults", "flood"], ["--seed", "1", "--workload", "nope"]])
+@pytest.mark.parametrize("argv", [["--seed", "1", "--seeds", "1..2"], ["--seeds", "3..1"], ["--seed", "1", "--faults", "flood"], ["--seed", "1", "--workload", "nope"], ["--seed", "1", "--world", "moon"]])
 def test_bad_arguments_are_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["chaos", *argv])

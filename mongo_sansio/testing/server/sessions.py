@@ -102,8 +102,11 @@ class Sessions:
     def forget(self, lsid: Any, txn_number: int) -> None:
         """The write ``txn_number`` of ``lsid`` was rolled back: a retry runs it again."""
         key = session_key(lsid)
-        if key is not None:
-            self._replies.pop((key, txn_number), None)
+        if key is None:
+            return
+        # a write's record is kept per run of statements (its first stmtId): forget them all
+        for stored in [k for k in self._replies if k[0] == key and k[1] == txn_number]:
+            del self._replies[stored]
 
     def end(self, lsids: Any) -> None:
         """endSessions: mongod keeps retryable-write history until the session expires, so
