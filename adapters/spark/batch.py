@@ -18,7 +18,7 @@ through mongos); an unsharded one falls back to the ``_id`` sampling, with a war
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -39,7 +39,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from mongo_sansio.bson import extjson
-from mongo_sansio.pipeline.chunks import ChunkMapError, chunk_partitions
+from mongo_sansio.pipeline.chunks import ChunkMapError, chunk_partitions, is_sharded
 from mongo_sansio.pipeline.parse_modes import ParseMode
 from mongo_sansio.pipeline.partitions import choose_boundaries, range_filters
 from mongo_sansio.pipeline.schema import (
@@ -148,8 +148,8 @@ def plan_partitions(options: SourceOptions) -> list[dict[str, Any]]:
         if chunks is not None:
             return chunks
         _log.warning(
-            "partitioner shardChunks: %s is not a sharded collection (no config.collections "
-            "entry); reading it with the default _id sampling partitioner (%d partitions) instead",
+            "partitioner shardChunks: %s is not a sharded collection (no sharded "
+            "config.collections entry); reading it with the default _id sampling partitioner (%d partitions) instead",
             options.namespace, options.partitions,
         )
     if options.partitions == 1:
@@ -183,7 +183,7 @@ def plan_chunk_partitions(options: SourceOptions) -> list[dict[str, Any]] | None
         config = client["config"]
         for attempt in range(CHUNK_MAP_READS):
             entry = config["collections"].find_one({"_id": options.namespace}, **options.command_options())
-            if not isinstance(entry, Mapping) or entry.get("dropped"):
+            if not is_sharded(entry):
                 return None
             # (chunks name their collection by uuid since MongoDB 5.0, by namespace before)
             which = {"uuid": entry["uuid"]} if "uuid" in entry else {"ns": options.namespace}

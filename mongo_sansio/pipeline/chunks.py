@@ -35,7 +35,14 @@ from mongo_sansio.bson import MaxKey, MinKey, extjson
 
 from .partitions import type_class
 
-__all__ = ["ChunkMapError", "ChunkPartition", "chunk_partitions", "chunk_query", "shard_key_fields"]
+__all__ = [
+    "ChunkMapError",
+    "ChunkPartition",
+    "chunk_partitions",
+    "chunk_query",
+    "is_sharded",
+    "shard_key_fields",
+]
 
 
 class ChunkMapError(ValueError):
@@ -50,6 +57,13 @@ class ChunkPartition:
     min: dict[str, Any]
     max: dict[str, Any]
     query: dict[str, Any]
+
+
+def is_sharded(collection: Any) -> bool:
+    """Whether a ``config.collections`` document is a sharded collection: not one dropped
+    (kept with ``dropped: true`` before MongoDB 5.0) and not an unsplittable one (MongoDB 8.0
+    tracks some unsharded collections there, on one chunk)."""
+    return isinstance(collection, Mapping) and not collection.get("dropped") and not collection.get("unsplittable")
 
 
 def shard_key_fields(key: Any) -> list[tuple[str, bool]]:

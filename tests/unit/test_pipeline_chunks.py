@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mongo_sansio.bson import Binary, Int64, MaxKey, MinKey, ObjectId, Timestamp
-from mongo_sansio.pipeline.chunks import ChunkMapError, chunk_partitions
+from mongo_sansio.pipeline.chunks import ChunkMapError, chunk_partitions, is_sharded
 from mongo_sansio.testing.engine import compare
 from mongo_sansio.testing.engine.query import compile_filter
 from mongo_sansio.testing.sharded.catalog import Chunk, ShardedCollection
@@ -148,3 +148,11 @@ def test_a_missing_shard_key_field_is_read_as_null(key: dict[str, Any]) -> None:
     partitions = chunk_partitions(*_config(collection))
     hits = [p.min for p in partitions if compile_filter(p.query)({"_id": 1})]
     assert hits == [{field: None for field in key}]
+
+
+def test_which_catalog_entries_are_sharded_collections() -> None:
+    entry = {"_id": "db.c", "key": {"_id": 1}, "uuid": Binary(b"0" * 16, 4)}
+    assert is_sharded(entry)
+    assert not is_sharded(None)  # no entry: never sharded
+    assert not is_sharded({**entry, "dropped": True})  # before MongoDB 5.0
+    assert not is_sharded({**entry, "unsplittable": True})  # tracked, not sharded (8.0)
