@@ -26,6 +26,7 @@ which must ask ``loadBalanced: true``), and :attr:`uri` is
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -52,7 +53,9 @@ __all__ = ["SimulatedShardedCluster"]
 class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
     """Start ``mongos`` routers over ``shards`` shards of ``members`` members each on ``host``
     and serve them until closed.  ``auth`` maps user names to passwords (SCRAM, on the
-    routers and the shards alike); ``None`` runs without access control.  ``clock`` is the
+    routers and the shards alike); ``None`` runs without access control.  ``tls``: a
+    server-side :class:`ssl.SSLContext` every listener serves with (the URI then says
+    ``tls=true``).  ``clock`` is the
     monotonic clock the machine sees (a :class:`~._sim_deployment.ManualClock`, also :mod:`.sim`'s, lets a test move time)."""
 
     kind = "simulated sharded cluster"
@@ -71,6 +74,7 @@ class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
         wall_clock: Clock = time.time,
         max_wire_version: int = 21,
         load_balanced: bool = False,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         if shards < 1 or mongos < 1 or members < 1:
             raise ValueError("a sharded cluster needs at least one shard, one mongos and one member per shard")
@@ -90,6 +94,7 @@ class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
         self.config_members: list[str] = []
         self._shard_members: list[list[str]] = []
         self.load_balanced = load_balanced
+        self.tls = tls
         #: the load balancer front's ``host:port`` (``load_balanced=True``), else None
         self.load_balancer: str | None = None
 
@@ -126,7 +131,9 @@ class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
             served: Any = self._cluster
             if self.load_balancer is not None:
                 served = LoadBalancerFront(self._cluster, self.load_balancer, MongosServices(self._cluster))
-            self._server = LoopbackServer(served, list(zip(sockets, addresses, strict=True)), clock=self.clock)
+            self._server = LoopbackServer(
+                served, list(zip(sockets, addresses, strict=True)), clock=self.clock, ssl_context=self.tls
+            )
         except BaseException:
             for sock in sockets:
                 sock.close()
@@ -142,9 +149,10 @@ class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
         ``mongodb://<load balancer>/?loadBalanced=true``."""
         if not self.mongos:
             raise RuntimeError("the simulated sharded cluster is not started")
+        tls = "tls=true" if self.tls is not None else ""
         if self.load_balancer is not None:
-            return f"mongodb://{userinfo}{self.load_balancer}/?loadBalanced=true"
-        return f"mongodb://{userinfo}{','.join(self.mongos)}/"
+            return f"mongodb://{userinfo}{self.load_balancer}/?loadBalanced=true{'&' + tls if tls else ''}"
+        return f"mongodb://{userinfo}{','.join(self.mongos)}/{'?' + tls if tls else ''}"
 
     def shard_names(self) -> list[str]:
         names: list[str] = self.call(lambda cluster, _now: list(cluster.shards))

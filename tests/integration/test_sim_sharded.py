@@ -325,6 +325,67 @@ def test_a_retried_write_goes_to_another_mongos(sc: SimulatedShardedCluster, dri
         opened.close()
 
 
+class _FailedCommands(pymongo.monitoring.CommandListener):
+    """Where each command failed (host, port)."""
+
+    def __init__(self) -> None:
+        self.addresses: list[Any] = []
+
+    def started(self, event: Any) -> None:
+        pass
+
+    def succeeded(self, event: Any) -> None:
+        pass
+
+    def failed(self, event: Any) -> None:
+        self.addresses.append(tuple(event.connection_id))
+
+
+@pytest.mark.parametrize("operation", ["read", "write"])
+@pytest.mark.parametrize("driver", ["pymongo", "ours"])
+def test_a_retry_avoids_the_mongos_that_failed_unless_it_is_the_only_one(sc: SimulatedShardedCluster, driver: str,
+                                                                         operation: str) -> None:
+    """The retryable reads and writes specs' sharded prose tests: each mongos fails the
+    operation once with a retryable error; with both in the seed list the retry goes to the
+    other one (deprioritised: two failures on two mongos, the error raised), with one alone
+    it goes back to it and succeeds."""
+    name = f"p{next(_names)}"
+    command = "find" if operation == "read" else "insert"
+    data: dict[str, Any] = {"failCommands": [command], "errorCode": 6}
+    if operation == "write":
+        data["errorLabels"] = ["RetryableWriteError"]
+
+    def run(uri: str) -> tuple[Any, list[Any]]:
+        listener = _FailedCommands()
+        options = {**OPTIONS, "retryReads": True, "retryWrites": True, "event_listeners": [listener]}
+        opened = MongoClient(uri, **options) if driver == "pymongo" else OurClient(uri, **options)
+        try:
+            opened.admin.command("ping")
+            for mongos in sc.mongos:
+                sc.configure_failpoint(mongos, {"configureFailPoint": "failCommand", "mode": {"times": 1},
+                                                "data": data})
+            try:
+                if operation == "read":
+                    outcome: Any = opened.db[name].find_one({})
+                else:
+                    outcome = opened.db[name].insert_one({"x": 1}).acknowledged
+            except Exception as error:  # (each driver's own OperationFailure)
+                outcome = error
+            return outcome, listener.addresses
+        finally:
+            for mongos in sc.mongos:
+                sc.failpoint_off(mongos)
+            opened.close()
+
+    outcome, failed = run(sc.uri)
+    assert getattr(outcome, "code", None) == 6
+    assert len(failed) == 2 and failed[0] != failed[1]
+    assert {f"{host}:{port}" for host, port in failed} == set(sc.mongos)
+    outcome, failed = run(f"mongodb://{sc.mongos[0]}/")
+    assert not isinstance(outcome, Exception)
+    assert [f"{host}:{port}" for host, port in failed] == [sc.mongos[0]]
+
+
 @pytest.mark.parametrize("family", ["asyncio", "trio"])
 def test_async_clients_crud_transaction_and_change_stream(sc: SimulatedShardedCluster, client: MongoClient[Any],
                                                          family: str) -> None:

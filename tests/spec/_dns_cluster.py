@@ -1,11 +1,12 @@
-"""The deployment the DNS seedlist suite's replica-set cases discover, served by the simulator.
+"""The deployments the DNS seedlist suite's cases discover, served by the simulator.
 
 The suite's README asks for a three-member replica set named ``repl0`` on localhost ports 27017,
 27018 and 27019, started with TLS; the SRV records point at ``localhost.test.build.10gen.cc``
 (and ``localhost.sub.test.build.10gen.cc``), and the members call themselves ``localhost:<port>``.
-:func:`serve_seedlist_replica_set` starts that with :class:`SimulatedReplicaSet`: listening on
+:func:`serve_seedlist_deployment` starts that with :class:`SimulatedReplicaSet`: listening on
 127.0.0.1, advertising ``localhost``, with a trustme CA whose server certificate is valid for
-every name a client reaches the members by.
+every name a client reaches the members by; the load-balanced folder's front on 8000 and the
+sharded folder's two mongos on 27017 and 27018 (:class:`SimulatedShardedCluster`) likewise.
 
 Two set-up choices the README leaves open:
 
@@ -32,9 +33,9 @@ import attrs
 
 if TYPE_CHECKING:
     # mypy reads the source tree, where adapters/ is a top-level folder (docs/architecture.md).
-    from adapters.sim import SimulatedReplicaSet
+    from adapters.sim import SimulatedReplicaSet, SimulatedShardedCluster
 else:
-    from mongo_sansio.adapters.sim import SimulatedReplicaSet
+    from mongo_sansio.adapters.sim import SimulatedReplicaSet, SimulatedShardedCluster
 
 __all__ = [
     "ADVERTISED_HOST",
@@ -46,7 +47,7 @@ __all__ = [
     "ClusterUnavailable",
     "SeedlistCluster",
     "loopback_getaddrinfo",
-    "serve_seedlist_replica_set",
+    "serve_seedlist_deployment",
 ]
 
 LISTEN_HOST = "127.0.0.1"
@@ -66,7 +67,7 @@ class ClusterUnavailable(Exception):
 
 @attrs.frozen
 class SeedlistCluster:
-    replica_set: SimulatedReplicaSet
+    deployment: SimulatedReplicaSet | SimulatedShardedCluster
     ca_file: Path
 
 
@@ -85,14 +86,13 @@ def _taken_port(ports: Collection[int]) -> int | None:
 
 
 @contextlib.contextmanager
-def serve_seedlist_replica_set(
-    workdir: Path, certificate_names: Collection[str], *, load_balanced: bool = False
-) -> Iterator[SeedlistCluster]:
-    """Serve the README's replica set until the context ends; ``certificate_names`` are the
-    host names (and addresses) the server certificate is valid for.  ``load_balanced``: the
-    load-balanced set-up instead, a load balancer front on :data:`LOAD_BALANCER_PORT` (before
-    a one-member replica set without access control on the next port).
-
+def serve_seedlist_deployment(workdir: Path, certificate_names: Collection[str], folder: str) -> Iterator[SeedlistCluster]:
+    """Serve the README's deployment for the suite's ``folder`` until the context ends;
+    ``certificate_names`` are the host names (and addresses) the server certificate is valid
+    for.  ``replica-set``: the replica set on :data:`PORTS`; ``load-balanced``: a load
+    balancer front on :data:`LOAD_BALANCER_PORT` (before a one-member replica set without
+    access control on the next port); ``sharded``: two mongos on 27017 and 27018 (the shards'
+    members and the config server on the next ports), access control as the replica set's.
     Raises :class:`ClusterUnavailable` when trustme is missing or a port is taken.
     """
     try:
@@ -104,20 +104,28 @@ def serve_seedlist_replica_set(
     ca.issue_cert(*certificate_names).configure_cert(context)
     ca_file = workdir / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
-    ports = (LOAD_BALANCER_PORT, LOAD_BALANCER_PORT + 1) if load_balanced else PORTS
-    replica_set = SimulatedReplicaSet(
-        members=1 if load_balanced else len(PORTS),
-        replset=SET_NAME,
-        auth=None if load_balanced else USERS,
-        tls=context,
-        host=LISTEN_HOST,
-        port=ports[0],
-        advertised_host=ADVERTISED_HOST,
-        tls_allow_plain=True,
-        **({"load_balanced": True} if load_balanced else {}),
-    )
+    deployment: Any
+    if folder == "sharded":
+        ports: tuple[int, ...] = tuple(range(PORTS[0], PORTS[0] + 5))  # 2 mongos, 2 shards of 1, config
+        deployment = SimulatedShardedCluster(
+            shards=2, mongos=2, members=1, auth=USERS, tls=context, host=LISTEN_HOST, port=ports[0]
+        )
+    else:
+        load_balanced = folder == "load-balanced"
+        ports = (LOAD_BALANCER_PORT, LOAD_BALANCER_PORT + 1) if load_balanced else PORTS
+        deployment = SimulatedReplicaSet(
+            members=1 if load_balanced else len(PORTS),
+            replset=SET_NAME,
+            auth=None if load_balanced else USERS,
+            tls=context,
+            host=LISTEN_HOST,
+            port=ports[0],
+            advertised_host=ADVERTISED_HOST,
+            tls_allow_plain=True,
+            **({"load_balanced": True} if load_balanced else {}),
+        )
     try:
-        replica_set.start()
+        deployment.start()
     except OSError as exc:
         port = _taken_port(ports)
         where = f"port {port}" if port is not None else f"one of the ports {ports}"
@@ -126,9 +134,9 @@ def serve_seedlist_replica_set(
             f"on {', '.join(map(str, ports))}"
         ) from exc
     try:
-        yield SeedlistCluster(replica_set, ca_file)
+        yield SeedlistCluster(deployment, ca_file)
     finally:
-        replica_set.close()
+        deployment.close()
 
 
 def loopback_getaddrinfo(names: Collection[str], original: GetAddrInfo) -> GetAddrInfo:

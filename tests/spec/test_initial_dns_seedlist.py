@@ -14,13 +14,16 @@ URI through the same DNS server, connects (the README's A records are pinned to 
 patching ``socket.getaddrinfo`` in the test), pings unless ``ping`` is false -- then only a server
 selection runs, which discovers the topology as well -- and its topology's servers are compared
 with ``hosts``/``numHosts``.  The load-balanced cases run against the simulator's load balancer
-front on 127.0.0.1:8000 (a one-member replica set behind it, TLS, no access control).  The
-sharded folder needs mongos deployments the simulator does not provide: one named skip.
+front on 127.0.0.1:8000 (a one-member replica set behind it, TLS, no access control), the
+sharded cases -- srvMaxHosts against mongos -- against a simulated sharded cluster whose two
+mongos listen on 127.0.0.1:27017 and 27018 (TLS, the replica set's users).  One deployment is
+served at a time: the replica set and the sharded cluster share port 27017.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import random
 import socket
@@ -31,12 +34,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from _dns_cluster import (
     ADVERTISED_HOST,
-    SET_NAME,
     USERS,
     ClusterUnavailable,
     SeedlistCluster,
     loopback_getaddrinfo,
-    serve_seedlist_replica_set,
+    serve_seedlist_deployment,
 )
 from _specs import suite_cases
 
@@ -269,38 +271,49 @@ def test_initial_dns_seedlist(
 
 # -- the cluster part --------------------------------------------------------------------------
 
-CLUSTER_SKIPS = {
-    "sharded": (
-        "needs a sharded cluster (mongos on 27017 and 27018, the README's set-up); the simulator "
-        "serves a replica set only"
-    ),
-}
-
 # Every name a client reaches the members by: the A records' names and what hello reports.
 SERVER_NAMES = (*A_RECORDS, ADVERTISED_HOST)
+#: the README's deployment of each folder (the replica set's and the sharded cluster's share ports)
+FOLDERS = ("replica-set", "load-balanced", "sharded")
+
+
+class SeedlistDeployments:
+    """The folders' deployments, one served at a time (started when a case of its folder first
+    asks, the previous one closed then): the replica set and the sharded cluster both need
+    port 27017."""
+
+    def __init__(self, workdir: Path) -> None:
+        self._workdir = workdir
+        self._serving: tuple[str, contextlib.ExitStack, SeedlistCluster] | None = None
+
+    def get(self, folder: str) -> SeedlistCluster:
+        if self._serving is not None and self._serving[0] == folder:
+            return self._serving[2]
+        self.close()
+        stack = contextlib.ExitStack()
+        try:
+            cluster = stack.enter_context(
+                serve_seedlist_deployment(self._workdir / folder, (*SERVER_NAMES, "127.0.0.1"), folder)
+            )
+        except ClusterUnavailable as exc:
+            pytest.skip(f"the {folder} deployment for the cluster part cannot be served: {exc}")
+        self._serving = (folder, stack, cluster)
+        return cluster
+
+    def close(self) -> None:
+        if self._serving is not None:
+            self._serving[1].close()
+            self._serving = None
 
 
 @pytest.fixture(scope="module")
-def seedlist_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeedlistCluster]:
+def seedlist_deployments(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeedlistDeployments]:
     workdir = tmp_path_factory.mktemp("dns-seedlist-cluster")
-    try:
-        with serve_seedlist_replica_set(workdir, (*SERVER_NAMES, "127.0.0.1")) as cluster:
-            yield cluster
-    except ClusterUnavailable as exc:
-        pytest.skip(f"the replica set for the cluster part cannot be served: {exc}")
-
-
-@pytest.fixture(scope="module")
-def seedlist_load_balancer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeedlistCluster]:
-    """The load-balanced folder's deployment: the simulator's load balancer front on 8000."""
-    workdir = tmp_path_factory.mktemp("dns-seedlist-load-balancer")
-    try:
-        with serve_seedlist_replica_set(
-            workdir, (*SERVER_NAMES, "127.0.0.1"), load_balanced=True
-        ) as cluster:
-            yield cluster
-    except ClusterUnavailable as exc:
-        pytest.skip(f"the load balancer for the cluster part cannot be served: {exc}")
+    for folder in FOLDERS:
+        (workdir / folder).mkdir()
+    deployments = SeedlistDeployments(workdir)
+    yield deployments
+    deployments.close()
 
 
 def _select_a_server() -> Flow[ServerInfo]:
@@ -332,15 +345,12 @@ def _check_cluster(
     request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    if folder in CLUSTER_SKIPS:
-        pytest.skip(CLUSTER_SKIPS[folder])
-    assert folder in ("replica-set", "load-balanced"), f"no cluster set-up for the {folder!r} folder"
+    assert folder in FOLDERS, f"no cluster set-up for the {folder!r} folder"
     reason = _unknown_credential(parse_uri(case["uri"]))
     if reason is not None:
         pytest.skip(reason)
-    fixture = "seedlist_load_balancer" if folder == "load-balanced" else "seedlist_cluster"
-    cluster: SeedlistCluster = request.getfixturevalue(fixture)
-    assert cluster.replica_set.replset == SET_NAME
+    deployments: SeedlistDeployments = request.getfixturevalue("seedlist_deployments")
+    cluster = deployments.get(folder)
     monkeypatch.setattr(
         socket, "getaddrinfo", loopback_getaddrinfo(SERVER_NAMES, socket.getaddrinfo)
     )

@@ -19,7 +19,7 @@ from .driver import DRIVER_ENV, Driver, pymongo_driver, sansio_driver, selected_
 from .matching import Matcher, UnsupportedInTest
 from .requirements import Deployment, requirements_reason
 from .runner import TestRunner
-from .suite import DeploymentPool, run_case, unified_cases
+from .suite import DeploymentPool, SharedSimulators, run_case, unified_cases
 
 __all__ = [
     "DRIVER_ENV",
@@ -27,6 +27,7 @@ __all__ = [
     "DeploymentPool",
     "Driver",
     "Matcher",
+    "SharedSimulators",
     "TestRunner",
     "UnsupportedInTest",
     "pymongo_driver",

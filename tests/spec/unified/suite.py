@@ -6,7 +6,8 @@
 * :class:`DeploymentPool` -- simulators started lazily per topology (a replica set; a
   standalone when the simulator offers ``standalone=True``; a one-member replica set behind
   the simulator's load balancer front, for files and tests that ask for a ``load-balanced``
-  topology) and per access control: one
+  topology; a sharded cluster, the session's :class:`SharedSimulators`', for what needs
+  one) and per access control: one
   without, and, for files that ask for ``auth: true``, one whose clients authenticate with
   SCRAM as a user of the admin database; each reused by every test of a module.
 * :func:`run_case` -- pick the first deployment that meets the file's and the test's
@@ -44,16 +45,17 @@ else:
 from mongo_sansio.testing.server.commands_admin import VERSIONS
 from mongo_sansio.testing.server.oidc import mint_hs256
 
-__all__ = ["DeploymentPool", "run_case", "unified_cases"]
+__all__ = ["DeploymentPool", "SharedSimulators", "run_case", "unified_cases"]
 
 TOPOLOGIES = ("replicaset", "single")
 #: started only for requirements that name it (see choose_deployment), or for every test
 #: that allows it with $MONGO_SANSIO_UNIFIED_TOPOLOGY=load-balanced (the load balancer spec
 #: asks drivers to run every unified suite against a load-balanced deployment too)
 LOAD_BALANCED = "load-balanced"
-#: opt-in (MONGO_SANSIO_SHARDED_SPECS=1): also a sharded cluster (two mongos over two
-#: three-member shards), tried after the others, for the files that need one
-SHARDED_OPT_IN = "MONGO_SANSIO_SHARDED_SPECS"
+#: a sharded cluster (two mongos over two three-member shards), tried after the others, for
+#: the files that need one: one per session (SharedSimulators); MONGO_SANSIO_SHARDED_SPECS=0
+#: leaves it out
+SHARDED_SWITCH = "MONGO_SANSIO_SHARDED_SPECS"
 TOPOLOGY_ENV = "MONGO_SANSIO_UNIFIED_TOPOLOGY"
 #: the user that clients of an auth-enabled deployment authenticate as (admin database)
 AUTH_USER = ("unified-runner", "simulated-secret")
@@ -98,18 +100,44 @@ def unified_cases(suite: str, driver: Driver, *, prefix: str = "") -> list[Any]:
     return marked
 
 
-class DeploymentPool:
-    """Simulated deployments by topology, started on first use and closed by :meth:`close`."""
+class SharedSimulators:
+    """Simulators kept for a whole test session, shared by every module's pool: the sharded
+    clusters (one per access control and wire version), each started on first use, so the
+    suites that need one pay for starting it once."""
 
-    def __init__(self, driver: Driver) -> None:
+    def __init__(self) -> None:
+        self._simulators: dict[tuple[bool, int], Any] = {}
+
+    def sharded(self, users: dict[str, str] | None, wire_version: int) -> Any:
+        key = (users is not None, wire_version)
+        if key not in self._simulators:
+            self._simulators[key] = _sharded_cluster(users, wire_version).start()
+        return self._simulators[key]
+
+    def close(self) -> None:
+        for simulator in self._simulators.values():
+            simulator.close()
+        self._simulators.clear()
+
+
+def _sharded_cluster(users: dict[str, str] | None, wire_version: int) -> Any:
+    return SimulatedShardedCluster(shards=2, mongos=2, members=3, auth=users, max_wire_version=wire_version)
+
+
+class DeploymentPool:
+    """Simulated deployments by topology, started on first use and closed by :meth:`close`
+    (the sharded clusters of ``shared``, when given, are the session's: not closed here)."""
+
+    def __init__(self, driver: Driver, shared: SharedSimulators | None = None) -> None:
         self.driver = driver
+        self._shared = shared
         # by (topology, auth, wire version)
         self._deployments: dict[tuple[str, bool, int], Deployment] = {}
         self._simulators: list[Any] = []
 
     def available(self) -> tuple[str, ...]:
         found = TOPOLOGIES if standalone_supported() else TOPOLOGIES[:1]
-        if os.environ.get(SHARDED_OPT_IN) == "1":
+        if os.environ.get(SHARDED_SWITCH) != "0":
             found = (*found, "sharded")
         return found
 
@@ -134,13 +162,17 @@ class DeploymentPool:
             shape.update(oidc_secret=OIDC_SECRET, oidc_audience=OIDC_AUDIENCE)
             token_file = _oidc_token_file()
         simulator: Any
-        if topology == "sharded":
+        if topology == "sharded" and self._shared is not None:
             token_file = None
-            simulator = SimulatedShardedCluster(shards=2, mongos=2, members=3, auth=users, max_wire_version=wire_version)
+            simulator = self._shared.sharded(users, wire_version)
         else:
-            simulator = SimulatedReplicaSet(**shape, auth=users, max_wire_version=wire_version)
-        simulator.start()
-        self._simulators.append(simulator)
+            if topology == "sharded":
+                token_file = None
+                simulator = _sharded_cluster(users, wire_version)
+            else:
+                simulator = SimulatedReplicaSet(**shape, auth=users, max_wire_version=wire_version)
+            simulator.start()
+            self._simulators.append(simulator)
         deployment = Deployment(
             members=list(simulator.mongos if topology == "sharded" else simulator.members),
             topology=topology,
