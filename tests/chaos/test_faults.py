@@ -12,6 +12,7 @@ import pytest
 
 from mongo_sansio.adapters.chaos import Fault, run_world
 from mongo_sansio.adapters.chaos.world import World
+from mongo_sansio.adapters.cli import main
 from mongo_sansio.bson import Timestamp
 from mongo_sansio.testing.server import dispatch, oplog, replication
 
@@ -105,3 +106,11 @@ def test_a_resume_that_skips_lost_history_is_caught(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(oplog.Oplog, "first_timestamp", property(lambda self: None))
     outcome = run_world(34, steps=STEPS, workload="mixed", kinds=("truncate",))
     assert not outcome.ok and "change stream consumer never saw" in (outcome.violation or ""), outcome.line()
+
+
+def test_the_command_takes_the_new_kinds_by_their_names(capsys: pytest.CaptureFixture[str]) -> None:
+    lines = []
+    for faults in ("isolate,rollback,clock,truncate", "truncation,clock-jumps,rollbacks,member-partitions"):
+        assert main(["chaos", "--seed", "3", "--steps", "4", "--faults", faults]) == 0
+        lines.append(capsys.readouterr().out)
+    assert lines[0] == lines[1] and lines[0].startswith("seed 3: ok, trace ")
