@@ -308,6 +308,15 @@ class SimulatedReplicaSet(LoopbackDeployment[ReplicaSet]):
     def set_lag(self, member: str, seconds: float) -> None:
         self.call(lambda cluster, _now: cluster.set_lag(member, seconds))
 
+    def isolate(self, member: str) -> None:
+        """Cut ``member`` off from the other members (clients still reach it): an isolated
+        primary steps down after the election timeout and the others elect one (at the
+        cluster's next tick: any request or timer), rolling back what only it had."""
+        self.call(lambda cluster, now: cluster.isolate(member, now))
+
+    def reconnect(self, member: str) -> None:
+        self.call(lambda cluster, now: cluster.reconnect(member, now))
+
     def configure_failpoint(self, member: str, command: Mapping[str, Any]) -> dict[str, Any]:
         """Run a ``configureFailPoint`` command document on ``member`` directly (without a
         client), e.g. ``{"configureFailPoint": "failCommand", "mode": {"times": 1},

@@ -103,9 +103,10 @@ _ALIASES = {
     "partitions": "partition", "cuts": "cut", "delay": "stall", "delays": "stall",
     "stalls": "stall", "stepdowns": "stepdown", "election": "stepdown", "elections": "stepdown",
     "crashes": "crash", "restart": "crash", "restarts": "crash", "failpoints": "failpoint",
-    "failcommand": "failpoint", "isolation": "isolate", "member-partition": "isolate",
-    "rollbacks": "rollback", "clocks": "clock", "clock-jump": "clock", "truncation": "truncate",
-    "oplog-truncation": "truncate",
+    "failcommand": "failpoint", "isolation": "isolate", "isolations": "isolate",
+    "member-partition": "isolate", "member-partitions": "isolate", "rollbacks": "rollback",
+    "clocks": "clock", "clock-jump": "clock", "clock-jumps": "clock", "truncation": "truncate",
+    "oplog-truncation": "truncate", "history-lost": "truncate",
 }
 
 

@@ -406,15 +406,20 @@ class World:
 
         writes = documents("writes")
         applied = list(writes.get("counter", {}).get("applied", []))
+        rolled_back = self._rolled_back_writes()
         for kind, key, w, ok in self.writes:
             if kind == "insert" and ok and w == "majority" and key not in writes:
                 self.violate(f"acknowledged w:majority insert {key} was lost")
+            elif kind == "insert" and ok and key not in writes and key not in rolled_back:
+                self.violate(f"acknowledged w:{w} insert {key} was lost, and no rollback took it")
             if kind == "update":
                 times = applied.count(key)
                 if times > 1:
                     self.violate(f"retried update {key} was applied {times} times")
                 elif ok and times == 0 and w == "majority":
                     self.violate(f"acknowledged w:majority update {key} was lost")
+                elif ok and times == 0 and key not in rolled_back:
+                    self.violate(f"acknowledged w:{w} update {key} was lost, and no rollback took it")
         bank = documents("bank")
         a, b = bank.get("a", {}).get("n"), bank.get("b", {}).get("n")
         if a is not None and b is not None:
@@ -435,6 +440,20 @@ class World:
         if replication is None:
             return set()
         return {entry.ts for rollback in replication.rollbacks for entry in rollback.entries}
+
+    def _rolled_back_writes(self) -> set[Any]:
+        """The keys of the workloads' writes a rollback took back (a w:1 write may be lost
+        only so): inserted ids, and the keys pushed by a rolled-back counter update."""
+        keys: set[Any] = set()
+        for rollback in self.cluster.replication.rollbacks:
+            for entry in rollback.entries:
+                for op in entry.operations():
+                    if op.ns != "chaos.writes" or op.document_key is None:
+                        continue
+                    keys.add(op.document_key.get("_id"))
+                    before = (op.before or {}).get("applied", [])
+                    keys.update(key for key in (op.after or {}).get("applied", []) if key not in before)
+        return keys
 
     def _check_feed(self) -> None:
         if self.workload not in ("change-streams", "mixed"):

@@ -268,6 +268,20 @@ def test_a_manual_clock_moves_the_simulator_time(clients: list[MongoClient[Any]]
         client.close()
 
 
+def test_an_isolated_primary_is_replaced_after_the_election_timeout() -> None:
+    clock = ManualClock()
+    with SimulatedReplicaSet(members=3, clock=clock) as replica_set:
+        first = replica_set.primary
+        replica_set.isolate(first)
+        clock.advance(5)
+        assert replica_set.primary == first  # mongod's electionTimeoutMillis is 10 s
+        clock.advance(6)
+        assert replica_set.primary == replica_set.members[1]
+        replica_set.reconnect(first)
+        clock.advance(11)
+        assert replica_set.primary == replica_set.members[1]
+
+
 # --- compression, TLS, Unix sockets --------------------------------------------------------
 
 

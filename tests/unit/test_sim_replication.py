@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sim_wire_client import MEMBERS, PRIMARY, SECONDARY, THIRD, Client, make_cluster
 
 from mongo_sansio.bson import Timestamp
+from mongo_sansio.errors import LocalProtocolError
 
 
 def _lagging(seconds: float = 2.0) -> Any:
@@ -198,3 +200,25 @@ def test_truncation_keeps_what_is_not_majority_committed() -> None:
     point = cluster.replication.commit_point
     cluster.truncate_oplog(Timestamp(2**31 - 1, 0))
     assert cluster.oplog.first_timestamp == point
+
+
+def test_a_limited_oplog_keeps_its_newest_entries_until_the_limit_is_lifted() -> None:
+    cluster = make_cluster()
+    client = Client(cluster)
+    cluster.limit_oplog(2)
+    for i in range(5):
+        client.command({"insert": "c", "documents": [{"_id": i}], "writeConcern": {"w": 1}})
+        assert len(cluster.oplog.entries) <= 2
+    cluster.limit_oplog(None)
+    for i in range(5, 8):
+        client.command({"insert": "c", "documents": [{"_id": i}], "writeConcern": {"w": 1}})
+    assert len(cluster.oplog.entries) == 5
+
+
+def test_a_member_that_sees_no_majority_cannot_be_elected() -> None:
+    cluster = make_cluster()
+    cluster.isolate(SECONDARY, 100.0)
+    with pytest.raises(LocalProtocolError, match="does not see a majority"):
+        cluster.elect(SECONDARY, 100.0)
+    cluster.step_down(100.0)
+    assert cluster.primary == THIRD  # the next member that sees a majority

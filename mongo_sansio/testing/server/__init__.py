@@ -29,7 +29,11 @@ Construction (the interface the socket server codes against)::
 Fault controls on the cluster: ``cluster.step_down(now, successor=None)`` (the next running
 member is elected unless ``successor`` names one), ``cluster.elect(address, now)``,
 ``cluster.stop(address, now)``, ``cluster.restart(address, now)``, ``cluster.set_lag(address,
-seconds)``.  They raise :class:`~mongo_sansio.errors.LocalProtocolError` for an unknown
+seconds)``; replication faults (:mod:`.replication`): ``cluster.isolate(address, now)`` /
+``cluster.reconnect(address, now)`` (a member partition; elections follow from ``tick`` after
+``cluster.replication.election_timeout``), ``cluster.jump_clock(address, seconds)``,
+``cluster.truncate_oplog(ts)``, ``cluster.limit_oplog(entries)``; what was rolled back is in
+``cluster.replication.rollbacks``.  They raise :class:`~mongo_sansio.errors.LocalProtocolError` for an unknown
 address (or electing a stopped member, or electing while a majority is stopped).  A stop that
 leaves fewer than a majority running makes the primary step down; the restart that makes a
 majority again elects one.  The cluster is not thread-safe: a threaded server

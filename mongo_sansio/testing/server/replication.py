@@ -44,7 +44,7 @@ What this module must not know: commands, replies, the wire.
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -119,9 +119,9 @@ class Replication:
 
     def unsettle(self, now: float) -> None:
         """Members lost or regained sight of each other: an election may follow after the
-        election timeout."""
-        if self._unsettled_since is None:
-            self._unsettled_since = now
+        election timeout (counted from the latest change: a primary that has just lost its
+        majority does not step down before the timeout, whatever happened before)."""
+        self._unsettled_since = now
 
     def initiated(self) -> None:
         """The set was initiated: every member has the first entry."""
@@ -305,11 +305,3 @@ class Replication:
                 del collections[created]
         # other catalogue changes are not undone (the simulator's workloads do not roll them
         # back; mongod would): they stay, and the rollback file still lists them
-
-    def describe(self) -> dict[str, Any]:
-        """The replication state, for tests and traces."""
-        return {
-            "applied": {a: self.applied(a) for a in self.cluster.members},
-            "commit_point": self.commit_point,
-            "isolated": sorted(self.isolated),
-        }
