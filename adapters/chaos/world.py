@@ -117,6 +117,11 @@ class World:
         else:
             self.cluster = ReplicaSet(list(members), seed=seed, now=self.loop.now, oplog_size=self.oplog_entries)
             uri = f"mongodb://{','.join(members)}/?replicaSet=rs0"
+            # replication lag (a draw of its own: the other draws stay): a lagging secondary
+            # holds a causal read until it has applied the session's time
+            lags = random.Random(f"mongo-sansio chaos lag {seed}")
+            for member in members:
+                self.cluster.set_lag(member, lags.choice((0.0, 0.0, 0.3, 1.5)))
         self.network = Network(self.loop, self.cluster)
         self.runtime = VirtualRuntime(self.loop, self.network, self.rng)
         options: dict[str, Any] = {"retryWrites": True, "serverSelectionTimeoutMS": 30000}

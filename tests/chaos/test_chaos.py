@@ -57,7 +57,7 @@ def test_a_sweep_of_each_workload_passes(workload: str) -> None:
 @pytest.mark.parametrize("workload", sorted(WORKLOADS))
 def test_each_workload_runs_on_the_sharded_world(workload: str) -> None:
     """Two mongos over two shards (--world sharded): the same workloads and invariants."""
-    outcomes = [run_world(seed, steps=STEPS, workload=workload, deployment="sharded") for seed in (200, 201)]
+    outcomes = [run_world(seed, steps=STEPS, workload=workload, deployment="sharded") for seed in (200,)]
     assert [o.line() for o in outcomes if not o.ok] == []
     assert all(o.virtual_seconds > 5 for o in outcomes)
 
