@@ -1,4 +1,5 @@
-"""One simulated world: a replica set, a client, workloads and faults, run from a seed.
+"""One simulated world: a replica set (or a sharded cluster), a client, workloads and faults,
+run from a seed.
 
 :func:`run_world` builds the world for a seed, runs the setup, the workloads under the
 seed's fault schedule, then brings it to quiescence (every fault ended) and checks the
@@ -13,6 +14,11 @@ Invariants (the first broken one is reported):
 - a change-stream consumer sees every committed insert exactly once, in order, across its
   resumes, or says it cannot resume;
 - a transaction is all or nothing to every reader, and every committed transfer is kept;
+- a causal session reads its own writes and never goes back in time;
+- every committed event of the Spark workload is in its sink exactly once, in order per key
+  (:mod:`.spark`);
+- a server session whose command failed with a network error is never handed out again;
+- in the sharded world (:mod:`.sharded`), a transaction's statements stay on its mongos;
 - every operation with a deadline (the client's timeoutMS) ends by it in virtual time, and
   nothing waits forever;
 - at quiescence no pool connection is checked out, no server session is held, no transaction
