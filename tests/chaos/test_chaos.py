@@ -117,6 +117,18 @@ def test_the_command_reports_the_shrunk_schedule(
     assert "3 seeds: 2 ok, 1 broken" in captured.err
 
 
+def test_the_command_reproduces_an_unpinned_transaction_in_the_sharded_world(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MUTANTS["unpinned_transaction"][0](monkeypatch)
+    argv = ["chaos", "--seed", "0", "--workload", "transactions", "--faults", "none", "--world", "sharded"]
+    assert main(argv) == 1
+    line = capsys.readouterr().out.strip()
+    pattern = (r"^seed 0: BROKEN transaction \('[0-9a-f]+', \d+\)'s update went to m\d.sim:27017, not to "
+               r"m\d.sim:27017 where it began; shortest fault schedule \(0 of 0\): none$")
+    assert re.match(pattern, line), line
+
+
 @pytest.mark.parametrize("argv", [["--seed", "1", "--seeds", "1..2"], ["--seeds", "3..1"], ["--seed", "1", "--faults", "flood"], ["--seed", "1", "--workload", "nope"], ["--seed", "1", "--world", "moon"]])
 def test_bad_arguments_are_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
