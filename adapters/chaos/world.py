@@ -17,7 +17,8 @@ Invariants (the first broken one is reported):
 - a causal session reads its own writes and never goes back in time;
 - every committed event of the Spark workload is in its sink exactly once, in order per key
   (:mod:`.spark`);
-- a server session whose command failed with a network error is never handed out again;
+- a server session whose command was cut before its answer (a network error, cancelled) is
+  never handed out again;
 - in the sharded world (:mod:`.sharded`), a transaction's statements stay on its mongos;
 - every operation with a deadline (the client's timeoutMS) ends by it in virtual time, and
   nothing waits forever;
@@ -203,10 +204,10 @@ class World:
             self.sessions_held += 1
             session = acquire(*args)
             key = _lsid_key(session.session_id)
-            if key in self.commands.cut_sessions:
+            if self.commands.was_cut(key):
                 # the server may still run the cut command under it (a transaction statement,
                 # a retryable write): mongod would see two operations' state mixed in one session
-                self.violate(f"server session {key}, whose connection failed mid-command, was handed out again")
+                self.violate(f"server session {key}, whose command was cut before its answer, was handed out again")
             return session
 
         def counted_release(*args: Any) -> Any:
@@ -472,9 +473,14 @@ class _Commands(CommandListener):
         self._aborts: dict[int, tuple[str, int]] = {}
         #: sessions (lsid keys) a command of which failed with a network error
         self.cut_sessions: set[str] = set()
-        self._sessions: dict[int, str] = {}
+        self._sessions: dict[int, str] = {}  # commands in flight (never answered: cancelled) -> lsid
         #: session (lsid key) -> the afterClusterTime its last read carried
         self.after_cluster_time: dict[str, Any] = {}
+
+    def was_cut(self, lsid: str) -> bool:
+        """Whether a command of the session failed with a network error or was abandoned
+        (cancelled, timed out) before its answer."""
+        return lsid in self.cut_sessions or lsid in self._sessions.values()
 
     def started(self, event: Any) -> None:
         command = event.command
