@@ -1,4 +1,5 @@
-"""One simulated world: a replica set, a client, workloads and faults, run from a seed.
+"""One simulated world: a replica set (or a sharded cluster), a client, workloads and faults,
+run from a seed.
 
 :func:`run_world` builds the world for a seed, runs the setup, the workloads under the
 seed's fault schedule, then brings it to quiescence (every fault ended) and checks the
@@ -13,6 +14,12 @@ Invariants (the first broken one is reported):
 - a change-stream consumer sees every committed insert exactly once, in order, across its
   resumes, or says it cannot resume;
 - a transaction is all or nothing to every reader, and every committed transfer is kept;
+- a causal session reads its own writes and never goes back in time;
+- every committed event of the Spark workload is in its sink exactly once, in order per key
+  (:mod:`.spark`);
+- a server session whose command was cut before its answer (a network error, cancelled) is
+  never handed out again;
+- in the sharded world (:mod:`.sharded`), a transaction's statements stay on its mongos;
 - every operation with a deadline (the client's timeoutMS) ends by it in virtual time, and
   nothing waits forever;
 - at quiescence no pool connection is checked out, no server session is held, no transaction
@@ -127,6 +134,11 @@ class World:
             for member, lag in zip(MEMBERS, self.lags, strict=True):
                 self.cluster.set_lag(member, lag)
             uri = f"mongodb://{','.join(members)}/?replicaSet=rs0"
+            # replication lag (a draw of its own: the other draws stay): a lagging secondary
+            # holds a causal read until it has applied the session's time
+            lags = random.Random(f"mongo-sansio chaos lag {seed}")
+            for member in members:
+                self.cluster.set_lag(member, lags.choice((0.0, 0.0, 0.3, 1.5)))
         self.network = Network(self.loop, self.cluster)
         self.runtime = VirtualRuntime(self.loop, self.network, self.rng)
         options: dict[str, Any] = {"retryWrites": True, "serverSelectionTimeoutMS": 30000}
@@ -204,10 +216,10 @@ class World:
             self.sessions_held += 1
             session = acquire(*args)
             key = _lsid_key(session.session_id)
-            if key in self.commands.cut_sessions:
+            if self.commands.was_cut(key):
                 # the server may still run the cut command under it (a transaction statement,
                 # a retryable write): mongod would see two operations' state mixed in one session
-                self.violate(f"server session {key}, whose connection failed mid-command, was handed out again")
+                self.violate(f"server session {key}, whose command was cut before its answer, was handed out again")
             return session
 
         def counted_release(*args: Any) -> Any:
@@ -518,9 +530,14 @@ class _Commands(CommandListener):
         self.cluster_time_regressions: list[str] = []
         #: sessions (lsid keys) a command of which failed with a network error
         self.cut_sessions: set[str] = set()
-        self._sessions: dict[int, str] = {}
+        self._sessions: dict[int, str] = {}  # commands in flight (never answered: cancelled) -> lsid
         #: session (lsid key) -> the afterClusterTime its last read carried
         self.after_cluster_time: dict[str, Any] = {}
+
+    def was_cut(self, lsid: str) -> bool:
+        """Whether a command of the session failed with a network error or was abandoned
+        (cancelled, timed out) before its answer."""
+        return lsid in self.cut_sessions or lsid in self._sessions.values()
 
     def started(self, event: Any) -> None:
         command = event.command

@@ -118,7 +118,7 @@ MUTANTS: dict[str, tuple[Mutant, str, str, range, str]] = {
     "broken_link_not_checked_in": (broken_link_not_checked_in, "cancellation", "none", range(0, 20), "replica-set"),
     "ignored_deadline": (ignored_deadline, "retryable-writes", "all", range(20, 40), "replica-set"),
     "resume_from_previous_token": (resume_from_previous_token, "change-streams", "all", range(0, 20), "replica-set"),
-    "no_abort_after_cut_commit": (no_abort_after_cut_commit, "mixed", "none", range(70, 90), "replica-set"),
+    "no_abort_after_cut_commit": (no_abort_after_cut_commit, "mixed", "none", range(72, 92), "replica-set"),
     "batch_drops_its_end_event": (batch_drops_its_end_event, "spark-offsets", "none", range(0, 10), "replica-set"),
     "dirty_session_put_back": (dirty_session_put_back, "retryable-writes", "all", range(0, 20), "replica-set"),
     "causal_read_without_after_cluster_time": (

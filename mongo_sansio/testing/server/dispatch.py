@@ -52,6 +52,7 @@ from mongo_sansio.testing.server.context import (
 from mongo_sansio.testing.server.db_stats import DB_STATS_COMMANDS
 from mongo_sansio.testing.server.failpoints import FailAction, Target
 from mongo_sansio.testing.server.handshake import topology_version
+from mongo_sansio.testing.server.read_concern import wait_for_cluster_time
 from mongo_sansio.testing.server.replset import PRIMARY
 from mongo_sansio.testing.server.sessions import first_statement
 from mongo_sansio.testing.server.transactions import (
@@ -248,7 +249,15 @@ def _execute(ctx: Context) -> Outcome:
         return _held_back(
             ctx, spec, action.block_ms, lambda: finish(ctx, _after_block(ctx, spec, blocked))
         )
-    return _after_block(ctx, spec, action)
+
+    def answer() -> Outcome:
+        try:
+            return finish(ctx, _after_block(ctx, spec, action))
+        except CommandError as error:
+            return _failed(ctx, spec, error)
+
+    # a read after a cluster time this member has not applied yet waits for it (mongod too)
+    return wait_for_cluster_time(ctx, _max_time_ms(ctx), answer) or _after_block(ctx, spec, action)
 
 
 def preload_client_metadata(ctx: Context) -> None:
