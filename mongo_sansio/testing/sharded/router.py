@@ -442,31 +442,47 @@ def _distinct(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> di
     return {"values": [document["v"] for document in ordered], "ok": 1.0}
 
 
-def _locate(router: Router, ctx: Context, ns: str, query: Any, collation: Any, upsert_seed: Any) -> list[str]:
+def _locate(router: Router, ctx: Context, ns: str, query: Any, collation: Any, upsert_seed: Any,
+            sort: Any = None) -> list[str]:
     """The shard a single-document write goes to: the one its shard key names, else the
-    first holding a match, else (an upsert) the one the new document would live on."""
+    one holding the first match (by ``sort``, a findAndModify's, compared across the shards'
+    first matches as mongod's two-phase write does), else (an upsert) the one the new
+    document would live on."""
     catalog = router.cluster.catalog
     targets = catalog.shards_for_filter(ns, query)
     if len(targets) == 1:
         return targets
     name = ns.partition(".")[2]
+    firsts: list[dict[str, Any]] = []
     for shard in targets:
-        find: dict[str, Any] = {"find": name, "filter": query or {}, "limit": 1, "projection": {"_id": 1}}
+        find: dict[str, Any] = {"find": name, "filter": query or {}, "limit": 1}
+        if sort:
+            find["sort"] = sort
+        else:
+            find["projection"] = {"_id": 1}
         if collation is not None:
             find["collation"] = collation
-        if router.drain(ctx, shard, find):
+        found = router.drain(ctx, shard, find)
+        if found and not sort:
             return [shard]
+        firsts.extend({"shard": shard, "document": document} for document in found)
+    if firsts:
+        ordering = {f"document.{field}": direction for field, direction in sort.items()}
+        chosen = sort_documents(firsts, ordering, parse_collation(collation) if collation is not None else None)
+        return [str(chosen[0]["shard"])]
     if upsert_seed is not None:
         return [catalog.shard_for_document(ns, upsert_seed)]
     return targets[:1]
 
 
-def _statement_shards(router: Router, ctx: Context, ns: str, query: Any, many: bool, collation: Any, upsert: bool) -> list[str]:
+def _statement_shards(router: Router, ctx: Context, ns: str, query: Any, many: bool, collation: Any, upsert: bool,
+                      sort: Any = None) -> list[str]:
     if many:
         return router.cluster.catalog.shards_for_filter(ns, query)
     key = router.cluster.catalog.sharded(ns)
     seed = (equality_point(key.key, query) or {}) if key is not None and upsert else None
-    return _locate(router, ctx, ns, query, collation, seed if upsert else None)
+    return _locate(router, ctx, ns, query, collation, seed if upsert else None,
+                   sort if isinstance(sort, Mapping) and sort else None)
 
 
 def _insert(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
@@ -597,7 +613,8 @@ def _runs(groups: dict[str, list[tuple[int, Any]]]) -> list[dict[str, list[tuple
 
 
 def _find_and_modify(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
-    shards = _statement_shards(router, ctx, ns, body.get("query"), False, body.get("collation"), bool(body.get("upsert")))
+    shards = _statement_shards(router, ctx, ns, body.get("query"), False, body.get("collation"), bool(body.get("upsert")),
+                               body.get("sort"))
     reply = router.send(ctx, shards[0], body)
     if _may_change_key(router, ns, body.get("update")):
         _place(router, ns)
