@@ -21,6 +21,7 @@ import pytest
 pymongo = pytest.importorskip("pymongo")
 from integration_helpers import cli_process, first_line_uri  # noqa: E402
 from pymongo import MongoClient  # noqa: E402
+from pymongo.errors import OperationFailure  # noqa: E402
 
 OPTIONS: dict[str, Any] = {"serverSelectionTimeoutMS": 5000, "connectTimeoutMS": 3000, "socketTimeoutMS": 10000}
 _names = itertools.count()
@@ -64,3 +65,39 @@ def test_find_one_and_modify_without_the_shard_key_takes_the_first_match_by_sort
                                     return_document=True) == {"_id": 2, "x": 2, "s": 1}
     assert coll.find_one_and_replace({"x": 0}, {"x": 0, "r": 1}, sort=[("_id", -1)])["_id"] == 27
     assert coll.find_one({"r": 1})["_id"] == 27
+
+
+def test_a_sharded_collection_renamed_keeps_its_documents_key_and_chunks(client: MongoClient[Any]) -> None:
+    """mongod 5.0 and later rename a sharded collection on every shard (same database only)."""
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i} for i in range(20)])
+    uuid = client.config.collections.find_one({"_id": coll.full_name})["uuid"]
+    renamed = coll.rename(f"{coll.name}_renamed")
+    assert renamed["ok"] == 1.0
+    new = client.fid[f"{coll.name}_renamed"]
+    assert sorted(d["_id"] for d in new.find()) == list(range(20))
+    assert coll.count_documents({}) == 0
+    entry = client.config.collections.find_one({"_id": new.full_name})
+    assert entry["key"] == {"_id": "hashed"} and entry["uuid"] == uuid
+    assert client.config.collections.find_one({"_id": coll.full_name}) is None
+    new.insert_one({"_id": 100})
+    assert new.find_one({"_id": 100}) == {"_id": 100}
+    assert f"{coll.name}_renamed" in client.fid.list_collection_names()
+    with pytest.raises(OperationFailure) as raised:
+        client.admin.command("renameCollection", new.full_name, to=f"other.{new.name}")
+    assert raised.value.code == 125 and raised.value.details["codeName"] == "CommandFailed"
+    client.fid.taken.insert_one({"_id": 1})
+    with pytest.raises(OperationFailure) as raised:
+        new.rename("taken")
+    assert raised.value.code == 48
+    assert new.count_documents({}) == 21
+    new.rename("taken", dropTarget=True)
+    assert client.fid.taken.count_documents({}) == 21
+
+
+def test_an_unsharded_collection_renames_on_its_databases_primary_shard(client: MongoClient[Any]) -> None:
+    client.admin.command("enableSharding", "fidun", primaryShard="shard1")
+    client.fidun.a.insert_many([{"_id": i} for i in range(3)])
+    client.fidun.a.rename("b")
+    assert client.fidun.list_collection_names() == ["b"]
+    assert client.fidun.b.count_documents({}) == 3

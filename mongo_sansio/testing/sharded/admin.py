@@ -25,7 +25,7 @@ from mongo_sansio.testing.server.oplog import wall_datetime
 if TYPE_CHECKING:
     from mongo_sansio.testing.sharded.router import Router
 
-__all__ = ["ROUTER_COMMANDS", "run"]
+__all__ = ["ROUTER_COMMANDS", "rename_collection", "run"]
 
 ROUTER_COMMANDS = frozenset({
     "enableSharding", "enablesharding", "shardCollection", "shardcollection", "split", "moveChunk", "movechunk",
@@ -254,6 +254,40 @@ def _config_read(router: Router, ctx: Context) -> dict[str, Any]:
         documents.extend(more["cursor"].get("nextBatch", []))
         cursor_id = int(more["cursor"].get("id", 0))
     return router.open_cursor(ctx, str(cursor.get("ns")), documents)
+
+
+def rename_collection(router: Router, ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
+    """renameCollection as mongos runs it: an unsharded collection on its database's primary
+    shard; a sharded one (mongod 5.0 and later) on every shard, within its database only,
+    keeping its key and chunks under the new name.  A sharded target replaced (dropTarget)
+    leaves every shard and the catalog."""
+    source, target = body.get("renameCollection"), body.get("to")
+    if not isinstance(source, str) or not isinstance(target, str):
+        return router.send(ctx, router.cluster.catalog.primary_shard("admin"), body)
+    catalog = router.cluster.catalog
+    sharded = catalog.sharded(source) is not None
+    if sharded and source.partition(".")[0] != target.partition(".")[0]:
+        raise CommandError(125, "CommandFailed", f"Source and destination collections must be on the same database "
+                                                 f"because {source} is sharded.")
+    primary = catalog.primary_shard(source.partition(".")[0])
+    target_db, _, target_name = target.partition(".")
+    exists = catalog.sharded(target) is not None or router.cluster.shards[primary].collection(target_db, target_name) is not None
+    if sharded and exists and not body.get("dropTarget"):  # (checked before any shard renames)
+        raise CommandError(48, "NamespaceExists", f"a collection '{target}' already exists")
+    replaced = catalog.sharded(target) is not None and bool(body.get("dropTarget"))
+    if replaced and not sharded:
+        for shard in catalog.shards_for_filter(target, None):
+            if shard != primary:
+                router.cluster.call(router.cluster.shards[shard], target_db, {"drop": target_name}, ctx.now,
+                                    user=ctx.state.user)
+    reply = router.broadcast(ctx, body, catalog.shards_for_filter(source, None)) if sharded \
+        else router.send(ctx, primary, body)
+    if reply.get("ok") != 1.0:
+        return reply
+    if replaced:
+        catalog.drop_collection(target)
+    catalog.rename_collection(source, target)
+    return reply
 
 
 def _list_databases(router: Router, ctx: Context) -> dict[str, Any]:

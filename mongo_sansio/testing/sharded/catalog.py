@@ -202,6 +202,14 @@ class Catalog:
         if self.collections.pop(ns, None) is not None:
             self.version += 1
 
+    def rename_collection(self, ns: str, to: str) -> None:
+        """A sharded collection renamed keeps its key, chunks and UUID (mongod 5.0 and later)."""
+        collection = self.collections.pop(ns, None)
+        if collection is not None:
+            collection.ns = to
+            self.collections[to] = collection
+            self.version += 1
+
     def drop_database(self, database: str) -> None:
         for ns in [ns for ns in self.collections if ns.partition(".")[0] == database]:
             del self.collections[ns]

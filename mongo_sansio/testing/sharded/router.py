@@ -176,6 +176,8 @@ class Router:
             return admin.run(self, ctx)
         if name in (transactions.COMMIT, transactions.ABORT):
             return self.transactions.finish(ctx)
+        if name == "renameCollection":
+            return admin.rename_collection(self, ctx, self.body(ctx))
         txn = self.transactions.enter(ctx)
         body = self.body(ctx)
         if name == "aggregate" and streams.is_change_stream(body.get("pipeline")):
@@ -213,8 +215,6 @@ class Router:
             return self.cursor_reply(ctx, self.send(ctx, shard, body))
         handler = _SHARDED.get(name)
         if handler is None:
-            if name == "renameCollection":
-                raise CommandError(20, "IllegalOperation", "cannot rename a sharded collection")
             reply = self.broadcast(ctx, body, self.cluster.catalog.shards_for_filter(ns, None))
             if name == "drop":
                 self.cluster.catalog.drop_collection(ns)
