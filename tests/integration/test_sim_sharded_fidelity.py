@@ -101,3 +101,27 @@ def test_an_unsharded_collection_renames_on_its_databases_primary_shard(client: 
     client.fidun.a.rename("b")
     assert client.fidun.list_collection_names() == ["b"]
     assert client.fidun.b.count_documents({}) == 3
+
+
+def test_out_and_merge_from_a_sharded_collection(client: MongoClient[Any]) -> None:
+    """mongos runs $out and $merge from a sharded collection: $out into an unsharded target
+    (a sharded one is refused: 28769), $merge into either, by its ``on`` fields."""
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "x": i % 3} for i in range(30)])
+    out = f"{coll.name}_out"
+    assert list(coll.aggregate([{"$match": {"x": 0}}, {"$group": {"_id": "$x", "n": {"$sum": 1}}},
+                                {"$out": out}])) == []
+    assert list(client.fid[out].find()) == [{"_id": 0, "n": 10}]
+    coll.aggregate([{"$match": {"x": 1}}, {"$out": out}])
+    assert sorted(d["_id"] for d in client.fid[out].find()) == list(range(1, 30, 3))  # replaced
+    target = _sharded(client, {"_id": "hashed"})
+    target.insert_many([{"_id": 0, "old": True}, {"_id": 100, "old": True}])
+    coll.aggregate([{"$match": {"x": 0}}, {"$project": {"x": 1}}, {"$merge": {"into": target.name}}])
+    assert target.count_documents({}) == 11
+    assert target.find_one({"_id": 0}) == {"_id": 0, "old": True, "x": 0}
+    with pytest.raises(OperationFailure) as raised:
+        coll.aggregate([{"$out": target.name}])
+    assert raised.value.code == 28769
+    with pytest.raises(OperationFailure) as raised:
+        coll.aggregate([{"$match": {"_id": 4}}, {"$merge": {"into": target.name, "whenNotMatched": "fail"}}])
+    assert raised.value.code == 13113

@@ -55,7 +55,7 @@ from mongo_sansio.testing.server.dispatch import (
     failpoint_target,
     finish,
 )
-from mongo_sansio.testing.sharded import admin, streams, transactions
+from mongo_sansio.testing.sharded import admin, streams, transactions, writing_stages
 from mongo_sansio.testing.sharded.catalog import equality_point
 
 if TYPE_CHECKING:
@@ -389,15 +389,23 @@ def _default_collation(router: Router, ns: str) -> Any:
 
 def _aggregate(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
     pipeline = list(body.get("pipeline") or [])
+    writer = pipeline[-1] if pipeline and isinstance(pipeline[-1], Mapping) \
+        and next(iter(pipeline[-1]), "") in writing_stages.WRITING_STAGES else None
+    documents = _merged(router, ctx, body, ns, pipeline[:-1] if writer is not None else pipeline)
+    if writer is not None:
+        writing_stages.write_results(router, ctx, body, writer, documents)
+        documents = []
+    return router.open_cursor(ctx, ns, documents)
+
+
+def _merged(router: Router, ctx: Context, body: dict[str, Any], ns: str, pipeline: list[Any]) -> list[Any]:
+    """A pipeline's results: its leading document-wise stages run on the shards, the rest here."""
     split = 0
     per_shard = bool(pipeline) and isinstance(pipeline[0], Mapping) and next(iter(pipeline[0]), "") in _PER_SHARD_STAGES
     if per_shard:
         split = 1  # each shard answers for itself; the documents name their shard
     while split < len(pipeline) and isinstance(pipeline[split], Mapping) and next(iter(pipeline[split]), "") in _DOCUMENT_STAGES:
         split += 1
-    for stage in pipeline[split:]:
-        if isinstance(stage, Mapping) and next(iter(stage), "") in ("$out", "$merge"):
-            raise CommandError(20, "IllegalOperation", "the simulated mongos does not run $out or $merge from a sharded collection")
     shard_body = {k: v for k, v in body.items() if k not in ("cursor", "explain")}
     shard_body["pipeline"] = pipeline[:split]
     shard_body["cursor"] = {}
@@ -410,7 +418,7 @@ def _aggregate(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> d
     if split < len(pipeline):
         documents = run_pipeline(documents, pipeline[split:], lookup=lambda other: router.documents(ctx, f"{database}.{other}"),
                                  now=router.cluster.shards[router.cluster.catalog.primary_shard(database)].write_datetime())
-    return router.open_cursor(ctx, ns, documents)
+    return documents
 
 
 def _count(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
