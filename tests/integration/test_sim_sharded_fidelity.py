@@ -20,8 +20,8 @@ import pytest
 
 pymongo = pytest.importorskip("pymongo")
 from integration_helpers import cli_process, first_line_uri  # noqa: E402
-from pymongo import MongoClient  # noqa: E402
-from pymongo.errors import OperationFailure  # noqa: E402
+from pymongo import InsertOne, MongoClient, UpdateMany  # noqa: E402
+from pymongo.errors import BulkWriteError, OperationFailure, WriteError  # noqa: E402
 
 OPTIONS: dict[str, Any] = {"serverSelectionTimeoutMS": 5000, "connectTimeoutMS": 3000, "socketTimeoutMS": 10000}
 _names = itertools.count()
@@ -125,3 +125,25 @@ def test_out_and_merge_from_a_sharded_collection(client: MongoClient[Any]) -> No
     with pytest.raises(OperationFailure) as raised:
         coll.aggregate([{"$match": {"_id": 4}}, {"$merge": {"into": target.name, "whenNotMatched": "fail"}}])
     assert raised.value.code == 13113
+
+
+def test_a_multi_upsert_without_the_full_shard_key_is_a_write_error_61(client: MongoClient[Any]) -> None:
+    """mongod 7.0 places a single upsert without the shard key (its two-phase write) but not
+    a multi one: ShardKeyNotFound as that statement's write error; an ordered batch stops there."""
+    coll = _sharded(client, {"a": 1, "b": 1})
+    assert coll.update_one({"a": 1}, {"$set": {"w": 1}}, upsert=True).upserted_id is not None
+    with pytest.raises(WriteError) as raised:
+        coll.update_many({"a": 2}, {"$set": {"w": 1}}, upsert=True)
+    assert raised.value.code == 61 and "could not extract exact shard key" in raised.value.details["errmsg"]
+    assert coll.update_many({"a": 3, "b": 3}, {"$set": {"w": 1}}, upsert=True).upserted_id is not None
+    with pytest.raises(BulkWriteError) as bulk:
+        coll.bulk_write([InsertOne({"a": 5, "b": 5}), UpdateMany({"a": 6}, {"$set": {"w": 1}}, upsert=True),
+                         InsertOne({"a": 7, "b": 7})])
+    result = bulk.value.details
+    assert [(e["index"], e["code"]) for e in result["writeErrors"]] == [(1, 61)] and result["nInserted"] == 1
+    with pytest.raises(BulkWriteError) as bulk:
+        coll.bulk_write([UpdateMany({"a": 8}, {"$set": {"w": 1}}, upsert=True), InsertOne({"a": 9, "b": 9}),
+                         UpdateMany({}, {"$set": {"v": 1}}, upsert=True)], ordered=False)
+    result = bulk.value.details
+    assert [(e["index"], e["code"]) for e in result["writeErrors"]] == [(0, 61), (2, 61)] and result["nInserted"] == 1
+    assert coll.count_documents({}) == 4

@@ -506,15 +506,23 @@ def _insert(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict
 
 def _update(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
     groups: dict[str, list[tuple[int, Any]]] = {}
+    unplaced: dict[int, dict[str, Any]] = {}
     moves_key = False
+    key = router.cluster.catalog.sharded(ns)
     for index, statement in enumerate(body.get("updates") or []):
         if not isinstance(statement, Mapping):
             raise CommandError(14, "TypeMismatch", "an update statement must be an object")
+        if statement.get("multi") and statement.get("upsert") and key is not None \
+                and equality_point(key.key, statement.get("q")) is None:
+            # (mongod 7.0's two-phase write places a single upsert; a multi one it cannot target)
+            unplaced[index] = {"index": index, "code": 61, "errmsg": "Failed to target upsert by query :: could not "
+                                                                     "extract exact shard key"}
+            continue
         for shard in _statement_shards(router, ctx, ns, statement.get("q"), bool(statement.get("multi")),
                                        statement.get("collation"), bool(statement.get("upsert"))):
             groups.setdefault(shard, []).append((index, statement))
         moves_key = moves_key or _may_change_key(router, ns, statement.get("u"))
-    reply = _merge_writes(router, ctx, body, "updates", groups)
+    reply = _merge_writes(router, ctx, body, "updates", groups, unplaced)
     if moves_key:
         _place(router, ns)
     return reply
@@ -554,11 +562,15 @@ def _delete(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict
 
 
 def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str,
-                  groups: dict[str, list[tuple[int, Any]]]) -> dict[str, Any]:
+                  groups: dict[str, list[tuple[int, Any]]], unplaced: Mapping[int, dict[str, Any]] | None = None,
+                  ) -> dict[str, Any]:
     """The statements sent on, the counts summed and the statement indexes mapped back.  An
     ordered write goes as mongos sends it, one run of statements with the same shards after
-    the other, and stops after a run with a write error; a retryable one names its statements
+    the other, and stops after a run with a write error or before a statement it could not
+    target (``unplaced``: their write errors); a retryable one names its statements
     (``stmtIds``), which keys each shard's record of the run (see the module documentation)."""
+    unplaced = unplaced or {}
+    ordered = body.get("ordered", True) is not False
     merged: dict[str, Any] = {"n": 0}
     if field == "updates":
         merged["nModified"] = 0
@@ -567,9 +579,9 @@ def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str
     concern_error: Any = None
     labels: list[str] = []
     retryable = ctx.request.txn_number is not None and ctx.body.get("autocommit") is not False
-    rounds = [groups] if body.get("ordered", True) is False else _runs(groups)
+    rounds = _runs(groups) if ordered else [groups]
     for batch in rounds:
-        if errors:
+        if errors or (ordered and unplaced and min(unplaced) < min(i for items in batch.values() for i, _ in items)):
             break
         for shard, items in batch.items():
             shard_body = dict(body)
@@ -589,6 +601,10 @@ def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str
             if "writeConcernError" in reply and concern_error is None:
                 concern_error = reply["writeConcernError"]
             labels.extend(label for label in reply.get("errorLabels", []) if label not in labels)
+    if not ordered:
+        errors.extend(unplaced.values())
+    elif unplaced and not errors:  # (an ordered write stopped at it)
+        errors.append(unplaced[min(unplaced)])
     if upserted:
         merged["upserted"] = sorted(upserted, key=lambda entry: int(entry["index"]))
     if errors:
