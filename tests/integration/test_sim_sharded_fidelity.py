@@ -147,3 +147,20 @@ def test_a_multi_upsert_without_the_full_shard_key_is_a_write_error_61(client: M
     result = bulk.value.details
     assert [(e["index"], e["code"]) for e in result["writeErrors"]] == [(0, 61), (2, 61)] and result["nInserted"] == 1
     assert coll.count_documents({}) == 4
+
+
+def test_explain_of_an_aggregate_shows_the_split_pipeline_and_every_shard(client: MongoClient[Any]) -> None:
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "x": i % 3} for i in range(12)])
+    pipeline: list[dict[str, Any]] = [{"$match": {"x": {"$gte": 1}}}, {"$group": {"_id": "$x", "n": {"$sum": 1}}}]
+    for explained in (client.fid.command("aggregate", coll.name, pipeline=pipeline, explain=True),
+                      client.fid.command("explain", {"aggregate": coll.name, "pipeline": pipeline, "cursor": {}})):
+        assert explained["mergeType"] == "mongos"
+        assert explained["splitPipeline"] == {"shardsPart": pipeline[:1], "mergerPart": pipeline[1:]}
+        assert sorted(explained["shards"]) == ["shard0", "shard1"]
+        assert all(":" in shard["host"] for shard in explained["shards"].values())
+    single = client.fid.command("aggregate", coll.name, pipeline=[{"$match": {"_id": 3}}], explain=True)
+    assert single["splitPipeline"] is None and len(single["shards"]) == 1
+    plan = coll.find({"x": 1}).explain()["queryPlanner"]["winningPlan"]
+    assert plan["stage"] == "SHARD_MERGE" and sorted(s["shardName"] for s in plan["shards"]) == ["shard0", "shard1"]
+    assert coll.find({"_id": 3}).explain()["queryPlanner"]["winningPlan"]["stage"] == "SINGLE_SHARD"

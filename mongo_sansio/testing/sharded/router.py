@@ -55,7 +55,7 @@ from mongo_sansio.testing.server.dispatch import (
     failpoint_target,
     finish,
 )
-from mongo_sansio.testing.sharded import admin, streams, transactions, writing_stages
+from mongo_sansio.testing.sharded import admin, reports, streams, transactions, writing_stages
 from mongo_sansio.testing.sharded.catalog import equality_point
 
 if TYPE_CHECKING:
@@ -189,13 +189,15 @@ class Router:
             self.cluster.catalog.drop_database(ctx.db)
             return reply
         if name in ("dbStats", "dbstats"):
-            return _db_stats(self, ctx, body)
+            return reports.db_stats(self, ctx, body)
         if name == "explain" and isinstance(body.get("explain"), Mapping) and body["explain"]:
             inner = body["explain"]
             inner_target = inner.get(next(iter(inner)))
             inner_ns = f"{ctx.db}.{inner_target}" if isinstance(inner_target, str) else ""
             if inner_ns and self.cluster.catalog.sharded(inner_ns) is not None:
-                return _explain(self, ctx, body, inner_ns)
+                return reports.explain(self, ctx, body, inner_ns)
+        if name == "aggregate" and body.get("explain") is True and ns and self.cluster.catalog.sharded(ns) is not None:
+            return reports.explain_aggregate(self, ctx, body, ns)
         snapshot = _snapshot_time(self, body) if txn is None else None
         result = self._route_collection(ctx, body, ns)
         if txn is not None:
@@ -398,14 +400,21 @@ def _aggregate(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> d
     return router.open_cursor(ctx, ns, documents)
 
 
-def _merged(router: Router, ctx: Context, body: dict[str, Any], ns: str, pipeline: list[Any]) -> list[Any]:
-    """A pipeline's results: its leading document-wise stages run on the shards, the rest here."""
+def split_pipeline(pipeline: list[Any]) -> tuple[int, bool]:
+    """Where a pipeline is cut between the shards' part and the router's, and whether its
+    first stage is one each shard answers about itself."""
     split = 0
     per_shard = bool(pipeline) and isinstance(pipeline[0], Mapping) and next(iter(pipeline[0]), "") in _PER_SHARD_STAGES
     if per_shard:
         split = 1  # each shard answers for itself; the documents name their shard
     while split < len(pipeline) and isinstance(pipeline[split], Mapping) and next(iter(pipeline[split]), "") in _DOCUMENT_STAGES:
         split += 1
+    return split, per_shard
+
+
+def _merged(router: Router, ctx: Context, body: dict[str, Any], ns: str, pipeline: list[Any]) -> list[Any]:
+    """A pipeline's results: its leading document-wise stages run on the shards, the rest here."""
+    split, per_shard = split_pipeline(pipeline)
     shard_body = {k: v for k, v in body.items() if k not in ("cursor", "explain")}
     shard_body["pipeline"] = pipeline[:split]
     shard_body["cursor"] = {}
@@ -643,55 +652,6 @@ def _find_and_modify(router: Router, ctx: Context, body: dict[str, Any], ns: str
     if _may_change_key(router, ns, body.get("update")):
         _place(router, ns)
     return reply
-
-
-def _db_stats(router: Router, ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
-    """mongos's dbStats: every shard's (``raw``), the numbers summed."""
-    raw: dict[str, Any] = {}
-    merged: dict[str, Any] = {"raw": raw, "db": ctx.db}
-    for shard in router.cluster.shards:
-        reply = router.send(ctx, shard, body)
-        if reply.get("ok") != 1.0:
-            return reply
-        reply = {k: v for k, v in reply.items() if k not in ("$clusterTime", "operationTime")}
-        raw[router.cluster.catalog.shards.get(shard, shard)] = reply
-        for field, value in reply.items():
-            if field not in ("ok", "scaleFactor", "avgObjSize") and isinstance(value, int | float) and not isinstance(value, bool):
-                merged[field] = merged.get(field, 0) + value
-    objects, size = merged.get("objects", 0), merged.get("dataSize", 0)
-    merged["avgObjSize"] = (size / objects) if objects else 0
-    merged["ok"] = 1.0
-    return merged
-
-
-def _explain(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
-    """mongos's explain of a command on a sharded collection: each targeted shard's plan
-    under a SINGLE_SHARD or SHARD_MERGE stage."""
-    inner = body["explain"]
-    query = inner.get("filter", inner.get("query", inner.get("q")))
-    shards = router.cluster.catalog.shards_for_filter(ns, query)
-    plans: list[dict[str, Any]] = []
-    stats: list[dict[str, Any]] = []
-    for shard in shards:
-        reply = router.send(ctx, shard, body)
-        if reply.get("ok") != 1.0:
-            return reply
-        planner = dict(reply.get("queryPlanner") or {})
-        plans.append({"shardName": shard, "connectionString": router.cluster.catalog.shards[shard], **planner})
-        if "executionStats" in reply:
-            stats.append({"shardName": shard, **reply["executionStats"]})
-    stage = "SINGLE_SHARD" if len(shards) == 1 else "SHARD_MERGE"
-    out: dict[str, Any] = {"queryPlanner": {"mongosPlannerVersion": 1, "winningPlan": {"stage": stage, "shards": plans}}}
-    if stats:
-        out["executionStats"] = {
-            "nReturned": sum(int(s.get("nReturned", 0)) for s in stats),
-            "executionTimeMillis": max(int(s.get("executionTimeMillis", 0)) for s in stats),
-            "totalKeysExamined": sum(int(s.get("totalKeysExamined", 0)) for s in stats),
-            "totalDocsExamined": sum(int(s.get("totalDocsExamined", 0)) for s in stats),
-            "executionStages": {"stage": stage, "shards": stats},
-        }
-    out["ok"] = 1.0
-    return out
 
 
 _SHARDED: dict[str, Any] = {
