@@ -164,3 +164,29 @@ def test_explain_of_an_aggregate_shows_the_split_pipeline_and_every_shard(client
     plan = coll.find({"x": 1}).explain()["queryPlanner"]["winningPlan"]
     assert plan["stage"] == "SHARD_MERGE" and sorted(s["shardName"] for s in plan["shards"]) == ["shard0", "shard1"]
     assert coll.find({"_id": 3}).explain()["queryPlanner"]["winningPlan"]["stage"] == "SINGLE_SHARD"
+
+
+def test_indexes_through_mongos_reach_every_shard_and_unique_ones_must_start_with_the_key(
+    client: MongoClient[Any],
+) -> None:
+    coll = _sharded(client, {"k": 1, "j": 1})
+    client.admin.command("split", coll.full_name, middle={"k": 10, "j": 0})
+    client.admin.command("moveChunk", coll.full_name, find={"k": 10, "j": 0}, to="shard1")
+    coll.insert_many([{"k": i, "j": i} for i in range(20)])
+    assert coll.create_index([("x", 1)]) == "x_1"
+    assert coll.create_index([("k", 1), ("j", 1), ("z", 1)], unique=True) == "k_1_j_1_z_1"
+    assert coll.create_index([("_id", 1), ("z", 1)], unique=True) == "_id_1_z_1"
+    for key in ([("z", 1)], [("k", 1)], [("j", 1), ("k", 1)]):
+        with pytest.raises(OperationFailure) as raised:
+            coll.create_index(key, unique=True)
+        assert raised.value.code == 67 and raised.value.details["codeName"] == "CannotCreateIndex"
+    names = ["_id_", "k_1_j_1", "x_1", "k_1_j_1_z_1", "_id_1_z_1"]
+    assert [index["name"] for index in coll.list_indexes()] == names
+    # ($collStats answers once per shard, naming it: both shards hold every index)
+    assert sorted(d["shard"] for d in coll.aggregate([{"$collStats": {"storageStats": {}}}])) == ["shard0", "shard1"]
+    for stats in coll.aggregate([{"$collStats": {"storageStats": {}}}]):
+        assert sorted(stats["storageStats"]["indexSizes"]) == sorted(names)
+    coll.drop_index("x_1")
+    for stats in coll.aggregate([{"$collStats": {"storageStats": {}}}]):
+        assert "x_1" not in stats["storageStats"]["indexSizes"]
+    assert "x_1" not in coll.index_information()

@@ -56,7 +56,7 @@ from mongo_sansio.testing.server.dispatch import (
     finish,
 )
 from mongo_sansio.testing.sharded import admin, reports, streams, transactions, writing_stages
-from mongo_sansio.testing.sharded.catalog import equality_point
+from mongo_sansio.testing.sharded.catalog import check_unique_indexes, equality_point
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.sharded.cluster import ShardedCluster
@@ -217,6 +217,8 @@ class Router:
             return self.cursor_reply(ctx, self.send(ctx, shard, body))
         handler = _SHARDED.get(name)
         if handler is None:
+            if name == "createIndexes":
+                check_unique_indexes(sharded, body.get("indexes"))
             reply = self.broadcast(ctx, body, self.cluster.catalog.shards_for_filter(ns, None))
             if name == "drop":
                 self.cluster.catalog.drop_collection(ns)
