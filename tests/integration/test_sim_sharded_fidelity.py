@@ -190,3 +190,24 @@ def test_indexes_through_mongos_reach_every_shard_and_unique_ones_must_start_wit
     for stats in coll.aggregate([{"$collStats": {"storageStats": {}}}]):
         assert "x_1" not in stats["storageStats"]["indexSizes"]
     assert "x_1" not in coll.index_information()
+
+
+def test_sharding_a_collection_that_holds_documents_needs_an_index_on_the_key(client: MongoClient[Any]) -> None:
+    """mongod builds the shard key's index only on an empty collection; otherwise the index
+    must exist first (an index that starts with the key serves)."""
+    coll = client.fid[f"c{next(_names)}"]
+    coll.insert_many([{"_id": i, "k": i, "j": -i} for i in range(10)])
+    with pytest.raises(OperationFailure) as raised:
+        client.admin.command("shardCollection", coll.full_name, key={"k": 1})
+    assert raised.value.code == 72 and raised.value.details["codeName"] == "InvalidOptions"
+    assert client.config.collections.find_one({"_id": coll.full_name}) is None
+    coll.create_index([("k", 1), ("j", 1)])
+    assert client.admin.command("shardCollection", coll.full_name, key={"k": 1})["ok"] == 1.0
+    assert [index["name"] for index in coll.list_indexes()] == ["_id_", "k_1_j_1"]
+    assert sorted(d["_id"] for d in coll.find({"k": {"$gte": 5}})) == [5, 6, 7, 8, 9]
+    hashed = client.fid[f"c{next(_names)}"]
+    hashed.insert_one({"_id": 1})
+    with pytest.raises(OperationFailure) as raised:
+        client.admin.command("shardCollection", hashed.full_name, key={"_id": "hashed"})
+    assert raised.value.code == 72
+    assert client.admin.command("shardCollection", hashed.full_name, key={"_id": 1})["ok"] == 1.0  # (the _id index)

@@ -96,7 +96,10 @@ def _shard_collection(router: Router, ctx: Context) -> dict[str, Any]:
     assert collection is not None
     if list(key) != ["_id"] or key.get("_id") == "hashed":
         index_name = "_".join(f"{field}_{value}" for field, value in key.items())
-        if not any(spec.get("key") == dict(key) for spec in collection.list_indexes()):
+        if not any(_starts_with_key(spec.get("key"), key) for spec in collection.list_indexes()):
+            if len(collection):  # (mongod builds the key's index on an empty collection only)
+                raise CommandError(72, "InvalidOptions", "Please create an index that starts with the proposed shard key "
+                                                         "before sharding the collection")
             reply = router.cluster.call(shard, database, {"createIndexes": name, "indexes": [{"key": dict(key), "name": index_name}]},
                                         ctx.now, user=ctx.state.user)
             if reply.get("ok") != 1.0:
@@ -288,6 +291,14 @@ def rename_collection(router: Router, ctx: Context, body: dict[str, Any]) -> dic
         catalog.drop_collection(target)
     catalog.rename_collection(source, target)
     return reply
+
+
+def _starts_with_key(index: Any, key: Mapping[str, Any]) -> bool:
+    """Whether an index's key pattern can serve a shard key: its fields first, hashed where
+    the shard key is hashed, ascending elsewhere."""
+    if not isinstance(index, Mapping) or list(index)[:len(key)] != list(key):
+        return False
+    return all(index[field] == "hashed" if value == "hashed" else index[field] == 1 for field, value in key.items())
 
 
 def _list_databases(router: Router, ctx: Context) -> dict[str, Any]:
