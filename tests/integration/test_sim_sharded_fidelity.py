@@ -20,7 +20,7 @@ import pytest
 
 pymongo = pytest.importorskip("pymongo")
 from integration_helpers import cli_process, first_line_uri  # noqa: E402
-from pymongo import InsertOne, MongoClient, UpdateMany  # noqa: E402
+from pymongo import DeleteMany, DeleteOne, InsertOne, MongoClient, ReplaceOne, UpdateMany, UpdateOne  # noqa: E402
 from pymongo.errors import BulkWriteError, OperationFailure, WriteError  # noqa: E402
 
 OPTIONS: dict[str, Any] = {"serverSelectionTimeoutMS": 5000, "connectTimeoutMS": 3000, "socketTimeoutMS": 10000}
@@ -42,6 +42,14 @@ def uri() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def client(uri: str) -> Iterator[MongoClient[Any]]:
     opened: MongoClient[Any] = MongoClient(uri, **OPTIONS)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def one_mongos(uri: str) -> Iterator[MongoClient[Any]]:
+    """A client of the first mongos alone (a cursor lives on the mongos that opened it)."""
+    opened: MongoClient[Any] = MongoClient(uri.split(",")[0] + "/", **OPTIONS)
     yield opened
     opened.close()
 
@@ -211,3 +219,188 @@ def test_sharding_a_collection_that_holds_documents_needs_an_index_on_the_key(cl
         client.admin.command("shardCollection", hashed.full_name, key={"_id": "hashed"})
     assert raised.value.code == 72
     assert client.admin.command("shardCollection", hashed.full_name, key={"_id": 1})["ok"] == 1.0  # (the _id index)
+
+
+def test_bulk_writes_count_and_index_their_errors_as_mongos_merges_them(client: MongoClient[Any]) -> None:
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "x": i % 3} for i in range(12)])
+    result = coll.bulk_write([
+        InsertOne({"_id": 100, "x": 1}), UpdateOne({"_id": 100}, {"$set": {"y": 1}}),
+        UpdateMany({"x": 1}, {"$inc": {"z": 1}}), UpdateOne({"_id": 200}, {"$set": {"x": 5}}, upsert=True),
+        ReplaceOne({"_id": 3}, {"x": 9}), DeleteOne({"_id": 0}), DeleteMany({"x": 2}),
+    ])
+    assert (result.inserted_count, result.matched_count, result.modified_count, result.deleted_count,
+            result.upserted_count) == (1, 7, 7, 5, 1)
+    assert result.upserted_ids == {3: 200}
+    # ordered: the batch stops at the first duplicate, wherever its shard
+    with pytest.raises(BulkWriteError) as raised:
+        coll.insert_many([{"_id": 300 + i} for i in range(5)] + [{"_id": 1}] + [{"_id": 400 + i} for i in range(5)])
+    details = raised.value.details
+    assert [(e["index"], e["code"]) for e in details["writeErrors"]] == [(5, 11000)] and details["nInserted"] == 5
+    assert coll.count_documents({"_id": {"$gte": 400, "$lt": 500}}) == 0
+    # unordered: every statement tried, each error at its index in the client's batch
+    with pytest.raises(BulkWriteError) as raised:
+        coll.insert_many([{"_id": 1}, {"_id": 500}, {"_id": 4}, {"_id": 501}, {"_id": 7}], ordered=False)
+    details = raised.value.details
+    assert [(e["index"], e["code"]) for e in details["writeErrors"]] == [(0, 11000), (2, 11000), (4, 11000)]
+    assert details["nInserted"] == 2
+
+
+def test_counts_distinct_and_aggregation_stages_across_shards(client: MongoClient[Any]) -> None:
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "x": i % 4, "tags": [f"t{i % 2}", "all"]} for i in range(40)])
+    other = _sharded(client, {"k": 1})
+    other.insert_many([{"k": x, "label": f"L{x}"} for x in range(4)])
+    assert coll.count_documents({"x": {"$in": [1, 2]}}) == 20
+    assert coll.count_documents({}, skip=5, limit=10) == 10
+    assert coll.estimated_document_count() == 40
+    assert coll.distinct("x", {"_id": {"$lt": 6}}) == [0, 1, 2, 3]
+    assert coll.distinct("tags") == ["all", "t0", "t1"]
+    pipeline: list[dict[str, Any]] = [
+        {"$match": {"x": {"$gte": 1}}}, {"$unwind": "$tags"}, {"$match": {"tags": {"$ne": "all"}}},
+        {"$group": {"_id": {"x": "$x", "tag": "$tags"}, "n": {"$sum": 1}}}, {"$sort": {"_id.x": -1, "_id.tag": 1}},
+        {"$skip": 1}, {"$limit": 3}, {"$project": {"_id": 0, "x": "$_id.x", "tag": "$_id.tag", "n": 1}},
+    ]
+    assert list(coll.aggregate(pipeline)) == [{"n": 10, "x": 2, "tag": "t0"}, {"n": 10, "x": 1, "tag": "t1"}]
+    joined = list(coll.aggregate([{"$match": {"_id": {"$lt": 3}}}, {"$sort": {"_id": 1}},
+                                  {"$lookup": {"from": other.name, "localField": "x", "foreignField": "k", "as": "o"}},
+                                  {"$project": {"label": {"$first": "$o.label"}}}]))
+    assert joined == [{"_id": 0, "label": "L0"}, {"_id": 1, "label": "L1"}, {"_id": 2, "label": "L2"}]
+    assert [g["_id"] for g in coll.aggregate([{"$group": {"_id": "$x"}}, {"$sort": {"_id": 1}}], batchSize=2)] \
+        == [0, 1, 2, 3]
+
+
+def test_cursors_through_mongos_batch_get_more_and_kill(one_mongos: MongoClient[Any]) -> None:
+    client = one_mongos
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i} for i in range(25)])
+    first = client.fid.command("find", coll.name, batchSize=10, sort={"_id": 1})["cursor"]
+    assert first["ns"] == coll.full_name and [d["_id"] for d in first["firstBatch"]] == list(range(10))
+    assert isinstance(first["id"], int) and first["id"] != 0
+    more = client.fid.command("getMore", first["id"], collection=coll.name, batchSize=10)["cursor"]
+    assert more["ns"] == coll.full_name and more["id"] == first["id"]
+    assert [d["_id"] for d in more["nextBatch"]] == list(range(10, 20))
+    killed = client.fid.command("killCursors", coll.name, cursors=[first["id"], 424242])
+    assert killed["cursorsKilled"] == [first["id"]] and killed["cursorsNotFound"] == [424242]
+    with pytest.raises(OperationFailure) as raised:
+        client.fid.command("getMore", first["id"], collection=coll.name)
+    assert raised.value.code == 43 and raised.value.details["codeName"] == "CursorNotFound"
+    last = client.fid.command("find", coll.name, filter={"_id": {"$gte": 20}})["cursor"]
+    assert last["id"] == 0 and len(last["firstBatch"]) == 5
+    assert [d["_id"] for d in coll.find(sort=[("_id", 1)], batch_size=3)] == list(range(25))
+
+
+def test_catalogue_commands_through_mongos(client: MongoClient[Any]) -> None:
+    coll = _sharded(client, {"_id": "hashed"}, db="fidcat")
+    coll.insert_many([{"_id": i} for i in range(10)])
+    client.fidcat.plain.insert_one({"_id": 1})
+    assert sorted(client.fidcat.list_collection_names()) == sorted([coll.name, "plain"])
+    listed = {d["name"]: d for d in client.list_databases()}
+    assert set(listed["fidcat"]["shards"]) <= {"shard0", "shard1"} and listed["fidcat"]["sizeOnDisk"] > 0
+    stats = client.fidcat.command("dbStats")
+    assert stats["db"] == "fidcat" and stats["objects"] == 11 and len(stats["raw"]) == 2
+    coll.drop()
+    assert client.config.collections.find_one({"_id": coll.full_name}) is None
+    assert client.fidcat.list_collection_names() == ["plain"]
+    assert coll.count_documents({}) == 0
+    client.drop_database("fidcat")
+    assert "fidcat" not in client.list_database_names()
+    assert client.config.databases.find_one({"_id": "fidcat"}) is None
+
+
+def test_what_mongos_answers_about_itself(client: MongoClient[Any]) -> None:
+    admin = client.admin
+    hello = admin.command("hello")
+    assert hello["msg"] == "isdbgrid" and hello["maxWireVersion"] >= 21 and "setName" not in hello
+    assert admin.command("isdbgrid")["isdbgrid"] == 1
+    assert admin.command("serverStatus")["process"] == "mongos"
+    assert admin.command("buildInfo")["versionArray"][:2] == [7, 0]
+    assert admin.command("connectionStatus")["authInfo"] == {"authenticatedUsers": [], "authenticatedUserRoles": []}
+    assert admin.command("getParameter", featureCompatibilityVersion=1)["featureCompatibilityVersion"]["version"] == "7.0"
+    shards = admin.command("listShards")["shards"]
+    assert [s["_id"] for s in shards] == ["shard0", "shard1"]
+    assert all(s["host"].startswith(f"{s['_id']}/") and s["state"] == 1 for s in shards)
+    status = admin.command("balancerStatus")
+    assert status["mode"] in ("full", "off") and status["inBalancerRound"] is False
+    with pytest.raises(OperationFailure) as raised:
+        client.fid.command("shardCollection", "fid.x", key={"_id": 1})
+    assert raised.value.code == 13
+    with pytest.raises(OperationFailure) as raised:
+        admin.command("shardCollection", "fid.y", key={"a": -1})
+    assert raised.value.code == 2 and raised.value.details["codeName"] == "BadValue"
+
+
+def test_sessions_causal_reads_and_a_write_conflict_across_shards(client: MongoClient[Any], uri: str) -> None:
+    coll = _sharded(client, {"_id": "hashed"})
+    seen: list[dict[str, Any]] = []
+
+    class Listener(pymongo.monitoring.CommandListener):
+        def started(self, event: Any) -> None:
+            if event.command_name == "find":
+                seen.append(dict(event.command))
+
+        def succeeded(self, event: Any) -> None: ...
+        def failed(self, event: Any) -> None: ...
+
+    with MongoClient(uri, event_listeners=[Listener()], **OPTIONS) as single:
+        with single.start_session(causal_consistency=True) as session:
+            written = single.fid[coll.name].insert_one({"_id": 1}, session=session)
+            assert written.acknowledged
+            assert single.fid[coll.name].find_one({"_id": 1}, session=session) == {"_id": 1}
+            assert session.operation_time is not None
+    assert seen[-1]["readConcern"]["afterClusterTime"] is not None
+    coll.insert_many([{"_id": i, "n": 0} for i in range(2, 10)])
+    one, two = client.start_session(), client.start_session()
+    try:
+        one.start_transaction()
+        coll.update_many({}, {"$inc": {"n": 1}}, session=one)  # both shards
+        two.start_transaction()
+        with pytest.raises(OperationFailure) as raised:
+            coll.update_one({"_id": 5}, {"$inc": {"n": 10}}, session=two)
+        assert raised.value.code == 112 and raised.value.details["codeName"] == "WriteConflict"
+        assert raised.value.has_error_label("TransientTransactionError")
+        two.abort_transaction()
+        one.commit_transaction()
+    finally:
+        one.end_session()
+        two.end_session()
+    assert sorted(d["n"] for d in coll.find({"_id": {"$gte": 2}})) == [1] * 8
+
+
+def test_change_streams_on_a_database_and_the_cluster_resume_and_start_after(client: MongoClient[Any]) -> None:
+    coll = _sharded(client, {"k": 1}, db="fidcs")
+    client.admin.command("split", coll.full_name, middle={"k": 10})
+    client.admin.command("moveChunk", coll.full_name, find={"k": 10}, to="shard1")
+    with client.fidcs.watch(max_await_time_ms=100) as on_db, client.watch(max_await_time_ms=100) as on_cluster:
+        coll.insert_many([{"_id": i, "k": i * 5} for i in range(4)])  # two on each shard
+        coll.update_one({"k": 15}, {"$set": {"u": 1}})
+        coll.delete_one({"k": 0})
+        events = [on_db.next() for _ in range(6)]
+        everywhere = [on_cluster.next() for _ in range(6)]
+    assert [e["operationType"] for e in events] == ["insert"] * 4 + ["update", "delete"]
+    assert [e["documentKey"] for e in events[:4]] == [{"k": i * 5, "_id": i} for i in range(4)]
+    assert events[4]["updateDescription"]["updatedFields"] == {"u": 1}
+    assert [e["_id"] for e in everywhere] == [e["_id"] for e in events]
+    assert all(e["ns"] == {"db": "fidcs", "coll": coll.name} for e in events)
+    with coll.watch(resume_after=events[1]["_id"], max_await_time_ms=100) as resumed:
+        assert [resumed.next()["documentKey"]["_id"] for _ in range(2)] == [2, 3]
+    with coll.watch(start_after=events[3]["_id"], max_await_time_ms=100) as started:
+        assert started.next()["operationType"] == "update"
+    coll.drop()
+    with coll.watch(start_after=events[5]["_id"], max_await_time_ms=100) as after:
+        assert [after.next()["operationType"] for _ in range(2)] == ["drop", "invalidate"]
+
+
+def test_gridfs_through_mongos_with_its_chunks_sharded(client: MongoClient[Any]) -> None:
+    import gridfs
+
+    client.admin.command("shardCollection", "fidfs.fs.chunks", key={"files_id": 1, "n": 1})
+    bucket = gridfs.GridFSBucket(client.fidfs)
+    data = bytes(range(256)) * 2100  # two chunks of 255 KiB and a bit
+    file_id = bucket.upload_from_stream("blob", data)
+    assert bucket.open_download_stream(file_id).read() == data
+    assert bucket.open_download_stream_by_name("blob").read() == data
+    assert client.fidfs.fs.chunks.count_documents({"files_id": file_id}) == 3
+    assert "files_id_1_n_1" in client.fidfs.fs.chunks.index_information()
+    bucket.delete(file_id)
+    assert client.fidfs.fs.chunks.count_documents({}) == 0 and client.fidfs.fs.files.count_documents({}) == 0
