@@ -25,7 +25,7 @@ from mongo_sansio.testing.server.oplog import wall_datetime
 if TYPE_CHECKING:
     from mongo_sansio.testing.sharded.router import Router
 
-__all__ = ["ROUTER_COMMANDS", "run"]
+__all__ = ["ROUTER_COMMANDS", "rename_collection", "run"]
 
 ROUTER_COMMANDS = frozenset({
     "enableSharding", "enablesharding", "shardCollection", "shardcollection", "split", "moveChunk", "movechunk",
@@ -96,7 +96,10 @@ def _shard_collection(router: Router, ctx: Context) -> dict[str, Any]:
     assert collection is not None
     if list(key) != ["_id"] or key.get("_id") == "hashed":
         index_name = "_".join(f"{field}_{value}" for field, value in key.items())
-        if not any(spec.get("key") == dict(key) for spec in collection.list_indexes()):
+        if not any(_starts_with_key(spec.get("key"), key) for spec in collection.list_indexes()):
+            if len(collection):  # (mongod builds the key's index on an empty collection only)
+                raise CommandError(72, "InvalidOptions", "Please create an index that starts with the proposed shard key "
+                                                         "before sharding the collection")
             reply = router.cluster.call(shard, database, {"createIndexes": name, "indexes": [{"key": dict(key), "name": index_name}]},
                                         ctx.now, user=ctx.state.user)
             if reply.get("ok") != 1.0:
@@ -254,6 +257,48 @@ def _config_read(router: Router, ctx: Context) -> dict[str, Any]:
         documents.extend(more["cursor"].get("nextBatch", []))
         cursor_id = int(more["cursor"].get("id", 0))
     return router.open_cursor(ctx, str(cursor.get("ns")), documents)
+
+
+def rename_collection(router: Router, ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
+    """renameCollection as mongos runs it: an unsharded collection on its database's primary
+    shard; a sharded one (mongod 5.0 and later) on every shard, within its database only,
+    keeping its key and chunks under the new name.  A sharded target replaced (dropTarget)
+    leaves every shard and the catalog."""
+    source, target = body.get("renameCollection"), body.get("to")
+    if not isinstance(source, str) or not isinstance(target, str):
+        return router.send(ctx, router.cluster.catalog.primary_shard("admin"), body)
+    catalog = router.cluster.catalog
+    sharded = catalog.sharded(source) is not None
+    if sharded and source.partition(".")[0] != target.partition(".")[0]:
+        raise CommandError(125, "CommandFailed", f"Source and destination collections must be on the same database "
+                                                 f"because {source} is sharded.")
+    primary = catalog.primary_shard(source.partition(".")[0])
+    target_db, _, target_name = target.partition(".")
+    exists = catalog.sharded(target) is not None or router.cluster.shards[primary].collection(target_db, target_name) is not None
+    if sharded and exists and not body.get("dropTarget"):  # (checked before any shard renames)
+        raise CommandError(48, "NamespaceExists", f"a collection '{target}' already exists")
+    replaced = catalog.sharded(target) is not None and bool(body.get("dropTarget"))
+    if replaced and not sharded:
+        for shard in catalog.shards_for_filter(target, None):
+            if shard != primary:
+                router.cluster.call(router.cluster.shards[shard], target_db, {"drop": target_name}, ctx.now,
+                                    user=ctx.state.user)
+    reply = router.broadcast(ctx, body, catalog.shards_for_filter(source, None)) if sharded \
+        else router.send(ctx, primary, body)
+    if reply.get("ok") != 1.0:
+        return reply
+    if replaced:
+        catalog.drop_collection(target)
+    catalog.rename_collection(source, target)
+    return reply
+
+
+def _starts_with_key(index: Any, key: Mapping[str, Any]) -> bool:
+    """Whether an index's key pattern can serve a shard key: its fields first, hashed where
+    the shard key is hashed, ascending elsewhere."""
+    if not isinstance(index, Mapping) or list(index)[:len(key)] != list(key):
+        return False
+    return all(index[field] == "hashed" if value == "hashed" else index[field] == 1 for field, value in key.items())
 
 
 def _list_databases(router: Router, ctx: Context) -> dict[str, Any]:

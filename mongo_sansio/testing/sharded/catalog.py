@@ -32,7 +32,7 @@ from mongo_sansio.pipeline.hashing import hashed_index_key
 from mongo_sansio.testing.engine import MISSING, CommandError, compare
 from mongo_sansio.testing.engine.paths import get_path
 
-__all__ = ["Catalog", "Chunk", "ShardedCollection", "hash_value", "shard_key_value"]
+__all__ = ["Catalog", "Chunk", "check_unique_indexes", "ShardedCollection", "hash_value", "shard_key_value"]
 
 _INT64_MIN = -(1 << 63)
 _INT64_SPAN = 1 << 64
@@ -97,6 +97,19 @@ class ShardedCollection:
             if chunk.shard not in seen:
                 seen.append(chunk.shard)
         return seen
+
+
+def check_unique_indexes(collection: ShardedCollection, specs: Any) -> None:
+    """A unique index on a sharded collection must start with _id or with the shard key's
+    fields (mongod's rule: no shard could check uniqueness across the others otherwise)."""
+    for spec in specs if isinstance(specs, list) else []:
+        if not isinstance(spec, Mapping) or not spec.get("unique") or not isinstance(spec.get("key"), Mapping):
+            continue
+        fields = list(spec["key"])
+        if fields[:1] == ["_id"] or fields[:len(collection.key)] == list(collection.key):
+            continue
+        raise CommandError(67, "CannotCreateIndex", f"cannot create unique index over {dict(spec['key'])} with shard key "
+                                                    f"pattern {collection.key}")
 
 
 def _compare_points(left: Mapping[str, Any], right: Mapping[str, Any]) -> int:
@@ -200,6 +213,14 @@ class Catalog:
 
     def drop_collection(self, ns: str) -> None:
         if self.collections.pop(ns, None) is not None:
+            self.version += 1
+
+    def rename_collection(self, ns: str, to: str) -> None:
+        """A sharded collection renamed keeps its key, chunks and UUID (mongod 5.0 and later)."""
+        collection = self.collections.pop(ns, None)
+        if collection is not None:
+            collection.ns = to
+            self.collections[to] = collection
             self.version += 1
 
     def drop_database(self, database: str) -> None:

@@ -55,8 +55,8 @@ from mongo_sansio.testing.server.dispatch import (
     failpoint_target,
     finish,
 )
-from mongo_sansio.testing.sharded import admin, streams, transactions
-from mongo_sansio.testing.sharded.catalog import equality_point
+from mongo_sansio.testing.sharded import admin, reports, streams, transactions, writing_stages
+from mongo_sansio.testing.sharded.catalog import check_unique_indexes, equality_point
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.sharded.cluster import ShardedCluster
@@ -176,6 +176,8 @@ class Router:
             return admin.run(self, ctx)
         if name in (transactions.COMMIT, transactions.ABORT):
             return self.transactions.finish(ctx)
+        if name == "renameCollection":
+            return admin.rename_collection(self, ctx, self.body(ctx))
         txn = self.transactions.enter(ctx)
         body = self.body(ctx)
         if name == "aggregate" and streams.is_change_stream(body.get("pipeline")):
@@ -187,13 +189,15 @@ class Router:
             self.cluster.catalog.drop_database(ctx.db)
             return reply
         if name in ("dbStats", "dbstats"):
-            return _db_stats(self, ctx, body)
+            return reports.db_stats(self, ctx, body)
         if name == "explain" and isinstance(body.get("explain"), Mapping) and body["explain"]:
             inner = body["explain"]
             inner_target = inner.get(next(iter(inner)))
             inner_ns = f"{ctx.db}.{inner_target}" if isinstance(inner_target, str) else ""
             if inner_ns and self.cluster.catalog.sharded(inner_ns) is not None:
-                return _explain(self, ctx, body, inner_ns)
+                return reports.explain(self, ctx, body, inner_ns)
+        if name == "aggregate" and body.get("explain") is True and ns and self.cluster.catalog.sharded(ns) is not None:
+            return reports.explain_aggregate(self, ctx, body, ns)
         snapshot = _snapshot_time(self, body) if txn is None else None
         result = self._route_collection(ctx, body, ns)
         if txn is not None:
@@ -213,8 +217,8 @@ class Router:
             return self.cursor_reply(ctx, self.send(ctx, shard, body))
         handler = _SHARDED.get(name)
         if handler is None:
-            if name == "renameCollection":
-                raise CommandError(20, "IllegalOperation", "cannot rename a sharded collection")
+            if name == "createIndexes":
+                check_unique_indexes(sharded, body.get("indexes"))
             reply = self.broadcast(ctx, body, self.cluster.catalog.shards_for_filter(ns, None))
             if name == "drop":
                 self.cluster.catalog.drop_collection(ns)
@@ -389,15 +393,30 @@ def _default_collation(router: Router, ns: str) -> Any:
 
 def _aggregate(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
     pipeline = list(body.get("pipeline") or [])
+    writer = pipeline[-1] if pipeline and isinstance(pipeline[-1], Mapping) \
+        and next(iter(pipeline[-1]), "") in writing_stages.WRITING_STAGES else None
+    documents = _merged(router, ctx, body, ns, pipeline[:-1] if writer is not None else pipeline)
+    if writer is not None:
+        writing_stages.write_results(router, ctx, body, writer, documents)
+        documents = []
+    return router.open_cursor(ctx, ns, documents)
+
+
+def split_pipeline(pipeline: list[Any]) -> tuple[int, bool]:
+    """Where a pipeline is cut between the shards' part and the router's, and whether its
+    first stage is one each shard answers about itself."""
     split = 0
     per_shard = bool(pipeline) and isinstance(pipeline[0], Mapping) and next(iter(pipeline[0]), "") in _PER_SHARD_STAGES
     if per_shard:
         split = 1  # each shard answers for itself; the documents name their shard
     while split < len(pipeline) and isinstance(pipeline[split], Mapping) and next(iter(pipeline[split]), "") in _DOCUMENT_STAGES:
         split += 1
-    for stage in pipeline[split:]:
-        if isinstance(stage, Mapping) and next(iter(stage), "") in ("$out", "$merge"):
-            raise CommandError(20, "IllegalOperation", "the simulated mongos does not run $out or $merge from a sharded collection")
+    return split, per_shard
+
+
+def _merged(router: Router, ctx: Context, body: dict[str, Any], ns: str, pipeline: list[Any]) -> list[Any]:
+    """A pipeline's results: its leading document-wise stages run on the shards, the rest here."""
+    split, per_shard = split_pipeline(pipeline)
     shard_body = {k: v for k, v in body.items() if k not in ("cursor", "explain")}
     shard_body["pipeline"] = pipeline[:split]
     shard_body["cursor"] = {}
@@ -410,7 +429,7 @@ def _aggregate(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> d
     if split < len(pipeline):
         documents = run_pipeline(documents, pipeline[split:], lookup=lambda other: router.documents(ctx, f"{database}.{other}"),
                                  now=router.cluster.shards[router.cluster.catalog.primary_shard(database)].write_datetime())
-    return router.open_cursor(ctx, ns, documents)
+    return documents
 
 
 def _count(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
@@ -442,31 +461,47 @@ def _distinct(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> di
     return {"values": [document["v"] for document in ordered], "ok": 1.0}
 
 
-def _locate(router: Router, ctx: Context, ns: str, query: Any, collation: Any, upsert_seed: Any) -> list[str]:
+def _locate(router: Router, ctx: Context, ns: str, query: Any, collation: Any, upsert_seed: Any,
+            sort: Any = None) -> list[str]:
     """The shard a single-document write goes to: the one its shard key names, else the
-    first holding a match, else (an upsert) the one the new document would live on."""
+    one holding the first match (by ``sort``, a findAndModify's, compared across the shards'
+    first matches as mongod's two-phase write does), else (an upsert) the one the new
+    document would live on."""
     catalog = router.cluster.catalog
     targets = catalog.shards_for_filter(ns, query)
     if len(targets) == 1:
         return targets
     name = ns.partition(".")[2]
+    firsts: list[dict[str, Any]] = []
     for shard in targets:
-        find: dict[str, Any] = {"find": name, "filter": query or {}, "limit": 1, "projection": {"_id": 1}}
+        find: dict[str, Any] = {"find": name, "filter": query or {}, "limit": 1}
+        if sort:
+            find["sort"] = sort
+        else:
+            find["projection"] = {"_id": 1}
         if collation is not None:
             find["collation"] = collation
-        if router.drain(ctx, shard, find):
+        found = router.drain(ctx, shard, find)
+        if found and not sort:
             return [shard]
+        firsts.extend({"shard": shard, "document": document} for document in found)
+    if firsts:
+        ordering = {f"document.{field}": direction for field, direction in sort.items()}
+        chosen = sort_documents(firsts, ordering, parse_collation(collation) if collation is not None else None)
+        return [str(chosen[0]["shard"])]
     if upsert_seed is not None:
         return [catalog.shard_for_document(ns, upsert_seed)]
     return targets[:1]
 
 
-def _statement_shards(router: Router, ctx: Context, ns: str, query: Any, many: bool, collation: Any, upsert: bool) -> list[str]:
+def _statement_shards(router: Router, ctx: Context, ns: str, query: Any, many: bool, collation: Any, upsert: bool,
+                      sort: Any = None) -> list[str]:
     if many:
         return router.cluster.catalog.shards_for_filter(ns, query)
     key = router.cluster.catalog.sharded(ns)
     seed = (equality_point(key.key, query) or {}) if key is not None and upsert else None
-    return _locate(router, ctx, ns, query, collation, seed if upsert else None)
+    return _locate(router, ctx, ns, query, collation, seed if upsert else None,
+                   sort if isinstance(sort, Mapping) and sort else None)
 
 
 def _insert(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
@@ -482,15 +517,23 @@ def _insert(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict
 
 def _update(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
     groups: dict[str, list[tuple[int, Any]]] = {}
+    unplaced: dict[int, dict[str, Any]] = {}
     moves_key = False
+    key = router.cluster.catalog.sharded(ns)
     for index, statement in enumerate(body.get("updates") or []):
         if not isinstance(statement, Mapping):
             raise CommandError(14, "TypeMismatch", "an update statement must be an object")
+        if statement.get("multi") and statement.get("upsert") and key is not None \
+                and equality_point(key.key, statement.get("q")) is None:
+            # (mongod 7.0's two-phase write places a single upsert; a multi one it cannot target)
+            unplaced[index] = {"index": index, "code": 61, "errmsg": "Failed to target upsert by query :: could not "
+                                                                     "extract exact shard key"}
+            continue
         for shard in _statement_shards(router, ctx, ns, statement.get("q"), bool(statement.get("multi")),
                                        statement.get("collation"), bool(statement.get("upsert"))):
             groups.setdefault(shard, []).append((index, statement))
         moves_key = moves_key or _may_change_key(router, ns, statement.get("u"))
-    reply = _merge_writes(router, ctx, body, "updates", groups)
+    reply = _merge_writes(router, ctx, body, "updates", groups, unplaced)
     if moves_key:
         _place(router, ns)
     return reply
@@ -530,11 +573,15 @@ def _delete(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict
 
 
 def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str,
-                  groups: dict[str, list[tuple[int, Any]]]) -> dict[str, Any]:
+                  groups: dict[str, list[tuple[int, Any]]], unplaced: Mapping[int, dict[str, Any]] | None = None,
+                  ) -> dict[str, Any]:
     """The statements sent on, the counts summed and the statement indexes mapped back.  An
     ordered write goes as mongos sends it, one run of statements with the same shards after
-    the other, and stops after a run with a write error; a retryable one names its statements
+    the other, and stops after a run with a write error or before a statement it could not
+    target (``unplaced``: their write errors); a retryable one names its statements
     (``stmtIds``), which keys each shard's record of the run (see the module documentation)."""
+    unplaced = unplaced or {}
+    ordered = body.get("ordered", True) is not False
     merged: dict[str, Any] = {"n": 0}
     if field == "updates":
         merged["nModified"] = 0
@@ -543,9 +590,9 @@ def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str
     concern_error: Any = None
     labels: list[str] = []
     retryable = ctx.request.txn_number is not None and ctx.body.get("autocommit") is not False
-    rounds = [groups] if body.get("ordered", True) is False else _runs(groups)
+    rounds = _runs(groups) if ordered else [groups]
     for batch in rounds:
-        if errors:
+        if errors or (ordered and unplaced and min(unplaced) < min(i for items in batch.values() for i, _ in items)):
             break
         for shard, items in batch.items():
             shard_body = dict(body)
@@ -565,6 +612,10 @@ def _merge_writes(router: Router, ctx: Context, body: dict[str, Any], field: str
             if "writeConcernError" in reply and concern_error is None:
                 concern_error = reply["writeConcernError"]
             labels.extend(label for label in reply.get("errorLabels", []) if label not in labels)
+    if not ordered:
+        errors.extend(unplaced.values())
+    elif unplaced and not errors:  # (an ordered write stopped at it)
+        errors.append(unplaced[min(unplaced)])
     if upserted:
         merged["upserted"] = sorted(upserted, key=lambda entry: int(entry["index"]))
     if errors:
@@ -597,60 +648,12 @@ def _runs(groups: dict[str, list[tuple[int, Any]]]) -> list[dict[str, list[tuple
 
 
 def _find_and_modify(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
-    shards = _statement_shards(router, ctx, ns, body.get("query"), False, body.get("collation"), bool(body.get("upsert")))
+    shards = _statement_shards(router, ctx, ns, body.get("query"), False, body.get("collation"), bool(body.get("upsert")),
+                               body.get("sort"))
     reply = router.send(ctx, shards[0], body)
     if _may_change_key(router, ns, body.get("update")):
         _place(router, ns)
     return reply
-
-
-def _db_stats(router: Router, ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
-    """mongos's dbStats: every shard's (``raw``), the numbers summed."""
-    raw: dict[str, Any] = {}
-    merged: dict[str, Any] = {"raw": raw, "db": ctx.db}
-    for shard in router.cluster.shards:
-        reply = router.send(ctx, shard, body)
-        if reply.get("ok") != 1.0:
-            return reply
-        reply = {k: v for k, v in reply.items() if k not in ("$clusterTime", "operationTime")}
-        raw[router.cluster.catalog.shards.get(shard, shard)] = reply
-        for field, value in reply.items():
-            if field not in ("ok", "scaleFactor", "avgObjSize") and isinstance(value, int | float) and not isinstance(value, bool):
-                merged[field] = merged.get(field, 0) + value
-    objects, size = merged.get("objects", 0), merged.get("dataSize", 0)
-    merged["avgObjSize"] = (size / objects) if objects else 0
-    merged["ok"] = 1.0
-    return merged
-
-
-def _explain(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
-    """mongos's explain of a command on a sharded collection: each targeted shard's plan
-    under a SINGLE_SHARD or SHARD_MERGE stage."""
-    inner = body["explain"]
-    query = inner.get("filter", inner.get("query", inner.get("q")))
-    shards = router.cluster.catalog.shards_for_filter(ns, query)
-    plans: list[dict[str, Any]] = []
-    stats: list[dict[str, Any]] = []
-    for shard in shards:
-        reply = router.send(ctx, shard, body)
-        if reply.get("ok") != 1.0:
-            return reply
-        planner = dict(reply.get("queryPlanner") or {})
-        plans.append({"shardName": shard, "connectionString": router.cluster.catalog.shards[shard], **planner})
-        if "executionStats" in reply:
-            stats.append({"shardName": shard, **reply["executionStats"]})
-    stage = "SINGLE_SHARD" if len(shards) == 1 else "SHARD_MERGE"
-    out: dict[str, Any] = {"queryPlanner": {"mongosPlannerVersion": 1, "winningPlan": {"stage": stage, "shards": plans}}}
-    if stats:
-        out["executionStats"] = {
-            "nReturned": sum(int(s.get("nReturned", 0)) for s in stats),
-            "executionTimeMillis": max(int(s.get("executionTimeMillis", 0)) for s in stats),
-            "totalKeysExamined": sum(int(s.get("totalKeysExamined", 0)) for s in stats),
-            "totalDocsExamined": sum(int(s.get("totalDocsExamined", 0)) for s in stats),
-            "executionStages": {"stage": stage, "shards": stats},
-        }
-    out["ok"] = 1.0
-    return out
 
 
 _SHARDED: dict[str, Any] = {

@@ -1,0 +1,96 @@
+"""What mongos reports about the shards: dbStats summed over them, and explain (each
+targeted shard's plan under mongos's own stage; an aggregate's split pipeline).
+
+Inputs: the command and the shards it targets.  Outputs: the reply in mongos's shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from mongo_sansio.testing.server.context import Context
+
+if TYPE_CHECKING:
+    from mongo_sansio.testing.sharded.router import Router
+
+__all__ = ["db_stats", "explain", "explain_aggregate"]
+
+_REPLY_FIELDS = ("ok", "$clusterTime", "operationTime")
+
+
+def db_stats(router: Router, ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
+    """mongos's dbStats: every shard's (``raw``), the numbers summed."""
+    raw: dict[str, Any] = {}
+    merged: dict[str, Any] = {"raw": raw, "db": ctx.db}
+    for shard in router.cluster.shards:
+        reply = router.send(ctx, shard, body)
+        if reply.get("ok") != 1.0:
+            return reply
+        reply = {k: v for k, v in reply.items() if k not in ("$clusterTime", "operationTime")}
+        raw[router.cluster.catalog.shards.get(shard, shard)] = reply
+        for field, value in reply.items():
+            if field not in ("ok", "scaleFactor", "avgObjSize") and isinstance(value, int | float) and not isinstance(value, bool):
+                merged[field] = merged.get(field, 0) + value
+    objects, size = merged.get("objects", 0), merged.get("dataSize", 0)
+    merged["avgObjSize"] = (size / objects) if objects else 0
+    merged["ok"] = 1.0
+    return merged
+
+
+def explain(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
+    """mongos's explain of a command on a sharded collection: each targeted shard's plan
+    under a SINGLE_SHARD or SHARD_MERGE stage."""
+    inner = body["explain"]
+    if next(iter(inner), "") == "aggregate":
+        return explain_aggregate(router, ctx, inner, ns)
+    query = inner.get("filter", inner.get("query", inner.get("q")))
+    shards = router.cluster.catalog.shards_for_filter(ns, query)
+    plans: list[dict[str, Any]] = []
+    stats: list[dict[str, Any]] = []
+    for shard in shards:
+        reply = router.send(ctx, shard, body)
+        if reply.get("ok") != 1.0:
+            return reply
+        planner = dict(reply.get("queryPlanner") or {})
+        plans.append({"shardName": shard, "connectionString": router.cluster.catalog.shards[shard], **planner})
+        if "executionStats" in reply:
+            stats.append({"shardName": shard, **reply["executionStats"]})
+    stage = "SINGLE_SHARD" if len(shards) == 1 else "SHARD_MERGE"
+    out: dict[str, Any] = {"queryPlanner": {"mongosPlannerVersion": 1, "winningPlan": {"stage": stage, "shards": plans}}}
+    if stats:
+        out["executionStats"] = {
+            "nReturned": sum(int(s.get("nReturned", 0)) for s in stats),
+            "executionTimeMillis": max(int(s.get("executionTimeMillis", 0)) for s in stats),
+            "totalKeysExamined": sum(int(s.get("totalKeysExamined", 0)) for s in stats),
+            "totalDocsExamined": sum(int(s.get("totalDocsExamined", 0)) for s in stats),
+            "executionStages": {"stage": stage, "shards": stats},
+        }
+    out["ok"] = 1.0
+    return out
+
+
+def explain_aggregate(router: Router, ctx: Context, inner: Mapping[str, Any], ns: str) -> dict[str, Any]:
+    """mongos's explain of an aggregate on a sharded collection: the pipeline as it is split
+    (``splitPipeline``: the shards' part and the merger's, null when one shard runs it all),
+    where the merge runs, and each targeted shard's own explain under ``shards``."""
+    from mongo_sansio.testing.sharded.router import split_pipeline  # (a cycle)
+
+    pipeline = list(inner.get("pipeline") or [])
+    split, _ = split_pipeline(pipeline)
+    query = pipeline[0].get("$match") if split and "$match" in pipeline[0] else None
+    shards = router.cluster.catalog.shards_for_filter(ns, query)
+    part = pipeline if len(shards) == 1 else pipeline[:split]
+    explained: dict[str, Any] = {}
+    for shard in shards:
+        reply = router.send(ctx, shard, {"aggregate": ns.partition(".")[2], "pipeline": part, "explain": True})
+        if reply.get("ok") != 1.0:
+            return reply
+        host = router.cluster.catalog.shards[shard].partition("/")[2].split(",")[0]
+        explained[shard] = {"host": host, **{k: v for k, v in reply.items() if k not in _REPLY_FIELDS}}
+    return {
+        "mergeType": "mongos",
+        "splitPipeline": None if len(shards) == 1 else {"shardsPart": part, "mergerPart": pipeline[split:]},
+        "shards": explained,
+        "ok": 1.0,
+    }

@@ -1,0 +1,406 @@
+"""What a data engineer or an app developer does against a sharded cluster, run with PyMongo
+(the reference driver) against ``mongo-sansio sim --sharded --shards 2 --mongos 2`` started as a
+user starts it, and each answer compared with the shape mongod 7.0's mongos gives: the fields
+drivers read (n, nModified, upserted, writeErrors' codes and indexes, cursor ns/firstBatch/id,
+codes and codeNames).  Scenarios test_sim_sharded.py already covers are not repeated here.
+
+One CLI cluster serves the module (plus one ``--sharded --load-balanced`` front for the
+last test); each test uses collections of its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pymongo = pytest.importorskip("pymongo")
+from integration_helpers import cli_process, first_line_uri  # noqa: E402
+from pymongo import DeleteMany, DeleteOne, InsertOne, MongoClient, ReplaceOne, UpdateMany, UpdateOne  # noqa: E402
+from pymongo.errors import BulkWriteError, OperationFailure, WriteError  # noqa: E402
+
+OPTIONS: dict[str, Any] = {"serverSelectionTimeoutMS": 5000, "connectTimeoutMS": 3000, "socketTimeoutMS": 10000}
+_names = itertools.count()
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=15) == 0
+
+
+@pytest.fixture(scope="module")
+def uri() -> Iterator[str]:
+    with cli_process("sim", "--sharded", "--shards", "2", "--mongos", "2", "--port", "0") as process:
+        yield first_line_uri(process)
+        _stop(process)
+
+
+@pytest.fixture(scope="module")
+def client(uri: str) -> Iterator[MongoClient[Any]]:
+    opened: MongoClient[Any] = MongoClient(uri, **OPTIONS)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def one_mongos(uri: str) -> Iterator[MongoClient[Any]]:
+    """A client of the first mongos alone (a cursor lives on the mongos that opened it)."""
+    opened: MongoClient[Any] = MongoClient(uri.split(",")[0] + "/", **OPTIONS)
+    yield opened
+    opened.close()
+
+
+def _sharded(client: MongoClient[Any], key: dict[str, Any], db: str = "fid") -> Any:
+    name = f"c{next(_names)}"
+    reply = client.admin.command("shardCollection", f"{db}.{name}", key=key)
+    assert reply["collectionsharded"] == f"{db}.{name}" and reply["ok"] == 1.0
+    return client[db][name]
+
+
+def test_find_one_and_modify_without_the_shard_key_takes_the_first_match_by_sort_across_shards(
+    client: MongoClient[Any],
+) -> None:
+    """mongod's two-phase write without a shard key compares each shard's first match by the
+    sort: the document changed is the cluster's first, not one shard's."""
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "x": i % 3} for i in range(30)])
+    assert coll.find_one_and_delete({"x": 2}, sort=[("_id", -1)]) == {"_id": 29, "x": 2}
+    assert coll.find_one_and_update({"x": 2}, {"$set": {"s": 1}}, sort=[("_id", 1)],
+                                    return_document=True) == {"_id": 2, "x": 2, "s": 1}
+    assert coll.find_one_and_replace({"x": 0}, {"x": 0, "r": 1}, sort=[("_id", -1)])["_id"] == 27
+    assert coll.find_one({"r": 1})["_id"] == 27
+
+
+def test_a_sharded_collection_renamed_keeps_its_documents_key_and_chunks(client: MongoClient[Any]) -> None:
+    """mongod 5.0 and later rename a sharded collection on every shard (same database only)."""
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i} for i in range(20)])
+    uuid = client.config.collections.find_one({"_id": coll.full_name})["uuid"]
+    renamed = coll.rename(f"{coll.name}_renamed")
+    assert renamed["ok"] == 1.0
+    new = client.fid[f"{coll.name}_renamed"]
+    assert sorted(d["_id"] for d in new.find()) == list(range(20))
+    assert coll.count_documents({}) == 0
+    entry = client.config.collections.find_one({"_id": new.full_name})
+    assert entry["key"] == {"_id": "hashed"} and entry["uuid"] == uuid
+    assert client.config.collections.find_one({"_id": coll.full_name}) is None
+    new.insert_one({"_id": 100})
+    assert new.find_one({"_id": 100}) == {"_id": 100}
+    assert f"{coll.name}_renamed" in client.fid.list_collection_names()
+    with pytest.raises(OperationFailure) as raised:
+        client.admin.command("renameCollection", new.full_name, to=f"other.{new.name}")
+    assert raised.value.code == 125 and raised.value.details["codeName"] == "CommandFailed"
+    client.fid.taken.insert_one({"_id": 1})
+    with pytest.raises(OperationFailure) as raised:
+        new.rename("taken")
+    assert raised.value.code == 48
+    assert new.count_documents({}) == 21
+    new.rename("taken", dropTarget=True)
+    assert client.fid.taken.count_documents({}) == 21
+
+
+def test_an_unsharded_collection_renames_on_its_databases_primary_shard(client: MongoClient[Any]) -> None:
+    client.admin.command("enableSharding", "fidun", primaryShard="shard1")
+    client.fidun.a.insert_many([{"_id": i} for i in range(3)])
+    client.fidun.a.rename("b")
+    assert client.fidun.list_collection_names() == ["b"]
+    assert client.fidun.b.count_documents({}) == 3
+
+
+def test_out_and_merge_from_a_sharded_collection(client: MongoClient[Any]) -> None:
+    """mongos runs $out and $merge from a sharded collection: $out into an unsharded target
+    (a sharded one is refused: 28769), $merge into either, by its ``on`` fields."""
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "x": i % 3} for i in range(30)])
+    out = f"{coll.name}_out"
+    assert list(coll.aggregate([{"$match": {"x": 0}}, {"$group": {"_id": "$x", "n": {"$sum": 1}}},
+                                {"$out": out}])) == []
+    assert list(client.fid[out].find()) == [{"_id": 0, "n": 10}]
+    coll.aggregate([{"$match": {"x": 1}}, {"$out": out}])
+    assert sorted(d["_id"] for d in client.fid[out].find()) == list(range(1, 30, 3))  # replaced
+    target = _sharded(client, {"_id": "hashed"})
+    target.insert_many([{"_id": 0, "old": True}, {"_id": 100, "old": True}])
+    coll.aggregate([{"$match": {"x": 0}}, {"$project": {"x": 1}}, {"$merge": {"into": target.name}}])
+    assert target.count_documents({}) == 11
+    assert target.find_one({"_id": 0}) == {"_id": 0, "old": True, "x": 0}
+    with pytest.raises(OperationFailure) as raised:
+        coll.aggregate([{"$out": target.name}])
+    assert raised.value.code == 28769
+    with pytest.raises(OperationFailure) as raised:
+        coll.aggregate([{"$match": {"_id": 4}}, {"$merge": {"into": target.name, "whenNotMatched": "fail"}}])
+    assert raised.value.code == 13113
+
+
+def test_a_multi_upsert_without_the_full_shard_key_is_a_write_error_61(client: MongoClient[Any]) -> None:
+    """mongod 7.0 places a single upsert without the shard key (its two-phase write) but not
+    a multi one: ShardKeyNotFound as that statement's write error; an ordered batch stops there."""
+    coll = _sharded(client, {"a": 1, "b": 1})
+    assert coll.update_one({"a": 1}, {"$set": {"w": 1}}, upsert=True).upserted_id is not None
+    with pytest.raises(WriteError) as raised:
+        coll.update_many({"a": 2}, {"$set": {"w": 1}}, upsert=True)
+    assert raised.value.code == 61 and "could not extract exact shard key" in raised.value.details["errmsg"]
+    assert coll.update_many({"a": 3, "b": 3}, {"$set": {"w": 1}}, upsert=True).upserted_id is not None
+    with pytest.raises(BulkWriteError) as bulk:
+        coll.bulk_write([InsertOne({"a": 5, "b": 5}), UpdateMany({"a": 6}, {"$set": {"w": 1}}, upsert=True),
+                         InsertOne({"a": 7, "b": 7})])
+    result = bulk.value.details
+    assert [(e["index"], e["code"]) for e in result["writeErrors"]] == [(1, 61)] and result["nInserted"] == 1
+    with pytest.raises(BulkWriteError) as bulk:
+        coll.bulk_write([UpdateMany({"a": 8}, {"$set": {"w": 1}}, upsert=True), InsertOne({"a": 9, "b": 9}),
+                         UpdateMany({}, {"$set": {"v": 1}}, upsert=True)], ordered=False)
+    result = bulk.value.details
+    assert [(e["index"], e["code"]) for e in result["writeErrors"]] == [(0, 61), (2, 61)] and result["nInserted"] == 1
+    assert coll.count_documents({}) == 4
+
+
+def test_explain_of_an_aggregate_shows_the_split_pipeline_and_every_shard(client: MongoClient[Any]) -> None:
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "x": i % 3} for i in range(12)])
+    pipeline: list[dict[str, Any]] = [{"$match": {"x": {"$gte": 1}}}, {"$group": {"_id": "$x", "n": {"$sum": 1}}}]
+    for explained in (client.fid.command("aggregate", coll.name, pipeline=pipeline, explain=True),
+                      client.fid.command("explain", {"aggregate": coll.name, "pipeline": pipeline, "cursor": {}})):
+        assert explained["mergeType"] == "mongos"
+        assert explained["splitPipeline"] == {"shardsPart": pipeline[:1], "mergerPart": pipeline[1:]}
+        assert sorted(explained["shards"]) == ["shard0", "shard1"]
+        assert all(":" in shard["host"] for shard in explained["shards"].values())
+    single = client.fid.command("aggregate", coll.name, pipeline=[{"$match": {"_id": 3}}], explain=True)
+    assert single["splitPipeline"] is None and len(single["shards"]) == 1
+    plan = coll.find({"x": 1}).explain()["queryPlanner"]["winningPlan"]
+    assert plan["stage"] == "SHARD_MERGE" and sorted(s["shardName"] for s in plan["shards"]) == ["shard0", "shard1"]
+    assert coll.find({"_id": 3}).explain()["queryPlanner"]["winningPlan"]["stage"] == "SINGLE_SHARD"
+
+
+def test_indexes_through_mongos_reach_every_shard_and_unique_ones_must_start_with_the_key(
+    client: MongoClient[Any],
+) -> None:
+    coll = _sharded(client, {"k": 1, "j": 1})
+    client.admin.command("split", coll.full_name, middle={"k": 10, "j": 0})
+    client.admin.command("moveChunk", coll.full_name, find={"k": 10, "j": 0}, to="shard1")
+    coll.insert_many([{"k": i, "j": i} for i in range(20)])
+    assert coll.create_index([("x", 1)]) == "x_1"
+    assert coll.create_index([("k", 1), ("j", 1), ("z", 1)], unique=True) == "k_1_j_1_z_1"
+    assert coll.create_index([("_id", 1), ("z", 1)], unique=True) == "_id_1_z_1"
+    for key in ([("z", 1)], [("k", 1)], [("j", 1), ("k", 1)]):
+        with pytest.raises(OperationFailure) as raised:
+            coll.create_index(key, unique=True)
+        assert raised.value.code == 67 and raised.value.details["codeName"] == "CannotCreateIndex"
+    names = ["_id_", "k_1_j_1", "x_1", "k_1_j_1_z_1", "_id_1_z_1"]
+    assert [index["name"] for index in coll.list_indexes()] == names
+    # ($collStats answers once per shard, naming it: both shards hold every index)
+    assert sorted(d["shard"] for d in coll.aggregate([{"$collStats": {"storageStats": {}}}])) == ["shard0", "shard1"]
+    for stats in coll.aggregate([{"$collStats": {"storageStats": {}}}]):
+        assert sorted(stats["storageStats"]["indexSizes"]) == sorted(names)
+    coll.drop_index("x_1")
+    for stats in coll.aggregate([{"$collStats": {"storageStats": {}}}]):
+        assert "x_1" not in stats["storageStats"]["indexSizes"]
+    assert "x_1" not in coll.index_information()
+
+
+def test_sharding_a_collection_that_holds_documents_needs_an_index_on_the_key(client: MongoClient[Any]) -> None:
+    """mongod builds the shard key's index only on an empty collection; otherwise the index
+    must exist first (an index that starts with the key serves)."""
+    coll = client.fid[f"c{next(_names)}"]
+    coll.insert_many([{"_id": i, "k": i, "j": -i} for i in range(10)])
+    with pytest.raises(OperationFailure) as raised:
+        client.admin.command("shardCollection", coll.full_name, key={"k": 1})
+    assert raised.value.code == 72 and raised.value.details["codeName"] == "InvalidOptions"
+    assert client.config.collections.find_one({"_id": coll.full_name}) is None
+    coll.create_index([("k", 1), ("j", 1)])
+    assert client.admin.command("shardCollection", coll.full_name, key={"k": 1})["ok"] == 1.0
+    assert [index["name"] for index in coll.list_indexes()] == ["_id_", "k_1_j_1"]
+    assert sorted(d["_id"] for d in coll.find({"k": {"$gte": 5}})) == [5, 6, 7, 8, 9]
+    hashed = client.fid[f"c{next(_names)}"]
+    hashed.insert_one({"_id": 1})
+    with pytest.raises(OperationFailure) as raised:
+        client.admin.command("shardCollection", hashed.full_name, key={"_id": "hashed"})
+    assert raised.value.code == 72
+    assert client.admin.command("shardCollection", hashed.full_name, key={"_id": 1})["ok"] == 1.0  # (the _id index)
+
+
+def test_bulk_writes_count_and_index_their_errors_as_mongos_merges_them(client: MongoClient[Any]) -> None:
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "x": i % 3} for i in range(12)])
+    result = coll.bulk_write([
+        InsertOne({"_id": 100, "x": 1}), UpdateOne({"_id": 100}, {"$set": {"y": 1}}),
+        UpdateMany({"x": 1}, {"$inc": {"z": 1}}), UpdateOne({"_id": 200}, {"$set": {"x": 5}}, upsert=True),
+        ReplaceOne({"_id": 3}, {"x": 9}), DeleteOne({"_id": 0}), DeleteMany({"x": 2}),
+    ])
+    assert (result.inserted_count, result.matched_count, result.modified_count, result.deleted_count,
+            result.upserted_count) == (1, 7, 7, 5, 1)
+    assert result.upserted_ids == {3: 200}
+    # ordered: the batch stops at the first duplicate, wherever its shard
+    with pytest.raises(BulkWriteError) as raised:
+        coll.insert_many([{"_id": 300 + i} for i in range(5)] + [{"_id": 1}] + [{"_id": 400 + i} for i in range(5)])
+    details = raised.value.details
+    assert [(e["index"], e["code"]) for e in details["writeErrors"]] == [(5, 11000)] and details["nInserted"] == 5
+    assert coll.count_documents({"_id": {"$gte": 400, "$lt": 500}}) == 0
+    # unordered: every statement tried, each error at its index in the client's batch
+    with pytest.raises(BulkWriteError) as raised:
+        coll.insert_many([{"_id": 1}, {"_id": 500}, {"_id": 4}, {"_id": 501}, {"_id": 7}], ordered=False)
+    details = raised.value.details
+    assert [(e["index"], e["code"]) for e in details["writeErrors"]] == [(0, 11000), (2, 11000), (4, 11000)]
+    assert details["nInserted"] == 2
+
+
+def test_counts_distinct_and_aggregation_stages_across_shards(client: MongoClient[Any]) -> None:
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "x": i % 4, "tags": [f"t{i % 2}", "all"]} for i in range(40)])
+    other = _sharded(client, {"k": 1})
+    other.insert_many([{"k": x, "label": f"L{x}"} for x in range(4)])
+    assert coll.count_documents({"x": {"$in": [1, 2]}}) == 20
+    assert coll.count_documents({}, skip=5, limit=10) == 10
+    assert coll.estimated_document_count() == 40
+    assert coll.distinct("x", {"_id": {"$lt": 6}}) == [0, 1, 2, 3]
+    assert coll.distinct("tags") == ["all", "t0", "t1"]
+    pipeline: list[dict[str, Any]] = [
+        {"$match": {"x": {"$gte": 1}}}, {"$unwind": "$tags"}, {"$match": {"tags": {"$ne": "all"}}},
+        {"$group": {"_id": {"x": "$x", "tag": "$tags"}, "n": {"$sum": 1}}}, {"$sort": {"_id.x": -1, "_id.tag": 1}},
+        {"$skip": 1}, {"$limit": 3}, {"$project": {"_id": 0, "x": "$_id.x", "tag": "$_id.tag", "n": 1}},
+    ]
+    assert list(coll.aggregate(pipeline)) == [{"n": 10, "x": 2, "tag": "t0"}, {"n": 10, "x": 1, "tag": "t1"}]
+    joined = list(coll.aggregate([{"$match": {"_id": {"$lt": 3}}}, {"$sort": {"_id": 1}},
+                                  {"$lookup": {"from": other.name, "localField": "x", "foreignField": "k", "as": "o"}},
+                                  {"$project": {"label": {"$first": "$o.label"}}}]))
+    assert joined == [{"_id": 0, "label": "L0"}, {"_id": 1, "label": "L1"}, {"_id": 2, "label": "L2"}]
+    assert [g["_id"] for g in coll.aggregate([{"$group": {"_id": "$x"}}, {"$sort": {"_id": 1}}], batchSize=2)] \
+        == [0, 1, 2, 3]
+
+
+def test_cursors_through_mongos_batch_get_more_and_kill(one_mongos: MongoClient[Any]) -> None:
+    client = one_mongos
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i} for i in range(25)])
+    first = client.fid.command("find", coll.name, batchSize=10, sort={"_id": 1})["cursor"]
+    assert first["ns"] == coll.full_name and [d["_id"] for d in first["firstBatch"]] == list(range(10))
+    assert isinstance(first["id"], int) and first["id"] != 0
+    more = client.fid.command("getMore", first["id"], collection=coll.name, batchSize=10)["cursor"]
+    assert more["ns"] == coll.full_name and more["id"] == first["id"]
+    assert [d["_id"] for d in more["nextBatch"]] == list(range(10, 20))
+    killed = client.fid.command("killCursors", coll.name, cursors=[first["id"], 424242])
+    assert killed["cursorsKilled"] == [first["id"]] and killed["cursorsNotFound"] == [424242]
+    with pytest.raises(OperationFailure) as raised:
+        client.fid.command("getMore", first["id"], collection=coll.name)
+    assert raised.value.code == 43 and raised.value.details["codeName"] == "CursorNotFound"
+    last = client.fid.command("find", coll.name, filter={"_id": {"$gte": 20}})["cursor"]
+    assert last["id"] == 0 and len(last["firstBatch"]) == 5
+    assert [d["_id"] for d in coll.find(sort=[("_id", 1)], batch_size=3)] == list(range(25))
+
+
+def test_catalogue_commands_through_mongos(client: MongoClient[Any]) -> None:
+    coll = _sharded(client, {"_id": "hashed"}, db="fidcat")
+    coll.insert_many([{"_id": i} for i in range(10)])
+    client.fidcat.plain.insert_one({"_id": 1})
+    assert sorted(client.fidcat.list_collection_names()) == sorted([coll.name, "plain"])
+    listed = {d["name"]: d for d in client.list_databases()}
+    assert set(listed["fidcat"]["shards"]) <= {"shard0", "shard1"} and listed["fidcat"]["sizeOnDisk"] > 0
+    stats = client.fidcat.command("dbStats")
+    assert stats["db"] == "fidcat" and stats["objects"] == 11 and len(stats["raw"]) == 2
+    coll.drop()
+    assert client.config.collections.find_one({"_id": coll.full_name}) is None
+    assert client.fidcat.list_collection_names() == ["plain"]
+    assert coll.count_documents({}) == 0
+    client.drop_database("fidcat")
+    assert "fidcat" not in client.list_database_names()
+    assert client.config.databases.find_one({"_id": "fidcat"}) is None
+
+
+def test_what_mongos_answers_about_itself(client: MongoClient[Any]) -> None:
+    admin = client.admin
+    hello = admin.command("hello")
+    assert hello["msg"] == "isdbgrid" and hello["maxWireVersion"] >= 21 and "setName" not in hello
+    assert admin.command("isdbgrid")["isdbgrid"] == 1
+    assert admin.command("serverStatus")["process"] == "mongos"
+    assert admin.command("buildInfo")["versionArray"][:2] == [7, 0]
+    assert admin.command("connectionStatus")["authInfo"] == {"authenticatedUsers": [], "authenticatedUserRoles": []}
+    assert admin.command("getParameter", featureCompatibilityVersion=1)["featureCompatibilityVersion"]["version"] == "7.0"
+    shards = admin.command("listShards")["shards"]
+    assert [s["_id"] for s in shards] == ["shard0", "shard1"]
+    assert all(s["host"].startswith(f"{s['_id']}/") and s["state"] == 1 for s in shards)
+    status = admin.command("balancerStatus")
+    assert status["mode"] in ("full", "off") and status["inBalancerRound"] is False
+    with pytest.raises(OperationFailure) as raised:
+        client.fid.command("shardCollection", "fid.x", key={"_id": 1})
+    assert raised.value.code == 13
+    with pytest.raises(OperationFailure) as raised:
+        admin.command("shardCollection", "fid.y", key={"a": -1})
+    assert raised.value.code == 2 and raised.value.details["codeName"] == "BadValue"
+
+
+def test_sessions_causal_reads_and_a_write_conflict_across_shards(client: MongoClient[Any], uri: str) -> None:
+    coll = _sharded(client, {"_id": "hashed"})
+    seen: list[dict[str, Any]] = []
+
+    class Listener(pymongo.monitoring.CommandListener):
+        def started(self, event: Any) -> None:
+            if event.command_name == "find":
+                seen.append(dict(event.command))
+
+        def succeeded(self, event: Any) -> None: ...
+        def failed(self, event: Any) -> None: ...
+
+    with MongoClient(uri, event_listeners=[Listener()], **OPTIONS) as single:
+        with single.start_session(causal_consistency=True) as session:
+            written = single.fid[coll.name].insert_one({"_id": 1}, session=session)
+            assert written.acknowledged
+            assert single.fid[coll.name].find_one({"_id": 1}, session=session) == {"_id": 1}
+            assert session.operation_time is not None
+    assert seen[-1]["readConcern"]["afterClusterTime"] is not None
+    coll.insert_many([{"_id": i, "n": 0} for i in range(2, 10)])
+    one, two = client.start_session(), client.start_session()
+    try:
+        one.start_transaction()
+        coll.update_many({}, {"$inc": {"n": 1}}, session=one)  # both shards
+        two.start_transaction()
+        with pytest.raises(OperationFailure) as raised:
+            coll.update_one({"_id": 5}, {"$inc": {"n": 10}}, session=two)
+        assert raised.value.code == 112 and raised.value.details["codeName"] == "WriteConflict"
+        assert raised.value.has_error_label("TransientTransactionError")
+        two.abort_transaction()
+        one.commit_transaction()
+    finally:
+        one.end_session()
+        two.end_session()
+    assert sorted(d["n"] for d in coll.find({"_id": {"$gte": 2}})) == [1] * 8
+
+
+def test_change_streams_on_a_database_and_the_cluster_resume_and_start_after(client: MongoClient[Any]) -> None:
+    coll = _sharded(client, {"k": 1}, db="fidcs")
+    client.admin.command("split", coll.full_name, middle={"k": 10})
+    client.admin.command("moveChunk", coll.full_name, find={"k": 10}, to="shard1")
+    with client.fidcs.watch(max_await_time_ms=100) as on_db, client.watch(max_await_time_ms=100) as on_cluster:
+        coll.insert_many([{"_id": i, "k": i * 5} for i in range(4)])  # two on each shard
+        coll.update_one({"k": 15}, {"$set": {"u": 1}})
+        coll.delete_one({"k": 0})
+        events = [on_db.next() for _ in range(6)]
+        everywhere = [on_cluster.next() for _ in range(6)]
+    assert [e["operationType"] for e in events] == ["insert"] * 4 + ["update", "delete"]
+    assert [e["documentKey"] for e in events[:4]] == [{"k": i * 5, "_id": i} for i in range(4)]
+    assert events[4]["updateDescription"]["updatedFields"] == {"u": 1}
+    assert [e["_id"] for e in everywhere] == [e["_id"] for e in events]
+    assert all(e["ns"] == {"db": "fidcs", "coll": coll.name} for e in events)
+    with coll.watch(resume_after=events[1]["_id"], max_await_time_ms=100) as resumed:
+        assert [resumed.next()["documentKey"]["_id"] for _ in range(2)] == [2, 3]
+    with coll.watch(start_after=events[3]["_id"], max_await_time_ms=100) as started:
+        assert started.next()["operationType"] == "update"
+    coll.drop()
+    with coll.watch(start_after=events[5]["_id"], max_await_time_ms=100) as after:
+        assert [after.next()["operationType"] for _ in range(2)] == ["drop", "invalidate"]
+
+
+def test_gridfs_through_mongos_with_its_chunks_sharded(client: MongoClient[Any]) -> None:
+    import gridfs
+
+    client.admin.command("shardCollection", "fidfs.fs.chunks", key={"files_id": 1, "n": 1})
+    bucket = gridfs.GridFSBucket(client.fidfs)
+    data = bytes(range(256)) * 2100  # two chunks of 255 KiB and a bit
+    file_id = bucket.upload_from_stream("blob", data)
+    assert bucket.open_download_stream(file_id).read() == data
+    assert bucket.open_download_stream_by_name("blob").read() == data
+    assert client.fidfs.fs.chunks.count_documents({"files_id": file_id}) == 3
+    assert "files_id_1_n_1" in client.fidfs.fs.chunks.index_information()
+    bucket.delete(file_id)
+    assert client.fidfs.fs.chunks.count_documents({}) == 0 and client.fidfs.fs.files.count_documents({}) == 0
