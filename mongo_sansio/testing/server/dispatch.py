@@ -52,6 +52,7 @@ from mongo_sansio.testing.server.context import (
 from mongo_sansio.testing.server.db_stats import DB_STATS_COMMANDS
 from mongo_sansio.testing.server.failpoints import FailAction, Target
 from mongo_sansio.testing.server.handshake import topology_version
+from mongo_sansio.testing.server.read_concern import hold_read, read_view
 from mongo_sansio.testing.server.replset import PRIMARY
 from mongo_sansio.testing.server.transactions import (
     ABORT,
@@ -301,9 +302,16 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
             # the failpoint that gets the label).
             return _with_labels(ctx, spec, reply, action.error_code, change_stream=False)
     _check_role(ctx, spec)
+    held = hold_read(ctx, lambda: _run_in_role(ctx, spec))
+    return held if held is not None else _run_in_role(ctx, spec)
+
+
+def _run_in_role(ctx: Context, spec: CommandSpec) -> Outcome:
+    """The command past its failpoint and role checks (and, for a read, past its wait for
+    ``afterClusterTime``): its transaction or snapshot, a retry's record, the handler."""
     ctx.txn = enter(ctx)
     if ctx.txn is None:
-        ctx.snapshot = snapshot_read(ctx)
+        ctx.snapshot = snapshot_read(ctx) or read_view(ctx)
     retryable = _is_retryable_write(ctx, spec)
     request = ctx.request
     txn_number = request.txn_number

@@ -93,16 +93,18 @@ class WriteBlocked(Exception):
 class SnapshotView:
     """The collections as they were at the cluster time ``at`` (plus, for a transaction, its
     own writes).  ``prepare`` is called with each collection the view makes (a transaction
-    sets its write hooks there)."""
+    sets its write hooks there).  ``named``: the reply names the time it read at (a snapshot
+    read's ``atClusterTime``; not a lagging member's own position, see .read_concern)."""
 
     def __init__(self, cluster: ReplicaSet, at: Timestamp,
-                 prepare: Callable[[Collection], None] | None = None) -> None:
+                 prepare: Callable[[Collection], None] | None = None, *, named: bool = True) -> None:
         first = cluster.oplog.first_timestamp
         if first is not None and (first.time, first.inc) > (at.time, at.inc):
             raise _error(239, "SnapshotTooOld", f"Read timestamp {at} is older than the oldest available timestamp.")
         self.cluster = cluster
         self.at = at
         self.prepare = prepare
+        self.named = named
         self.collections: dict[tuple[str, str], Collection] = {}
         self.created: list[tuple[str, str]] = []
 
@@ -424,8 +426,8 @@ def enter(ctx: Context) -> Transaction | None:
 
 def _read_timestamp(ctx: Context) -> Timestamp | None:
     """The snapshot a new transaction reads at: readConcern's atClusterTime (level snapshot),
-    else the latest committed write.  afterClusterTime is already satisfied here: the
-    simulator's members share one oplog."""
+    else the latest committed write.  afterClusterTime is already satisfied here (a
+    secondary's read waited for it: .read_concern)."""
     read_concern = ctx.body.get("readConcern")
     if read_concern is None:
         return None
@@ -453,8 +455,8 @@ _CURSOR_CONTINUATIONS = frozenset({"getMore", "killCursors"})
 def snapshot_read(ctx: Context) -> SnapshotView | None:
     """A read outside transactions with readConcern level "snapshot": the data at its
     ``atClusterTime`` (else at the latest write, which the reply then names).  mongod allows
-    it on find, aggregate and distinct of a replica set; afterClusterTime needs no wait here,
-    since every member shares the one oplog.  Any other command is refused with mongod's 72
+    it on find, aggregate and distinct of a replica set; afterClusterTime was waited for
+    already (.read_concern).  Any other command is refused with mongod's 72
     "Command insert does not support { readConcern: ... } :: caused by :: read concern not
     supported" (the sessions spec's snapshot-sessions-unsupported-ops cases)."""
     read_concern = ctx.body.get("readConcern")
@@ -483,7 +485,7 @@ def snapshot_read(ctx: Context) -> SnapshotView | None:
 def stamp_snapshot(reply: dict[str, Any], view: SnapshotView) -> None:
     """A snapshot read's reply names the time it read at: in the cursor for find and
     aggregate, at the top for distinct."""
-    if reply.get("ok") != 1.0:
+    if reply.get("ok") != 1.0 or not view.named:
         return
     cursor = reply.get("cursor")
     if isinstance(cursor, dict):
