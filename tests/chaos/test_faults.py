@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 
 from mongo_sansio.adapters.chaos import Fault, run_world
+from mongo_sansio.adapters.chaos.workloads import setup
 from mongo_sansio.adapters.chaos.world import World
 from mongo_sansio.adapters.cli import main
 from mongo_sansio.bson import Timestamp
+from mongo_sansio.ops.write_concern import WriteConcern
+from mongo_sansio.selection import ReadPreference
 from mongo_sansio.testing.server import dispatch, oplog, replication
 
 N0, N1, N2 = "n0.sim:27017", "n1.sim:27017", "n2.sim:27017"
@@ -114,3 +117,29 @@ def test_the_command_takes_the_new_kinds_by_their_names(capsys: pytest.CaptureFi
         assert main(["chaos", "--seed", "3", "--steps", "4", "--faults", faults]) == 0
         lines.append(capsys.readouterr().out)
     assert lines[0] == lines[1] and lines[0].startswith("seed 3: ok, trace ")
+
+
+async def _read_your_write(world: World, causal: bool) -> bool:
+    """A w:1 insert, then a secondary read in the same session: whether it saw the write."""
+    session = world.client.start_session(causal_consistency=causal)
+    try:
+        db = world.client.chaos
+        writes = db.get_collection("writes", write_concern=WriteConcern(w=1))
+        await writes.insert_one({"_id": "mine"}, session=session)
+        reads = db.get_collection("writes", read_preference=ReadPreference.SECONDARY)
+        return await reads.find_one({"_id": "mine"}, session=session) is not None
+    finally:
+        await session.end_session()
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_lagging_secondaries_make_causal_consistency_observable(causal: bool) -> None:
+    """With lagging secondaries a secondary read may miss the session's own w:1 write; a
+    causally consistent session waits for it (afterClusterTime), a session without it does
+    not: the simulator can tell a client that forgets afterClusterTime."""
+    world = World(0, workload="cursors", kinds=())
+    for member in (N1, N2):
+        world.cluster.set_lag(member, 1.5)
+    assert world._run(setup(world), "setup", 120.0).error is None
+    task = world._run(_read_your_write(world, causal), "read your write", 60.0)
+    assert task.error is None and task.result is causal

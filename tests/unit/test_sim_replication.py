@@ -231,6 +231,7 @@ def test_a_lagging_secondary_reads_what_it_applied_and_waits_for_after_cluster_t
     secondary = Client(cluster, SECONDARY, now=primary.now)
     stale = secondary.command({"find": "c", "$readPreference": {"mode": "secondary"}})
     assert stale["cursor"]["firstBatch"] == [] and "atClusterTime" not in stale["cursor"]
+    assert stale["operationTime"] < written <= stale["$clusterTime"]["clusterTime"]  # it read at its position
     secondary.send({"find": "c", "$readPreference": {"mode": "secondary"},
                     "readConcern": {"afterClusterTime": written}})
     assert secondary.messages() == []  # held until the secondary has applied the write

@@ -125,11 +125,16 @@ def error_reply(error: CommandError) -> dict[str, Any]:
 
 
 def cluster_fields(ctx: Context) -> dict[str, Any]:
+    """``$clusterTime`` (the logical clock) and ``operationTime``: on a member that has not
+    applied the newest entries, the position it read at (a causal session then waits for that
+    much on the next member it reads from, no more)."""
     cluster = ctx.cluster
     ts = cluster.oplog.last_timestamp
+    replication = cluster.replication
+    applied = replication.applied(ctx.member.address)
     return {
         "$clusterTime": {"clusterTime": ts, "signature": {"hash": Binary(bytes(20)), "keyId": Int64(0)}},
-        "operationTime": ts,
+        "operationTime": applied if applied < replication.end else ts,
     }
 
 
