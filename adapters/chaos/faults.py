@@ -170,7 +170,9 @@ def _seconds(detail: str) -> float:
 
 
 def end(world: World, fault: Fault) -> None:
-    """End ``fault`` (a partition heals, a crashed member restarts, a fail point goes off)."""
+    """End ``fault`` (a partition heals, a crashed member restarts, a cut-off member rejoins
+    and rolls back what it alone had, a clock jumps back, the oplog's limit lifts, a fail point
+    goes off).  Ending a fault twice changes nothing."""
     network, cluster, now = world.network, world.cluster, world.loop.now
     if fault.kind == "partition":
         network.heal(fault.target)
