@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mongo_sansio.adapters.chaos import Fault, run_world
+from mongo_sansio.adapters.chaos import Fault, run_world, shrink
 from mongo_sansio.adapters.chaos.workloads import setup
 from mongo_sansio.adapters.chaos.world import World
 from mongo_sansio.adapters.cli import main
@@ -143,3 +143,23 @@ def test_lagging_secondaries_make_causal_consistency_observable(causal: bool) ->
     assert world._run(setup(world), "setup", 120.0).error is None
     task = world._run(_read_your_write(world, causal), "read your write", 60.0)
     assert task.error is None and task.result is causal
+
+
+def test_a_client_that_downgrades_majority_to_w1_is_caught_by_a_rollback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client bug no fault could show before the simulator learnt rollback: it sends
+    ``w: 1`` where the application asked for a majority.  The sweep's first seed finds it, and
+    the shrunk schedule keeps a fault that rolls writes back."""
+    to_document = WriteConcern.to_document
+
+    def downgraded(self: WriteConcern) -> dict[str, Any]:
+        document = to_document(self)
+        if document.get("w") == "majority":
+            document["w"] = 1
+        return document
+
+    monkeypatch.setattr(WriteConcern, "to_document", downgraded)
+    broken = run_world(0, steps=STEPS, workload="retryable-writes")
+    assert not broken.ok and "acknowledged w:majority" in (broken.violation or "")
+    shrunk = shrink(broken, steps=STEPS, workload="retryable-writes")
+    assert not shrunk.ok and {f.kind for f in shrunk.schedule} & {"rollback", "isolate", "crash"}
+    assert run_world(0, steps=STEPS, workload="retryable-writes", schedule=shrunk.schedule).line() == shrunk.line()
