@@ -109,7 +109,8 @@ class World:
         for member, lag in zip(MEMBERS, self.lags, strict=True):
             self.cluster.set_lag(member, lag)
         self.rollback_victims: dict[Fault, str | None] = {}  # (the faults' own notes)
-        self.clock_jumped: dict[Fault, bool] = {}
+        self.faults_on: set[Fault] = set()  # clock jumps and isolations begun, not yet undone
+        self.isolations: dict[str, int] = {}  # how many faults hold each member cut off
         self.network = Network(self.loop, self.cluster)
         self.runtime = VirtualRuntime(self.loop, self.network, self.rng)
         options: dict[str, Any] = {"retryWrites": True, "serverSelectionTimeoutMS": 30000}
