@@ -259,3 +259,15 @@ def test_an_after_cluster_time_wait_ends_at_max_time_ms() -> None:
     secondary.advance(0.6)
     (reply,) = secondary.messages()
     assert reply.body["code"] == 50
+
+
+def test_snapshot_reads_and_transactions_read_majority_committed_data() -> None:
+    cluster = _lagging(2.0)
+    client = Client(cluster)
+    client.command({"insert": "c", "documents": [{"_id": 1}], "writeConcern": {"w": 1}})
+    snapshot = client.command({"find": "c", "readConcern": {"level": "snapshot"}})["cursor"]
+    assert snapshot["firstBatch"] == [] and snapshot["atClusterTime"] == cluster.replication.commit_point
+    lsid = {"id": b"\x02" * 16}
+    found = client.command({"find": "c", "lsid": lsid, "txnNumber": 1, "autocommit": False,
+                            "startTransaction": True, "readConcern": {"level": "majority"}})
+    assert found["cursor"]["firstBatch"] == []

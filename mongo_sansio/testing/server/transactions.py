@@ -439,7 +439,7 @@ def _read_timestamp(ctx: Context) -> Timestamp | None:
                      "'snapshot' in order to run in a transaction")
     at = read_concern.get("atClusterTime")
     if at is None:
-        return None
+        return majority_snapshot(ctx.cluster) if level in ("majority", "snapshot") else None
     if level != "snapshot" or not isinstance(at, Timestamp):
         raise _error(72, "InvalidOptions", "readConcern atClusterTime must be a Timestamp, with level 'snapshot'")
     return at
@@ -450,6 +450,15 @@ SNAPSHOT_READS = frozenset({"find", "aggregate", "distinct"})
 # Cursor continuations take any readConcern and read at their cursor's (drivers send a snapshot
 # session's on them too, as PyMongo does).
 _CURSOR_CONTINUATIONS = frozenset({"getMore", "killCursors"})
+
+
+def majority_snapshot(cluster: ReplicaSet) -> Timestamp | None:
+    """Where a read of majority-committed data (level majority or snapshot, no atClusterTime)
+    reads when the majority commit point is behind the newest entry (replication lag, a
+    cut-off primary); None when it is not (the latest then, as it always was)."""
+    replication = cluster.replication
+    point = replication.commit_point
+    return point if point < replication.end else None
 
 
 def snapshot_read(ctx: Context) -> SnapshotView | None:
@@ -473,7 +482,7 @@ def snapshot_read(ctx: Context) -> SnapshotView | None:
     at = read_concern.get("atClusterTime")
     last = ctx.cluster.oplog.last_timestamp
     if at is None:
-        at = last
+        at = majority_snapshot(ctx.cluster) or last
     elif not isinstance(at, Timestamp):
         raise _error(14, "TypeMismatch", "BSON field 'atClusterTime' is the wrong type, expected type 'timestamp'")
     elif (at.time, at.inc) > (last.time, last.inc):  # code and message from memory
