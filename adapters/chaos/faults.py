@@ -144,12 +144,13 @@ def start(world: World, fault: Fault) -> None:
         if primary is not None:
             cluster.member(primary).failpoints.configure(_failpoint(fault.detail))
     elif kind == "isolate":
-        cluster.isolate(fault.target, now)
+        world.faults_on.add(fault)
+        _isolate(world, fault.target)
     elif kind == "rollback":
         _start_rollback(world, fault)
     elif kind == "clock":
         cluster.jump_clock(fault.target, _seconds(fault.detail))
-        world.clock_jumped[fault] = True
+        world.faults_on.add(fault)
     elif kind == "truncate":
         cluster.limit_oplog(int(fault.detail.split()[-1]))
     network.flush_all()
@@ -165,7 +166,20 @@ def _start_rollback(world: World, fault: Fault) -> None:
     if fault.detail == "crash":
         cluster.stop(primary, now)
     else:
-        cluster.isolate(primary, now)
+        _isolate(world, primary)
+
+
+def _isolate(world: World, member: str) -> None:
+    world.isolations[member] = world.isolations.get(member, 0) + 1
+    world.cluster.isolate(member, world.loop.now)
+
+
+def _reconnect(world: World, member: str) -> None:
+    """One fault less holds ``member`` cut off: it rejoins when none does."""
+    held = world.isolations.get(member, 0) - 1
+    world.isolations[member] = max(0, held)
+    if held <= 0:
+        world.cluster.reconnect(member, world.loop.now)
 
 
 def _seconds(detail: str) -> float:
@@ -173,22 +187,27 @@ def _seconds(detail: str) -> float:
 
 
 def end(world: World, fault: Fault) -> None:
-    """End ``fault`` (a partition heals, a crashed member restarts, a fail point goes off)."""
+    """End ``fault`` (a partition heals, a crashed member restarts, a cut-off member rejoins
+    and rolls back what it alone had, a clock jumps back, the oplog's limit lifts, a fail point
+    goes off).  Ending a fault twice changes nothing."""
     network, cluster, now = world.network, world.cluster, world.loop.now
     if fault.kind == "partition":
         network.heal(fault.target)
     elif fault.kind == "crash":
         cluster.restart(fault.target, now)
-    elif fault.kind == "isolate":
-        cluster.reconnect(fault.target, now)
+    elif fault.kind == "isolate" and fault in world.faults_on:
+        world.faults_on.discard(fault)
+        _reconnect(world, fault.target)
     elif fault.kind == "truncate":
         cluster.limit_oplog(None)
     elif fault.kind == "rollback":
         victim = world.rollback_victims.pop(fault, None)
         if victim is not None:
             cluster.restart(victim, now)
-            cluster.reconnect(victim, now)
-    elif fault.kind == "clock" and world.clock_jumped.pop(fault, False):
+            if fault.detail != "crash":
+                _reconnect(world, victim)
+    elif fault.kind == "clock" and fault in world.faults_on:
+        world.faults_on.discard(fault)
         cluster.jump_clock(fault.target, -_seconds(fault.detail))
     elif fault.kind == "failpoint":
         for member in cluster.members.values():

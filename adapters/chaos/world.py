@@ -124,21 +124,18 @@ class World:
         self.loop = Loop(self.rng)
         self.cluster: Any
         self.rollback_victims: dict[Fault, str | None] = {}  # (the faults' own notes)
-        self.clock_jumped: dict[Fault, bool] = {}
+        self.faults_on: set[Fault] = set()  # clock jumps and isolations begun, not yet undone
+        self.isolations: dict[str, int] = {}  # how many faults hold each member cut off
         if deployment == "sharded":
             self.cluster = ShardedDeployment(seed=seed, now=self.loop.now, oplog_size=self.oplog_entries)
             uri = f"mongodb://{','.join(members)}/"
         else:
             self.cluster = ReplicaSet(list(members), seed=seed, now=self.loop.now, oplog_size=self.oplog_entries)
             self.cluster.replication.election_timeout = _faults.ELECTION_TIMEOUT
+            # (a lagging secondary also holds a causal read until it has applied the session's time)
             for member, lag in zip(MEMBERS, self.lags, strict=True):
                 self.cluster.set_lag(member, lag)
             uri = f"mongodb://{','.join(members)}/?replicaSet=rs0"
-            # replication lag (a draw of its own: the other draws stay): a lagging secondary
-            # holds a causal read until it has applied the session's time
-            lags = random.Random(f"mongo-sansio chaos lag {seed}")
-            for member in members:
-                self.cluster.set_lag(member, lags.choice((0.0, 0.0, 0.3, 1.5)))
         self.network = Network(self.loop, self.cluster)
         self.runtime = VirtualRuntime(self.loop, self.network, self.rng)
         options: dict[str, Any] = {"retryWrites": True, "serverSelectionTimeoutMS": 30000}
@@ -448,16 +445,17 @@ class World:
     def rolled_back(self) -> set[Any]:
         """The oplog timestamps of every entry a rollback undid (none in a sharded world: its
         shards replicate without lag)."""
+        return {entry.ts for rollback in self._rollbacks() for entry in rollback.entries}
+
+    def _rollbacks(self) -> list[Any]:
         replication = getattr(self.cluster, "replication", None)
-        if replication is None:
-            return set()
-        return {entry.ts for rollback in replication.rollbacks for entry in rollback.entries}
+        return [] if replication is None else list(replication.rollbacks)
 
     def _rolled_back_writes(self) -> set[Any]:
         """The keys of the workloads' writes a rollback took back (a w:1 write may be lost
         only so): inserted ids, and the keys pushed by a rolled-back counter update."""
         keys: set[Any] = set()
-        for rollback in self.cluster.replication.rollbacks:
+        for rollback in self._rollbacks():
             for entry in rollback.entries:
                 for op in entry.operations():
                     if op.ns != "chaos.writes" or op.document_key is None:

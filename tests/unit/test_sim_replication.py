@@ -222,3 +222,52 @@ def test_a_member_that_sees_no_majority_cannot_be_elected() -> None:
         cluster.elect(SECONDARY, 100.0)
     cluster.step_down(100.0)
     assert cluster.primary == THIRD  # the next member that sees a majority
+
+
+def test_a_lagging_secondary_reads_what_it_applied_and_waits_for_after_cluster_time() -> None:
+    cluster = _lagging(2.0)
+    primary = Client(cluster)
+    written = primary.command({"insert": "c", "documents": [{"_id": 1}], "writeConcern": {"w": 1}})["operationTime"]
+    secondary = Client(cluster, SECONDARY, now=primary.now)
+    stale = secondary.command({"find": "c", "$readPreference": {"mode": "secondary"}})
+    assert stale["cursor"]["firstBatch"] == [] and "atClusterTime" not in stale["cursor"]
+    assert stale["operationTime"] < written <= stale["$clusterTime"]["clusterTime"]  # it read at its position
+    secondary.send({"find": "c", "$readPreference": {"mode": "secondary"},
+                    "readConcern": {"afterClusterTime": written}})
+    assert secondary.messages() == []  # held until the secondary has applied the write
+    secondary.advance(2.1)
+    (caught_up,) = secondary.messages()
+    assert [doc["_id"] for doc in caught_up.body["cursor"]["firstBatch"]] == [1]
+
+
+def test_a_majority_read_sees_only_majority_committed_data() -> None:
+    cluster = _lagging(2.0)
+    client = Client(cluster)
+    client.command({"insert": "c", "documents": [{"_id": 1}], "writeConcern": {"w": 1}})
+    local = client.command({"find": "c"})["cursor"]["firstBatch"]
+    majority = client.command({"find": "c", "readConcern": {"level": "majority"}})["cursor"]["firstBatch"]
+    assert [doc["_id"] for doc in local] == [1] and majority == []
+
+
+def test_an_after_cluster_time_wait_ends_at_max_time_ms() -> None:
+    cluster = _lagging(5.0)
+    primary = Client(cluster)
+    written = primary.command({"insert": "c", "documents": [{"_id": 1}], "writeConcern": {"w": 1}})["operationTime"]
+    secondary = Client(cluster, SECONDARY, now=primary.now)
+    secondary.send({"find": "c", "$readPreference": {"mode": "secondary"}, "maxTimeMS": 500,
+                    "readConcern": {"afterClusterTime": written}})
+    secondary.advance(0.6)
+    (reply,) = secondary.messages()
+    assert reply.body["code"] == 50
+
+
+def test_snapshot_reads_and_transactions_read_majority_committed_data() -> None:
+    cluster = _lagging(2.0)
+    client = Client(cluster)
+    client.command({"insert": "c", "documents": [{"_id": 1}], "writeConcern": {"w": 1}})
+    snapshot = client.command({"find": "c", "readConcern": {"level": "snapshot"}})["cursor"]
+    assert snapshot["firstBatch"] == [] and snapshot["atClusterTime"] == cluster.replication.commit_point
+    lsid = {"id": b"\x02" * 16}
+    found = client.command({"find": "c", "lsid": lsid, "txnNumber": 1, "autocommit": False,
+                            "startTransaction": True, "readConcern": {"level": "majority"}})
+    assert found["cursor"]["firstBatch"] == []

@@ -52,7 +52,7 @@ from mongo_sansio.testing.server.context import (
 from mongo_sansio.testing.server.db_stats import DB_STATS_COMMANDS
 from mongo_sansio.testing.server.failpoints import FailAction, Target
 from mongo_sansio.testing.server.handshake import topology_version
-from mongo_sansio.testing.server.read_concern import wait_for_cluster_time
+from mongo_sansio.testing.server.read_concern import hold_read, read_view
 from mongo_sansio.testing.server.replset import PRIMARY
 from mongo_sansio.testing.server.sessions import first_statement
 from mongo_sansio.testing.server.transactions import (
@@ -126,11 +126,16 @@ def error_reply(error: CommandError) -> dict[str, Any]:
 
 
 def cluster_fields(ctx: Context) -> dict[str, Any]:
+    """``$clusterTime`` (the logical clock) and ``operationTime``: on a member that has not
+    applied the newest entries, the position it read at (a causal session then waits for that
+    much on the next member it reads from, no more)."""
     cluster = ctx.cluster
     ts = cluster.oplog.last_timestamp
+    replication = cluster.replication
+    applied = replication.applied(ctx.member.address)
     return {
         "$clusterTime": {"clusterTime": ts, "signature": {"hash": Binary(bytes(20)), "keyId": Int64(0)}},
-        "operationTime": ts,
+        "operationTime": applied if applied < replication.end else ts,
     }
 
 
@@ -249,15 +254,7 @@ def _execute(ctx: Context) -> Outcome:
         return _held_back(
             ctx, spec, action.block_ms, lambda: finish(ctx, _after_block(ctx, spec, blocked))
         )
-
-    def answer() -> Outcome:
-        try:
-            return finish(ctx, _after_block(ctx, spec, action))
-        except CommandError as error:
-            return _failed(ctx, spec, error)
-
-    # a read after a cluster time this member has not applied yet waits for it (mongod too)
-    return wait_for_cluster_time(ctx, _max_time_ms(ctx), answer) or _after_block(ctx, spec, action)
+    return _after_block(ctx, spec, action)
 
 
 def preload_client_metadata(ctx: Context) -> None:
@@ -311,9 +308,16 @@ def _after_block(ctx: Context, spec: CommandSpec, action: FailAction | None) -> 
             # the failpoint that gets the label).
             return _with_labels(ctx, spec, reply, action.error_code, change_stream=False)
     _check_role(ctx, spec)
+    held = hold_read(ctx, lambda: _run_in_role(ctx, spec))
+    return held if held is not None else _run_in_role(ctx, spec)
+
+
+def _run_in_role(ctx: Context, spec: CommandSpec) -> Outcome:
+    """The command past its failpoint and role checks (and, for a read, past its wait for
+    ``afterClusterTime``): its transaction or snapshot, a retry's record, the handler."""
     ctx.txn = enter(ctx)
     if ctx.txn is None:
-        ctx.snapshot = snapshot_read(ctx)
+        ctx.snapshot = snapshot_read(ctx) or read_view(ctx)
     retryable = _is_retryable_write(ctx, spec)
     request = ctx.request
     txn_number = request.txn_number

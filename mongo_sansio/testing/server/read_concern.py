@@ -1,17 +1,19 @@
-"""A read's ``afterClusterTime``: wait until the member has applied that optime.
+"""Reads as a member has applied the oplog: a lagging secondary's data, majority reads, and
+``afterClusterTime`` waits.
 
-Inputs: the command's :class:`~.context.Context` (its ``readConcern`` and ``maxTimeMS``, the
-member it runs on, ``now``) and the answer to give once the wait is over.  Output: None (no
-wait: the member has applied the time already, it is the primary, or the read asks for no
-time), or a :class:`~.context.Waiting` that gives the answer once the member's position (its
-newest applied oplog entry, :func:`~.handshake.member_position`) reaches the time, or fails
-with MaxTimeMSExpired at the command's ``maxTimeMS``.
+Inputs: a read command's :class:`~.context.Context` (its member, its ``readConcern``) and the
+command to run once it may.  Outputs: the position the read sees (:func:`read_view`: a
+:class:`~.transactions.SnapshotView` of the data as the member applied it -- a secondary that
+has not applied the newest entries, or the majority commit point for ``level: "majority"`` --
+or None for the latest data), and a :class:`~.context.Waiting` while ``afterClusterTime`` is
+past what the member applied (:func:`hold_read`): mongod blocks such a read until the member
+has caught up, bounded by the command's ``maxTimeMS`` (MaxTimeMSExpired 50).
 
-mongod does the same before any read with ``afterClusterTime`` (causally consistent sessions'
-reads, ``readConcern: majority`` with a cluster time): a lagging secondary holds the read until
-its replication catches up, so a causal session never reads from before its own writes.  A
-member's position moves with time (:meth:`~.replset.ReplicaSet.set_lag`), so the wait's
-deadline is when the first entry at or after the time becomes visible there.
+In a set without lag or member partitions every member has applied everything, so every read
+sees the latest data at once, as it always did.  A primary's ``afterClusterTime`` is always
+satisfied (mongod's primary writes a noop to move its clock past it).  Change streams read the
+oplog, not the data (:mod:`.changestreams`); snapshot reads and transactions have their own
+view (:mod:`.transactions`).
 """
 
 from __future__ import annotations
@@ -21,51 +23,77 @@ from collections.abc import Callable, Mapping
 from mongo_sansio.bson import Timestamp
 from mongo_sansio.testing.engine import CommandError
 from mongo_sansio.testing.server.context import Context, Outcome, Waiting
-from mongo_sansio.testing.server.handshake import member_position
 from mongo_sansio.testing.server.replset import PRIMARY
+from mongo_sansio.testing.server.transactions import SnapshotView
 
-__all__ = ["wait_for_cluster_time"]
+__all__ = ["LAGGING_READS", "hold_read", "read_view"]
+
+#: the commands that read documents as the member has them
+LAGGING_READS = frozenset({"find", "aggregate", "distinct", "count"})
 
 
-def _after_cluster_time(ctx: Context) -> Timestamp | None:
+def _level(ctx: Context) -> str:
+    concern = ctx.body.get("readConcern")
+    level = concern.get("level", "local") if isinstance(concern, Mapping) else "local"
+    return level if isinstance(level, str) else "local"
+
+
+def _position(ctx: Context) -> Timestamp:
+    """How far the data this read sees reaches."""
+    replication = ctx.cluster.replication
+    applied = replication.applied(ctx.member.address)
+    if _level(ctx) == "majority":
+        return min(applied, replication.commit_point)
+    return applied
+
+
+def read_view(ctx: Context) -> SnapshotView | None:
+    """The data as ``ctx``'s member has applied it, when that is not the latest (None: the
+    latest).  A member so far behind that the oplog no longer reaches its position reads the
+    latest (mongod's would be too stale to serve reads at all)."""
+    if ctx.request.name not in LAGGING_READS or ctx.cluster.standalone:
+        return None
+    if ctx.request.name == "aggregate" and _is_change_stream(ctx):
+        return None
+    replication = ctx.cluster.replication
+    position = _position(ctx)
+    first = ctx.cluster.oplog.first_timestamp
+    if position >= replication.end or (first is not None and first > position):
+        return None
+    return SnapshotView(ctx.cluster, position, named=False)
+
+
+def _is_change_stream(ctx: Context) -> bool:
+    pipeline = ctx.body.get("pipeline")
+    first = pipeline[0] if isinstance(pipeline, list) and pipeline else None
+    return isinstance(first, Mapping) and "$changeStream" in first
+
+
+def hold_read(ctx: Context, run: Callable[[], Outcome]) -> Waiting | None:
+    """A Waiting that runs the read once its member applied ``afterClusterTime`` (None: it
+    may run now)."""
     concern = ctx.body.get("readConcern")
     after = concern.get("afterClusterTime") if isinstance(concern, Mapping) else None
-    return after if isinstance(after, Timestamp) else None
-
-
-def _applied(ctx: Context, now: float, after: Timestamp) -> bool:
-    entry = member_position(ctx.cluster, ctx.member, now)
-    return entry is not None and (entry.ts.time, entry.ts.inc) >= (after.time, after.inc)
-
-
-def _visible_from(ctx: Context, after: Timestamp) -> float | None:
-    """When the member will have applied ``after`` (None: nothing at or after it is written)."""
-    oplog = ctx.cluster.oplog
-    index = oplog.index_from(after)
-    if index >= len(oplog.entries):
+    if not isinstance(after, Timestamp) or ctx.member.state == PRIMARY or ctx.cluster.standalone:
         return None
-    return oplog.entries[index].wall + ctx.member.lag - ctx.cluster.wall_offset
+    replication = ctx.cluster.replication
 
+    def caught_up() -> bool:
+        # (a cluster time past every entry is reached with the newest entry: mongod's
+        # primary would write a noop to carry its optime past it)
+        return _position(ctx) >= min(after, replication.end)
 
-def wait_for_cluster_time(
-    ctx: Context, max_time_ms: float | None, answer: Callable[[], Outcome]
-) -> Waiting | None:
-    """See the module docstring."""
-    after = _after_cluster_time(ctx)
-    if after is None or ctx.member.state == PRIMARY or _applied(ctx, ctx.now, after):
+    if caught_up():
         return None
-    expires = None if max_time_ms is None else ctx.now + max_time_ms / 1000.0
-
-    def waiting(now: float) -> Waiting:
-        candidates = [t for t in (_visible_from(ctx, after), expires) if t is not None]
-        return Waiting(max(now, min(candidates)) if candidates else None, poll)
+    limit = ctx.body.get("maxTimeMS")
+    expires = (ctx.now + limit / 1000.0) if isinstance(limit, int | float) and not isinstance(limit, bool) and limit > 0 else None
 
     def poll(now: float, timed_out: bool) -> Outcome | None:
         ctx.now = now
-        if _applied(ctx, now, after):
-            return answer()
+        if caught_up():
+            return run()
         if expires is not None and now >= expires:
             raise CommandError(50, "MaxTimeMSExpired", "operation exceeded time limit")
-        return waiting(now) if timed_out else None
+        return Waiting(replication.next_progress(now, until=expires), poll)
 
-    return waiting(ctx.now)
+    return Waiting(replication.next_progress(ctx.now, until=expires), poll)

@@ -211,13 +211,14 @@ class Replication:
             del self._written_ts[: keep - 1]
             del self._written_at[: keep - 1]
 
-    def next_progress(self, now: float) -> float | None:
-        """When a lagging secondary that reaches the primary applies its next entry (None:
-        none will without a change in who reaches whom)."""
+    def next_progress(self, now: float, *, until: float | None = None) -> float | None:
+        """When a lagging secondary that reaches the primary applies its next entry, or
+        ``until`` if that is sooner (None: neither will come without a change in who reaches
+        whom): when a wait for replication looks again."""
         primary = self.cluster.primary
         if primary is None:
-            return None
-        soonest: float | None = None
+            return until
+        soonest = until
         for address, member in self.cluster.members.items():
             if address == primary or member.lag <= 0 or not self.reaches(address, primary):
                 continue

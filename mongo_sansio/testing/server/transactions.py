@@ -93,16 +93,18 @@ class WriteBlocked(Exception):
 class SnapshotView:
     """The collections as they were at the cluster time ``at`` (plus, for a transaction, its
     own writes).  ``prepare`` is called with each collection the view makes (a transaction
-    sets its write hooks there)."""
+    sets its write hooks there).  ``named``: the reply names the time it read at (a snapshot
+    read's ``atClusterTime``; not a lagging member's own position, see .read_concern)."""
 
     def __init__(self, cluster: ReplicaSet, at: Timestamp,
-                 prepare: Callable[[Collection], None] | None = None) -> None:
+                 prepare: Callable[[Collection], None] | None = None, *, named: bool = True) -> None:
         first = cluster.oplog.first_timestamp
         if first is not None and (first.time, first.inc) > (at.time, at.inc):
             raise _error(239, "SnapshotTooOld", f"Read timestamp {at} is older than the oldest available timestamp.")
         self.cluster = cluster
         self.at = at
         self.prepare = prepare
+        self.named = named
         self.collections: dict[tuple[str, str], Collection] = {}
         self.created: list[tuple[str, str]] = []
 
@@ -424,8 +426,8 @@ def enter(ctx: Context) -> Transaction | None:
 
 def _read_timestamp(ctx: Context) -> Timestamp | None:
     """The snapshot a new transaction reads at: readConcern's atClusterTime (level snapshot),
-    else the latest committed write.  afterClusterTime is already satisfied here: the
-    simulator's members share one oplog."""
+    else the latest committed write.  afterClusterTime is already satisfied here (a
+    secondary's read waited for it: .read_concern)."""
     read_concern = ctx.body.get("readConcern")
     if read_concern is None:
         return None
@@ -437,7 +439,7 @@ def _read_timestamp(ctx: Context) -> Timestamp | None:
                      "'snapshot' in order to run in a transaction")
     at = read_concern.get("atClusterTime")
     if at is None:
-        return None
+        return majority_snapshot(ctx.cluster) if level in ("majority", "snapshot") else None
     if level != "snapshot" or not isinstance(at, Timestamp):
         raise _error(72, "InvalidOptions", "readConcern atClusterTime must be a Timestamp, with level 'snapshot'")
     return at
@@ -450,11 +452,20 @@ SNAPSHOT_READS = frozenset({"find", "aggregate", "distinct"})
 _CURSOR_CONTINUATIONS = frozenset({"getMore", "killCursors"})
 
 
+def majority_snapshot(cluster: ReplicaSet) -> Timestamp | None:
+    """Where a read of majority-committed data (level majority or snapshot, no atClusterTime)
+    reads when the majority commit point is behind the newest entry (replication lag, a
+    cut-off primary); None when it is not (the latest then, as it always was)."""
+    replication = cluster.replication
+    point = replication.commit_point
+    return point if point < replication.end else None
+
+
 def snapshot_read(ctx: Context) -> SnapshotView | None:
     """A read outside transactions with readConcern level "snapshot": the data at its
     ``atClusterTime`` (else at the latest write, which the reply then names).  mongod allows
-    it on find, aggregate and distinct of a replica set; afterClusterTime needs no wait here,
-    since every member shares the one oplog.  Any other command is refused with mongod's 72
+    it on find, aggregate and distinct of a replica set; afterClusterTime was waited for
+    already (.read_concern).  Any other command is refused with mongod's 72
     "Command insert does not support { readConcern: ... } :: caused by :: read concern not
     supported" (the sessions spec's snapshot-sessions-unsupported-ops cases)."""
     read_concern = ctx.body.get("readConcern")
@@ -471,7 +482,7 @@ def snapshot_read(ctx: Context) -> SnapshotView | None:
     at = read_concern.get("atClusterTime")
     last = ctx.cluster.oplog.last_timestamp
     if at is None:
-        at = last
+        at = majority_snapshot(ctx.cluster) or last
     elif not isinstance(at, Timestamp):
         raise _error(14, "TypeMismatch", "BSON field 'atClusterTime' is the wrong type, expected type 'timestamp'")
     elif (at.time, at.inc) > (last.time, last.inc):  # code and message from memory
@@ -483,7 +494,7 @@ def snapshot_read(ctx: Context) -> SnapshotView | None:
 def stamp_snapshot(reply: dict[str, Any], view: SnapshotView) -> None:
     """A snapshot read's reply names the time it read at: in the cursor for find and
     aggregate, at the top for distinct."""
-    if reply.get("ok") != 1.0:
+    if reply.get("ok") != 1.0 or not view.named:
         return
     cursor = reply.get("cursor")
     if isinstance(cursor, dict):

@@ -76,12 +76,6 @@ def wait_for_write_concern(ctx: Context, reply: dict[str, Any]) -> Outcome:
         return reply
     expires, error = _expiry(ctx)
 
-    def deadline(now: float) -> float | None:
-        progress = replication.next_progress(now)
-        if progress is None or expires is None:
-            return progress if expires is None else expires
-        return min(progress, expires)
-
     def poll(now: float, timed_out: bool) -> Outcome | None:
         if replication.satisfied(ts, w):
             return reply
@@ -89,6 +83,6 @@ def wait_for_write_concern(ctx: Context, reply: dict[str, Any]) -> Outcome:
             answer = dict(reply)
             answer["writeConcernError"] = dict(error)
             return answer
-        return Waiting(deadline(now), poll)
+        return Waiting(replication.next_progress(now, until=expires), poll)
 
-    return Waiting(deadline(ctx.now), poll)
+    return Waiting(replication.next_progress(ctx.now, until=expires), poll)
