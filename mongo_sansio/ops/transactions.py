@@ -243,7 +243,9 @@ def take_cut_abort(session: Session | None) -> tuple[Session, Flow[None]] | None
     to start in the background and the stand-in session to run it with; None otherwise.
     The stand-in carries the cut transaction's lsid and txnNumber, frozen: whatever the user
     does with the session meanwhile (a new transaction takes a new number), the abort names
-    only the cut transaction, and the session stays free for the user."""
+    only the cut transaction, and the session stays free for the user.  The server session is
+    marked dirty: when the session ends it is discarded, not handed to another session while
+    the abort may still run under its lsid."""
     if session is None or not session.cut_abort_due:
         return None
     session.cut_abort_due = False
@@ -251,6 +253,10 @@ def take_cut_abort(session: Session | None) -> tuple[Session, Flow[None]] | None
     txn_number = session.cut_txn_number
     if server_session is None or txn_number is None:
         return None
+    # The abort runs under this lsid while the session goes on: once the session ends, its
+    # server session must not serve another session while the abort may still be in flight
+    # (discarded, as after a network error: Driver Sessions spec, "dirty" sessions).
+    server_session.dirty = True
     frozen = ServerSession(server_session.session_id, server_session.last_use)
     frozen.txn_number = txn_number
     stand_in = Session(session.owner, implicit=False)

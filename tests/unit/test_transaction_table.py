@@ -215,6 +215,20 @@ def test_a_cut_commit_is_aborted_by_a_stand_in_with_the_transactions_number() ->
     del abort
 
 
+def test_a_cut_commits_server_session_is_not_pooled_again() -> None:
+    """The background abort runs under the session's lsid: once the session ends, its server
+    session is discarded (dirty), never handed to another session while the abort may still
+    be in flight (found by the chaos transactions sweep, seed 104 of --steps 8)."""
+    from mongo_sansio.sessions.server_session import ServerSessionPool
+
+    session, _, abort = _cut_commit()
+    assert session.server_session is not None and session.server_session.dirty
+    pool = ServerSessionPool(lambda: bytes(16))
+    pool.release(session.server_session, 0.0, 30)
+    assert len(pool) == 0
+    del abort
+
+
 @pytest.mark.parametrize(
     ("answer", "outcome"),
     [
