@@ -120,9 +120,8 @@ class SharedSimulators:
         self._simulators.clear()
 
 
-def _sharded_cluster(users: dict[str, str] | None, wire_version: int, *, load_balanced: bool = False) -> Any:
-    return SimulatedShardedCluster(shards=2, mongos=2, members=1 if load_balanced else 3, auth=users,
-                                   max_wire_version=wire_version, load_balanced=load_balanced)
+def _sharded_cluster(users: dict[str, str] | None, wire_version: int) -> Any:
+    return SimulatedShardedCluster(shards=2, mongos=2, members=3, auth=users, max_wire_version=wire_version)
 
 
 class DeploymentPool:
@@ -155,34 +154,32 @@ class DeploymentPool:
     def _start(self, topology: str, auth: bool, wire_version: int) -> Deployment:
         users = {AUTH_USER[0]: AUTH_USER[1]} if auth else None
         shape: dict[str, Any] = {"standalone": True} if topology == "single" else {"members": 3}
+        if topology == LOAD_BALANCED:
+            # two routers: SINGLE_MONGOS_LB_URI and MULTI_MONGOS_LB_URI of the spec's setup
+            shape = {"members": 1, "load_balanced": True, "load_balancer_services": 2}
         token_file = None
         if auth:  # SCRAM users, and MONGODB-OIDC for the auth spec's OIDC tests
             shape.update(oidc_secret=OIDC_SECRET, oidc_audience=OIDC_AUDIENCE)
             token_file = _oidc_token_file()
         simulator: Any
-        routed = topology in ("sharded", LOAD_BALANCED)
         if topology == "sharded" and self._shared is not None:
+            token_file = None
             simulator = self._shared.sharded(users, wire_version)
         else:
-            if topology == LOAD_BALANCED:
-                # the spec's set-up: a sharded cluster whose two mongos are behind load
-                # balancers, SINGLE_MONGOS_LB_URI (the first alone) and MULTI_MONGOS_LB_URI
-                simulator = _sharded_cluster(users, wire_version, load_balanced=True)
-            elif topology == "sharded":
+            if topology == "sharded":
+                token_file = None
                 simulator = _sharded_cluster(users, wire_version)
             else:
                 simulator = SimulatedReplicaSet(**shape, auth=users, max_wire_version=wire_version)
             simulator.start()
             self._simulators.append(simulator)
-        if routed:
-            token_file = None  # (MONGODB-OIDC is the replica set's only)
         deployment = Deployment(
-            members=list(simulator.mongos if routed else simulator.members),
+            members=list(simulator.mongos if topology == "sharded" else simulator.members),
             topology=topology,
             server_version="0",
             replset=simulator.replset if topology == "replicaset" else None,
-            load_balancer=getattr(simulator, "single_load_balancer", None),
-            multi_load_balancer=getattr(simulator, "load_balancer", None),
+            load_balancer=getattr(simulator, "load_balancer", None),
+            multi_load_balancer=getattr(simulator, "multi_load_balancer", None),
             auth=auth,
             credentials=AUTH_USER if auth else None,
             simulator=simulator,
