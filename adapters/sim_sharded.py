@@ -97,6 +97,10 @@ class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
         self.tls = tls
         #: the load balancer front's ``host:port`` (``load_balanced=True``), else None
         self.load_balancer: str | None = None
+        #: with ``load_balanced=True``, a front (on a free port) to the first mongos alone --
+        #: the load balancer spec's SINGLE_MONGOS_LB_URI, where :attr:`load_balancer` is
+        #: MULTI_MONGOS_LB_URI (the same front with one mongos)
+        self.single_load_balancer: str | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -106,12 +110,16 @@ class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
         fronts = 1 if self.load_balanced else 0
         count = fronts + self.mongos_count + self.shard_count * self.member_count + 1
         ports = [0] * count if self._port == 0 else [self._port + i for i in range(count)]
+        single = self.load_balanced and self.mongos_count > 1  # the front to the first router
         sockets = bind_tcp_listeners(self._host, ports)
         try:
+            if single:
+                sockets += bind_tcp_listeners(self._host, [0])
             addresses = [tcp_address(sock) for sock in sockets]
             self.load_balancer = addresses[0] if fronts else None
+            self.single_load_balancer = addresses[-1] if single else self.load_balancer
             self.mongos = addresses[fronts:fronts + self.mongos_count]
-            rest = addresses[fronts + self.mongos_count:]
+            rest = addresses[fronts + self.mongos_count:count]
             self._shard_members = [rest[i * self.member_count:(i + 1) * self.member_count] for i in range(self.shard_count)]
             self.config_members = rest[self.shard_count * self.member_count:]
             authenticator = None
@@ -130,7 +138,10 @@ class SimulatedShardedCluster(LoopbackDeployment[ShardedCluster]):
             )
             served: Any = self._cluster
             if self.load_balancer is not None:
-                served = LoadBalancerFront(self._cluster, self.load_balancer, MongosServices(self._cluster))
+                # the single front reaches the first router alone, the main one rotates over all
+                served = LoadBalancerFront(self._cluster, self.single_load_balancer or self.load_balancer,
+                                           MongosServices(self._cluster),
+                                           multi_address=self.load_balancer if single else None)
             self._server = LoopbackServer(
                 served, list(zip(sockets, addresses, strict=True)), clock=self.clock, ssl_context=self.tls
             )

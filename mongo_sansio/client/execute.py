@@ -318,11 +318,13 @@ def _pinned(core: ClientCore, operation: _Operation, request: SelectServer) -> S
 
 def _pin(session: Session, server: ServerInfo, body: Mapping[str, Any], reply: Mapping[str, Any]) -> None:
     """A command of a transaction answered by a mongos pins the session there, and the
-    reply's ``recoveryToken`` is kept for the commit or abort."""
-    if session.implicit or not server.is_mongos:
+    reply's ``recoveryToken`` is kept for the commit or abort -- also from a mongos behind a
+    load balancer, where the transaction is pinned to the connection instead."""
+    if session.implicit:
         return
     if session.in_transaction or next(iter(body), "") in _TRANSACTION_ENDS:
-        session.pinned_address = server.address
+        if server.is_mongos:
+            session.pinned_address = server.address
         token = reply.get("recoveryToken")
         if isinstance(token, Mapping):
             session.recovery_token = token
@@ -437,7 +439,7 @@ def run_command(core: ClientCore, request: RunCommand, operation: _Operation) ->
         core.sessions.absorb(session, document)
         if load_balanced and document.get("ok") != 1:
             _state_change_before_check_in(core, server.address, document, operation)
-        if session is not None and server.is_mongos:
+        if session is not None and (server.is_mongos or load_balanced):
             _pin(session, server, body, document)
         return document
     except MongoError as failure:

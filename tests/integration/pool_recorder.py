@@ -14,6 +14,7 @@ class PoolRecorder(monitoring.CommandListener, monitoring.ConnectionPoolListener
 
     def __init__(self) -> None:
         self.commands: list[tuple[str, Any]] = []
+        self.bodies: dict[str, list[Any]] = {}  # the commands sent, by name
         self.checked_out = 0
         self.cleared: list[Any] = []
 
@@ -23,6 +24,7 @@ class PoolRecorder(monitoring.CommandListener, monitoring.ConnectionPoolListener
 
     def started(self, event: Any) -> None:
         self.commands.append((event.command_name, event.service_id))
+        self.bodies.setdefault(event.command_name, []).append(event.command)
 
     def connection_checked_out(self, event: Any) -> None:
         self.checked_out += 1

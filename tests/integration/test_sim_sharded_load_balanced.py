@@ -109,6 +109,9 @@ def test_crud_a_pinned_cursor_and_a_two_shard_transaction(sc: SimulatedShardedCl
             coll.insert_many([{"_id": f"aborted{i}"} for i in range(6)], session=session)
             session.abort_transaction()
             assert recorder.checked_out == 0
+        # the mongos's recoveryToken goes back with the commit and the abort
+        assert "recoveryToken" in recorder.bodies["commitTransaction"][-1]
+        assert "recoveryToken" in recorder.bodies["abortTransaction"][-1]
         committed = {shard: [i for i in ids if i.startswith("t")] for shard, ids in _per_shard(sc, name).items()}
         assert all(committed.values()) and sum(map(len, committed.values())) == 6  # both shards
         assert coll.count_documents({"_id": {"$regex": "^aborted"}}) == 0

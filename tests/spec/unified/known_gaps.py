@@ -219,9 +219,10 @@ OUR_CLIENT_GAPS: dict[str, Predicate] = {
 SIMULATOR_GAPS: dict[str, Predicate] = {}
 SIMULATOR_GAPS[
     "mongos transactions: the test expects the recoveryToken a mongos returns in a "
-    "transaction's replies, which the load balancer's simulated routers do not return (the "
-    "sharded simulator's mongos do, and our client sends it back: on the sharded deployment, "
-    "where these tests run unless MONGO_SANSIO_UNIFIED_TOPOLOGY=load-balanced, they pass)"
+    "transaction's replies, which the routers of the load balancer front over a replica set "
+    "(the runner's load-balanced deployment) do not return (the sharded simulator's mongos do, "
+    "also behind its front, and our client sends it back: on the sharded deployment, where "
+    "these tests run unless MONGO_SANSIO_UNIFIED_TOPOLOGY=load-balanced, they pass)"
 ] = _mentions(frozenset({"recoveryToken"}))
 
 
