@@ -404,3 +404,17 @@ def test_gridfs_through_mongos_with_its_chunks_sharded(client: MongoClient[Any])
     assert "files_id_1_n_1" in client.fidfs.fs.chunks.index_information()
     bucket.delete(file_id)
     assert client.fidfs.fs.chunks.count_documents({}) == 0 and client.fidfs.fs.files.count_documents({}) == 0
+
+
+def test_coll_stats_through_mongos_sums_the_shards(client: MongoClient[Any]) -> None:
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "pad": "x" * 50} for i in range(20)])
+    stats = client.fid.command("collStats", coll.name)
+    assert stats["sharded"] is True and stats["ns"] == coll.full_name and stats["nchunks"] == 2
+    assert sorted(stats["shards"]) == ["shard0", "shard1"]
+    assert stats["count"] == 20 == sum(s["count"] for s in stats["shards"].values())
+    assert stats["size"] == sum(s["size"] for s in stats["shards"].values()) and stats["avgObjSize"] > 50
+    assert sorted(stats["indexSizes"]) == ["_id_", "_id_hashed"] and stats["nindexes"] == 2
+    client.fid.plainstats.insert_many([{"_id": i} for i in range(3)])
+    plain = client.fid.command("collStats", "plainstats")
+    assert plain["sharded"] is False and plain["count"] == 3 and len(plain["shards"]) == 1

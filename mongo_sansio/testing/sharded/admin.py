@@ -21,6 +21,7 @@ from mongo_sansio.testing.engine import CommandError
 from mongo_sansio.testing.engine.order import hashable_key
 from mongo_sansio.testing.server.context import Context
 from mongo_sansio.testing.server.oplog import wall_datetime
+from mongo_sansio.testing.sharded import reports
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.sharded.router import Router
@@ -30,7 +31,7 @@ __all__ = ["ROUTER_COMMANDS", "rename_collection", "run"]
 ROUTER_COMMANDS = frozenset({
     "enableSharding", "enablesharding", "shardCollection", "shardcollection", "split", "moveChunk", "movechunk",
     "addShard", "addshard", "listShards", "listshards", "flushRouterConfig", "balancerStatus", "balancerStart",
-    "balancerStop", "isdbgrid", "checkMetadataConsistency",
+    "balancerStop", "isdbgrid", "checkMetadataConsistency", "collStats", "collstats",
 })
 
 
@@ -218,7 +219,7 @@ _HANDLERS: dict[str, Any] = {
     "enablesharding": _enable_sharding, "shardcollection": _shard_collection, "split": _split,
     "movechunk": _move_chunk, "addshard": _add_shard, "listshards": _list_shards, "flushrouterconfig": _ok,
     "balancerstatus": _balancer_status, "balancerstart": _ok, "balancerstop": _ok, "isdbgrid": _isdbgrid,
-    "checkmetadataconsistency": _check_metadata_consistency,
+    "checkmetadataconsistency": _check_metadata_consistency, "collstats": reports.coll_stats,
 }
 
 

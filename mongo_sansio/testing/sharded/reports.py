@@ -1,5 +1,5 @@
-"""What mongos reports about the shards: dbStats summed over them, and explain (each
-targeted shard's plan under mongos's own stage; an aggregate's split pipeline).
+"""What mongos reports about the shards: dbStats and collStats summed over them, and explain
+(each targeted shard's plan under mongos's own stage; an aggregate's split pipeline).
 
 Inputs: the command and the shards it targets.  Outputs: the reply in mongos's shape.
 """
@@ -9,14 +9,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mongo_sansio.testing.engine import CommandError
 from mongo_sansio.testing.server.context import Context
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.sharded.router import Router
 
-__all__ = ["db_stats", "explain", "explain_aggregate"]
+__all__ = ["coll_stats", "db_stats", "explain", "explain_aggregate"]
 
 _REPLY_FIELDS = ("ok", "$clusterTime", "operationTime")
+# collStats figures mongos sums over the shards (nindexes, scaleFactor: every shard's alike).
+_SUMMED = ("size", "count", "numOrphanDocs", "storageSize", "freeStorageSize", "totalIndexSize", "totalSize")
 
 
 def db_stats(router: Router, ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
@@ -94,3 +97,36 @@ def explain_aggregate(router: Router, ctx: Context, inner: Mapping[str, Any], ns
         "shards": explained,
         "ok": 1.0,
     }
+
+
+def coll_stats(router: Router, ctx: Context) -> dict[str, Any]:
+    """mongos's collStats (deprecated since 6.2, still answered by 7.0): each shard's storage
+    figures under ``shards``, summed (indexSizes per index), with ``sharded`` and ``nchunks``;
+    each shard's come from its ``$collStats`` storage stats, as mongod's command does."""
+    name = ctx.body.get(ctx.request.name)
+    if not isinstance(name, str) or not name:
+        raise CommandError(73, "InvalidNamespace", f"collection name has invalid type {type(name).__name__}")
+    ns = f"{ctx.db}.{name}"
+    scale = ctx.body.get("scale", 1)
+    stage = {"$collStats": {"storageStats": {"scale": scale}}}
+    catalog = router.cluster.catalog
+    per_shard: dict[str, Any] = {}
+    for shard in catalog.shards_for_filter(ns, None):
+        found = router.drain(ctx, shard, {"aggregate": name, "pipeline": [stage], "cursor": {}})
+        per_shard[shard] = {"ns": ns, **(found[0].get("storageStats", {}) if found else {}), "ok": 1.0}
+    merged: dict[str, Any] = {"sharded": catalog.sharded(ns) is not None, "shards": per_shard, "ns": ns}
+    index_sizes: dict[str, int] = {}
+    for stats in per_shard.values():
+        for field in _SUMMED:
+            merged[field] = merged.get(field, 0) + int(stats.get(field, 0))
+        for index, size in stats.get("indexSizes", {}).items():
+            index_sizes[index] = index_sizes.get(index, 0) + int(size)
+        merged.setdefault("nindexes", stats.get("nindexes", 0))
+        merged.setdefault("scaleFactor", stats.get("scaleFactor", 1))
+        merged.setdefault("capped", stats.get("capped", False))
+    if merged.get("count"):
+        merged["avgObjSize"] = merged["size"] // merged["count"]
+    sharded = catalog.sharded(ns)
+    merged.update({"indexSizes": index_sizes, "nchunks": len(sharded.chunks) if sharded is not None else 1, "ok": 1.0})
+    return merged
+
