@@ -418,3 +418,69 @@ def test_coll_stats_through_mongos_sums_the_shards(client: MongoClient[Any]) -> 
     client.fid.plainstats.insert_many([{"_id": i} for i in range(3)])
     plain = client.fid.command("collStats", "plainstats")
     assert plain["sharded"] is False and plain["count"] == 3 and len(plain["shards"]) == 1
+
+
+# --- the same scenario through every front, with PyMongo and our blocking client --------------
+
+
+@pytest.fixture(scope="module")
+def fronts(uri: str) -> Iterator[dict[str, str]]:
+    """The module's cluster, plus ``--sharded --load-balanced`` and ``--load-balanced`` (a
+    replica set behind the front) started as a user starts them."""
+    with cli_process("sim", "--sharded", "--shards", "2", "--mongos", "2", "--load-balanced", "--port", "0") as sharded_lb, \
+            cli_process("sim", "--load-balanced", "--port", "0") as replica_lb:
+        yield {"sharded": uri, "sharded-lb": first_line_uri(sharded_lb), "lb": first_line_uri(replica_lb)}
+        _stop(sharded_lb)
+        _stop(replica_lb)
+
+
+def _driver(kind: str, uri: str) -> Any:
+    if kind == "pymongo":
+        return MongoClient(uri, **OPTIONS)
+    from mongo_sansio.adapters.blocking import MongoClient as OurClient
+
+    return OurClient(uri, **OPTIONS)
+
+
+@pytest.mark.parametrize(("front", "kind"), [("sharded", "ours"), ("sharded-lb", "pymongo"), ("sharded-lb", "ours"),
+                                             ("lb", "pymongo"), ("lb", "ours")])
+def test_the_everyday_scenario_through_every_front(fronts: dict[str, str], front: str, kind: str) -> None:
+    client = _driver(kind, fronts[front])
+    try:
+        sharded = front != "lb"
+        expected = {"sharded": "Sharded", "sharded-lb": "LoadBalanced", "lb": "LoadBalanced"}[front]
+        assert client.topology_description.topology_type_name == expected or client.admin.command("ping")
+        name = f"e{next(_names)}{kind}"
+        coll = client.every[name]
+        if sharded:
+            client.admin.command("shardCollection", f"every.{name}", key={"_id": "hashed"})
+        coll.insert_many([{"_id": i, "x": i % 3} for i in range(30)])
+        assert coll.find_one_and_delete({"x": 2}, sort=[("_id", -1)]) == {"_id": 29, "x": 2}
+        assert [d["_id"] for d in coll.find({"x": 0}, sort=[("_id", -1)], batch_size=2, limit=5)] == [27, 24, 21, 18, 15]
+        assert coll.count_documents({}) == 29 and coll.estimated_document_count() == 29
+        coll.aggregate([{"$match": {"x": 1}}, {"$out": f"{name}_out"}])
+        assert client.every[f"{name}_out"].count_documents({}) == 10
+        with client.start_session() as session:
+            with session.start_transaction():
+                coll.insert_many([{"_id": 100 + i} for i in range(4)], session=session)
+                coll.update_many({"x": 0}, {"$set": {"t": 1}}, session=session)
+            session.start_transaction()
+            coll.insert_one({"_id": 200}, session=session)
+            session.abort_transaction()
+        assert coll.count_documents({"t": 1}) == 10 and coll.count_documents({"_id": {"$gte": 100}}) == 4
+        with pytest.raises(Exception) as raised:  # (each driver's own BulkWriteError)
+            coll.insert_many([{"_id": 300}, {"_id": 1}, {"_id": 301}], ordered=False)
+        details = raised.value.details  # type: ignore[attr-defined]
+        assert [(e["index"], e["code"]) for e in details["writeErrors"]] == [(1, 11000)] and details["nInserted"] == 2
+        if sharded:
+            with pytest.raises(Exception) as raised:
+                coll.update_many({"x": 7}, {"$set": {"y": 1}}, upsert=True)
+            assert getattr(raised.value, "code", None) == 61
+        with coll.watch(max_await_time_ms=100) as stream:
+            coll.insert_many([{"_id": 400 + i} for i in range(4)])
+            keys = [stream.next()["documentKey"]["_id"] for _ in range(4)]
+        assert keys == [400, 401, 402, 403]
+        coll.rename(f"{name}_renamed")
+        assert client.every[f"{name}_renamed"].count_documents({}) == 39
+    finally:
+        client.close()
