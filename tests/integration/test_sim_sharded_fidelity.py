@@ -484,3 +484,23 @@ def test_the_everyday_scenario_through_every_front(fronts: dict[str, str], front
         assert client.every[f"{name}_renamed"].count_documents({}) == 39
     finally:
         client.close()
+
+
+def test_a_view_over_a_sharded_collection_reads_every_shard(client: MongoClient[Any]) -> None:
+    """mongos reads a view over a sharded collection as an aggregate over that collection (a
+    shard alone answers 169 with the resolved view), so every shard's documents are seen."""
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "x": i % 3, "tags": [f"t{i % 4}"]} for i in range(30)])
+    client.fid.command("create", f"{coll.name}_v", viewOn=coll.name, pipeline=[{"$match": {"x": 0}}])
+    client.fid.command("create", f"{coll.name}_vv", viewOn=f"{coll.name}_v", pipeline=[{"$project": {"tags": 0}}])
+    view, nested = client.fid[f"{coll.name}_v"], client.fid[f"{coll.name}_vv"]
+    assert view.count_documents({}) == 10 and view.estimated_document_count() == 10
+    assert [d["_id"] for d in view.find({"_id": {"$gte": 10}}, sort=[("_id", -1)], skip=1, limit=3)] == [24, 21, 18]
+    assert nested.find_one({"_id": 3}) == {"_id": 3, "x": 0}
+    assert view.distinct("tags") == ["t0", "t1", "t2", "t3"]
+    assert list(view.aggregate([{"$group": {"_id": None, "n": {"$sum": 1}}}])) == [{"_id": None, "n": 10}]
+    reply = client.fid.command("find", view.name, filter={}, batchSize=2, singleBatch=True)
+    assert reply["cursor"]["ns"] == view.full_name and len(reply["cursor"]["firstBatch"]) == 2
+    with pytest.raises(OperationFailure) as raised:
+        view.insert_one({"_id": 100})
+    assert raised.value.code == 166

@@ -55,7 +55,14 @@ from mongo_sansio.testing.server.dispatch import (
     failpoint_target,
     finish,
 )
-from mongo_sansio.testing.sharded import admin, reports, streams, transactions, writing_stages
+from mongo_sansio.testing.sharded import (
+    admin,
+    reports,
+    streams,
+    transactions,
+    views,
+    writing_stages,
+)
 from mongo_sansio.testing.sharded.catalog import check_unique_indexes, equality_point
 
 if TYPE_CHECKING:
@@ -210,6 +217,10 @@ class Router:
     def _route_collection(self, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
         name = ctx.request.name
         sharded = self.cluster.catalog.sharded(ns) if ns else None
+        if sharded is None and name in views.READS and isinstance(body.get(name), str):
+            resolved = views.sharded_source(self, ctx.db, body[name])
+            if resolved is not None:
+                return views.read_sharded_view(self, ctx, body, body[name], *resolved)
         if sharded is None and name == "aggregate" and _reads_sharded(self, ctx.db, body.get("pipeline")):
             return _aggregate(self, ctx, body, ns)  # (the other collection is read through the router)
         if sharded is None:
@@ -395,7 +406,7 @@ def _aggregate(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> d
     pipeline = list(body.get("pipeline") or [])
     writer = pipeline[-1] if pipeline and isinstance(pipeline[-1], Mapping) \
         and next(iter(pipeline[-1]), "") in writing_stages.WRITING_STAGES else None
-    documents = _merged(router, ctx, body, ns, pipeline[:-1] if writer is not None else pipeline)
+    documents = merged_results(router, ctx, body, ns, pipeline[:-1] if writer is not None else pipeline)
     if writer is not None:
         writing_stages.write_results(router, ctx, body, writer, documents)
         documents = []
@@ -414,7 +425,7 @@ def split_pipeline(pipeline: list[Any]) -> tuple[int, bool]:
     return split, per_shard
 
 
-def _merged(router: Router, ctx: Context, body: dict[str, Any], ns: str, pipeline: list[Any]) -> list[Any]:
+def merged_results(router: Router, ctx: Context, body: dict[str, Any], ns: str, pipeline: list[Any]) -> list[Any]:
     """A pipeline's results: its leading document-wise stages run on the shards, the rest here."""
     split, per_shard = split_pipeline(pipeline)
     shard_body = {k: v for k, v in body.items() if k not in ("cursor", "explain")}
