@@ -109,7 +109,7 @@ class Router:
         if spec is None and name not in admin.ROUTER_COMMANDS:
             return error_reply(CommandError(59, "CommandNotFound", f"no such command: '{name}'"))
         if ctx.cluster.auth_enabled and ctx.state.user is None and (spec is None or spec.requires_auth):
-            return error_reply(CommandError(13, "Unauthorized", f"command {name} requires authentication"))
+            return error_reply(CommandError(13, "Unauthorized", f"Command {name} requires authentication"))
         action = ctx.member.failpoints.fail_command(failpoint_target(ctx))
         if action is not None:
             if action.block_ms > 0:
