@@ -504,3 +504,32 @@ def test_a_view_over_a_sharded_collection_reads_every_shard(client: MongoClient[
     with pytest.raises(OperationFailure) as raised:
         view.insert_one({"_id": 100})
     assert raised.value.code == 166
+
+
+def test_a_write_outside_a_transaction_waits_for_the_transaction_holding_its_document(
+    client: MongoClient[Any],
+) -> None:
+    """mongod holds a write back while another session's transaction holds the document (until
+    the transaction ends, or the write's maxTimeMS); mongos waits for the shard."""
+    import threading
+    import time
+
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "n": 0} for i in range(4)])
+    with client.start_session() as session:
+        session.start_transaction()
+        coll.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=session)
+        started = time.monotonic()
+        with pytest.raises(OperationFailure) as raised:
+            client.fid.command("update", coll.name, updates=[{"q": {"_id": 1}, "u": {"$inc": {"n": 10}}}], maxTimeMS=300)
+        assert raised.value.code == 50 and time.monotonic() - started >= 0.25
+        done: list[Any] = []
+        outside = threading.Thread(target=lambda: done.append(coll.update_one({"_id": 1}, {"$inc": {"n": 100}})))
+        outside.start()
+        outside.join(0.5)
+        assert outside.is_alive() and not done  # held back, the transaction untouched
+        coll.update_one({"_id": 2}, {"$inc": {"n": 1}})  # another document: not held back
+        session.commit_transaction()
+        outside.join(5)
+    assert done and done[0].modified_count == 1
+    assert coll.find_one({"_id": 1}) == {"_id": 1, "n": 101}

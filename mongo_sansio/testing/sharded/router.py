@@ -44,7 +44,7 @@ from mongo_sansio.testing.engine import CommandError, Projection, run_pipeline, 
 from mongo_sansio.testing.engine.collation import parse_collation
 from mongo_sansio.testing.engine.order import hashable_key
 from mongo_sansio.testing.server.commands_crud import lsid_key
-from mongo_sansio.testing.server.context import Close, Context, Outcome, Request
+from mongo_sansio.testing.server.context import Close, Context, Outcome, Request, Waiting
 from mongo_sansio.testing.server.dispatch import (
     COMMANDS,
     _held_back,
@@ -58,6 +58,7 @@ from mongo_sansio.testing.server.dispatch import (
 from mongo_sansio.testing.sharded import (
     admin,
     reports,
+    shards,
     streams,
     transactions,
     views,
@@ -82,6 +83,10 @@ _ROUTER_FIELDS = frozenset({"$db", "$clusterTime", "$readPreference", "recoveryT
 # Stages a shard may run on its own documents before the merge (each document alone).
 # First stages each shard answers about itself ($collStats, $indexStats: one document per shard).
 _PER_SHARD_STAGES = frozenset({"$collStats", "$indexStats"})
+# A write command's statements (a command of one statement may wait for a lock and be sent
+# again whole; see Router._wait_for_lock).
+_STATEMENTS = {"insert": "documents", "update": "updates", "delete": "deletes"}
+_WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify"})
 _DOCUMENT_STAGES = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot",
                               "$replaceWith", "$unwind", "$redact"})
 
@@ -93,6 +98,7 @@ class Router:
         self.cluster = cluster
         self.address = address
         self.transactions = transactions.RouterTransactions(self)
+        self._wrote = False  # a shard applied part of the command being routed
 
     # --- the pipeline --------------------------------------------------------------------------
 
@@ -151,8 +157,11 @@ class Router:
         return _with_labels(ctx, spec, outcome, code if isinstance(code, int) else None)
 
     def _route_safely(self, ctx: Context) -> Outcome:
+        self._wrote = False
         try:
             return self.route(ctx)
+        except shards.Blocked:
+            return self._wait_for_lock(ctx)
         except CommandError as error:
             reply = error_reply(error)
             self.transactions.failed(ctx, reply)
@@ -160,6 +169,17 @@ class Router:
         except Exception as bug:  # noqa: BLE001 -- a routing bug must answer, not kill the connection
             return error_reply(CommandError(1, "InternalError", f"simulated mongos error in {ctx.request.name}: "
                                                                 f"{type(bug).__name__}: {bug}"))
+
+    def _wait_for_lock(self, ctx: Context) -> Waiting:
+        """A write a shard holds back behind another session's transaction (see
+        :func:`.shards.wait_for_lock`): routed again once the shard would take it."""
+
+        def answer(outcome: Outcome | CommandError) -> Outcome:
+            if isinstance(outcome, CommandError):
+                outcome = _with_labels(ctx, COMMANDS.get(ctx.request.name), error_reply(outcome), outcome.code)
+            return finish(ctx, self._concern_error(ctx, outcome))
+
+        return shards.wait_for_lock(ctx, lambda: self._route_safely(ctx), answer)
 
     def _local(self, ctx: Context) -> Outcome:
         body = {k: v for k, v in ctx.body.items() if k not in _TXN_FIELDS}
@@ -248,8 +268,12 @@ class Router:
     def send(self, ctx: Context, shard: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """``body`` run on ``shard`` (inside the client's transaction when there is one)."""
         body = self.transactions.for_shard(ctx, shard, body)
-        reply = self.cluster.call(self.cluster.shards[shard], ctx.db, body, ctx.now, user=ctx.state.user)
+        name = next(iter(body), "")
+        single = len(body.get(_STATEMENTS.get(name, ""), ())) <= 1
+        reply = self.cluster.call(self.cluster.shards[shard], ctx.db, body, ctx.now, user=ctx.state.user,
+                                  may_block=not self._wrote and single and body.get("autocommit") is not False)
         self.transactions.after_shard(ctx, shard, reply)
+        self._wrote = self._wrote or (name in _WRITES and reply.get("ok") == 1.0)
         return reply
 
     def broadcast(self, ctx: Context, body: Mapping[str, Any], shards: list[str] | None = None) -> dict[str, Any]:
