@@ -20,14 +20,8 @@ from typing import Any
 
 from mongo_sansio.bson import Timestamp
 from mongo_sansio.testing.engine import CommandError
-from mongo_sansio.testing.server.context import (
-    Close,
-    ConnectionState,
-    Context,
-    Outcome,
-    Request,
-    Waiting,
-)
+from mongo_sansio.testing.server import context as server_context
+from mongo_sansio.testing.server.context import Close, ConnectionState, Context, Request, Waiting
 from mongo_sansio.testing.server.dispatch import execute
 from mongo_sansio.testing.server.oplog import Oplog
 from mongo_sansio.testing.server.replset import ReplicaSet
@@ -143,7 +137,8 @@ def call(cluster: ReplicaSet, db: str, body: Mapping[str, Any], now: float, *, u
     return outcome
 
 
-def wait_for_lock(ctx: Context, again: Callable[[], Outcome], answer: Callable[[Outcome | CommandError], Outcome]) -> Waiting:
+def wait_for_lock(ctx: Context, again: Callable[[], server_context.Outcome],
+                  answer: Callable[[server_context.Outcome | CommandError], server_context.Outcome]) -> Waiting:
     """The router's wait for a shard that holds a write back behind another session's
     transaction (:class:`Blocked`): as mongos waits for the shard, until the transaction ends
     or the command's maxTimeMS (``answer`` gets 50 MaxTimeMSExpired), then ``again`` routes
@@ -157,7 +152,7 @@ def wait_for_lock(ctx: Context, again: Callable[[], Outcome], answer: Callable[[
 
     waiting = Waiting(next_look(ctx.now), lambda now, timed_out: None)
 
-    def poll(now: float, timed_out: bool) -> Outcome | None:
+    def poll(now: float, timed_out: bool) -> server_context.Outcome | None:
         ctx.now = now
         if limit is not None and now >= limit:
             return answer(CommandError(50, "MaxTimeMSExpired", "operation exceeded time limit"))
