@@ -151,8 +151,10 @@ def wait_for_lock(ctx: Context, again: Callable[[], server_context.Outcome],
         return min(now + _LOCK_POLL_SECONDS, limit) if limit is not None else now + _LOCK_POLL_SECONDS
 
     waiting = Waiting(next_look(ctx.now), lambda now, timed_out: None)
+    busy: list[bool] = []  # a poll under way: the writes it routes wake the router's waiters,
+    # this one too, which must not answer the same request a second time
 
-    def poll(now: float, timed_out: bool) -> server_context.Outcome | None:
+    def look(now: float) -> server_context.Outcome | None:
         ctx.now = now
         if limit is not None and now >= limit:
             return answer(CommandError(50, "MaxTimeMSExpired", "operation exceeded time limit"))
@@ -161,6 +163,15 @@ def wait_for_lock(ctx: Context, again: Callable[[], server_context.Outcome],
             waiting.deadline = next_look(now)
             return None
         return answer(outcome)
+
+    def poll(now: float, timed_out: bool) -> server_context.Outcome | None:
+        if busy:
+            return None
+        busy.append(True)
+        try:
+            return look(now)
+        finally:
+            busy.clear()
 
     waiting.poll = poll
     return waiting
