@@ -533,3 +533,36 @@ def test_a_write_outside_a_transaction_waits_for_the_transaction_holding_its_doc
         outside.join(5)
     assert done and done[0].modified_count == 1
     assert coll.find_one({"_id": 1}) == {"_id": 1, "n": 101}
+
+
+def test_a_retried_bulk_of_increments_over_both_shards_is_applied_once_with_a_mongos_stopped(sc: Any) -> None:
+    """In process (the CLI cannot stop a router): with one mongos stopped, shard0 applies its
+    part of a retryable batch and the answer is lost; PyMongo retries the whole batch through
+    the running mongos, and each shard answers the statements it already applied from its
+    record: every $inc once."""
+    sent: list[str] = []
+
+    class Listener(pymongo.monitoring.CommandListener):
+        def started(self, event: Any) -> None:
+            if event.command_name == "update":
+                sent.append(f"{event.connection_id[0]}:{event.connection_id[1]}")
+
+        def succeeded(self, event: Any) -> None: ...
+        def failed(self, event: Any) -> None: ...
+
+    with MongoClient(sc.uri, event_listeners=[Listener()], **OPTIONS) as client:
+        client.admin.command("shardCollection", "fidretry.n", key={"_id": "hashed"})
+        coll = client.fidretry.n
+        coll.insert_many([{"_id": i, "n": 0} for i in range(8)])
+        primary = sc.primary("shard0")
+        sc.configure_failpoint(primary, {"configureFailPoint": "onPrimaryTransactionalWrite",
+                                         "mode": {"times": 1}, "data": {"closeConnection": True}})
+        sc.stop_mongos(sc.mongos[0])
+        try:
+            result = coll.bulk_write([UpdateOne({"_id": i}, {"$inc": {"n": 1}}) for i in range(8)])
+            assert result.modified_count == 8
+            assert len(sent) == 2 and sent[-1] == sc.mongos[1]  # (the first attempt's answer was lost)
+        finally:
+            sc.failpoint_off(primary, "onPrimaryTransactionalWrite")
+            sc.restart_mongos(sc.mongos[0])
+        assert sorted(d["n"] for d in coll.find()) == [1] * 8
