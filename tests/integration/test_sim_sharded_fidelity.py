@@ -330,6 +330,17 @@ def test_what_mongos_answers_about_itself(client: MongoClient[Any]) -> None:
     assert raised.value.code == 2 and raised.value.details["codeName"] == "BadValue"
 
 
+def test_what_mongos_refuses_to_shard(client: MongoClient[Any]) -> None:
+    client.fid.command("create", "fidview", viewOn="fidbase", pipeline=[])
+    client.fid.create_collection("fidcapped", capped=True, size=4096)
+    for ns, code in (("fid.fidview", 166), ("fid.fidcapped", 72), ("fid.system.x", 20), ("config.x", 20),
+                     ("admin.x", 20)):
+        with pytest.raises(OperationFailure) as raised:
+            client.admin.command("shardCollection", ns, key={"_id": 1})
+        assert raised.value.code == code, ns
+        assert client.config.collections.find_one({"_id": ns}) is None
+
+
 def test_sessions_causal_reads_and_a_write_conflict_across_shards(client: MongoClient[Any], uri: str) -> None:
     coll = _sharded(client, {"_id": "hashed"})
     seen: list[dict[str, Any]] = []

@@ -88,6 +88,7 @@ def _shard_collection(router: Router, ctx: Context) -> dict[str, Any]:
     database, _, name = ns.partition(".")
     primary = catalog.primary_shard(database)
     shard = router.cluster.shards[primary]
+    _check_shardable(shard, database, name)
     collection = shard.collection(database, name)
     if collection is None:
         reply = router.cluster.call(shard, database, {"create": name}, ctx.now, user=ctx.state.user)
@@ -292,6 +293,22 @@ def rename_collection(router: Router, ctx: Context, body: dict[str, Any]) -> dic
         catalog.drop_collection(target)
     catalog.rename_collection(source, target)
     return reply
+
+
+def _check_shardable(shard: Any, database: str, name: str) -> None:
+    """What mongod refuses to shard: system namespaces, the config and admin databases'
+    collections (but config.system.sessions), views and capped collections."""
+    ns = f"{database}.{name}"
+    if database in ("admin", "config", "local") and ns != "config.system.sessions":
+        raise CommandError(20, "IllegalOperation", f"can't shard {ns}: only special collections in the {database} "
+                                                   "database may be sharded")
+    if name.startswith("system.") and ns != "config.system.sessions":
+        raise CommandError(20, "IllegalOperation", "can't shard system namespaces")
+    views = shard.collection(database, "system.views")
+    if views is not None and views.find({"_id": ns}, None, limit=1):
+        raise CommandError(166, "CommandNotSupportedOnView", f"Namespace {ns} is a view, not a collection")
+    if ns in shard.capped:
+        raise CommandError(72, "InvalidOptions", "can't shard a capped collection")
 
 
 def _starts_with_key(index: Any, key: Mapping[str, Any]) -> bool:
