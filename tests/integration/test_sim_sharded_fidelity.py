@@ -4,8 +4,10 @@ user starts it, and each answer compared with the shape mongod 7.0's mongos give
 drivers read (n, nModified, upserted, writeErrors' codes and indexes, cursor ns/firstBatch/id,
 codes and codeNames).  Scenarios test_sim_sharded.py already covers are not repeated here.
 
-One CLI cluster serves the module (plus one ``--sharded --load-balanced`` front for the
-last test); each test uses collections of its own.
+One CLI cluster serves the module; the everyday scenario also runs through
+``--sharded --load-balanced`` and ``--load-balanced`` (started once each, with PyMongo and our
+blocking client), and one test stops a router in process (``SimulatedShardedCluster``: the CLI
+cannot).  Each test uses collections of its own.
 """
 
 from __future__ import annotations
