@@ -184,6 +184,13 @@ def test_indexes_through_mongos_reach_every_shard_and_unique_ones_must_start_wit
     client.admin.command("moveChunk", coll.full_name, find={"k": 10, "j": 0}, to="shard1")
     coll.insert_many([{"k": i, "j": i} for i in range(20)])
     assert coll.create_index([("x", 1)]) == "x_1"
+    reply = client.fid.command("createIndexes", coll.name, indexes=[{"key": {"y": 1}, "name": "y_1"}])
+    assert sorted(host.partition("/")[0] for host in reply["raw"]) == ["shard0", "shard1"]
+    assert all(r["numIndexesAfter"] == r["numIndexesBefore"] + 1 == 4 and r["ok"] == 1.0 for r in reply["raw"].values())
+    client.fid.drop_collection("plainidx")
+    plain = client.fid.command("createIndexes", "plainidx", indexes=[{"key": {"y": 1}, "name": "y_1"}])
+    assert len(plain["raw"]) == 1 and next(iter(plain["raw"].values()))["createdCollectionAutomatically"] is True
+    coll.drop_index("y_1")
     assert coll.create_index([("k", 1), ("j", 1), ("z", 1)], unique=True) == "k_1_j_1_z_1"
     assert coll.create_index([("_id", 1), ("z", 1)], unique=True) == "_id_1_z_1"
     for key in ([("z", 1)], [("k", 1)], [("j", 1), ("k", 1)]):

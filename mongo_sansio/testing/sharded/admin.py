@@ -26,7 +26,7 @@ from mongo_sansio.testing.sharded import reports
 if TYPE_CHECKING:
     from mongo_sansio.testing.sharded.router import Router
 
-__all__ = ["ROUTER_COMMANDS", "rename_collection", "run"]
+__all__ = ["ROUTER_COMMANDS", "create_indexes", "rename_collection", "run"]
 
 ROUTER_COMMANDS = frozenset({
     "enableSharding", "enablesharding", "shardCollection", "shardcollection", "split", "moveChunk", "movechunk",
@@ -317,6 +317,20 @@ def _starts_with_key(index: Any, key: Mapping[str, Any]) -> bool:
     if not isinstance(index, Mapping) or list(index)[:len(key)] != list(key):
         return False
     return all(index[field] == "hashed" if value == "hashed" else index[field] == 1 for field, value in key.items())
+
+
+def create_indexes(router: Router, ctx: Context, body: dict[str, Any], shards: list[str]) -> dict[str, Any]:
+    """createIndexes through mongos: on every shard owning the collection (its primary shard
+    when unsharded), each shard's reply under ``raw`` by its connection string, as mongos
+    answers; the first failure as it is."""
+    raw: dict[str, Any] = {}
+    for shard in shards:
+        reply = router.send(ctx, shard, body)
+        if reply.get("ok") != 1.0:
+            return reply
+        raw[router.cluster.catalog.shards[shard]] = {k: v for k, v in reply.items()
+                                                     if k not in ("$clusterTime", "operationTime")}
+    return {"raw": raw, "ok": 1.0}
 
 
 def _list_databases(router: Router, ctx: Context) -> dict[str, Any]:

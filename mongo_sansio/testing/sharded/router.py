@@ -243,13 +243,15 @@ class Router:
                 return views.read_sharded_view(self, ctx, body, body[name], *resolved)
         if sharded is None and name == "aggregate" and _reads_sharded(self, ctx.db, body.get("pipeline")):
             return _aggregate(self, ctx, body, ns)  # (the other collection is read through the router)
+        if name == "createIndexes":
+            if sharded is not None:
+                check_unique_indexes(sharded, body.get("indexes"))
+            return admin.create_indexes(self, ctx, body, self.cluster.catalog.shards_for_filter(ns, None))
         if sharded is None:
             shard = self.cluster.catalog.primary_shard(ctx.db)
             return self.cursor_reply(ctx, self.send(ctx, shard, body))
         handler = _SHARDED.get(name)
         if handler is None:
-            if name == "createIndexes":
-                check_unique_indexes(sharded, body.get("indexes"))
             reply = self.broadcast(ctx, body, self.cluster.catalog.shards_for_filter(ns, None))
             if name == "drop":
                 self.cluster.catalog.drop_collection(ns)
