@@ -174,6 +174,11 @@ def test_explain_of_an_aggregate_shows_the_split_pipeline_and_every_shard(client
     plan = coll.find({"x": 1}).explain()["queryPlanner"]["winningPlan"]
     assert plan["stage"] == "SHARD_MERGE" and sorted(s["shardName"] for s in plan["shards"]) == ["shard0", "shard1"]
     assert coll.find({"_id": 3}).explain()["queryPlanner"]["winningPlan"]["stage"] == "SINGLE_SHARD"
+    for statement, stage in (({"q": {"_id": 3}, "u": {"$set": {"y": 1}}}, "SINGLE_SHARD"),
+                             ({"q": {"x": 1}, "u": {"$set": {"y": 1}}, "multi": True}, "SHARD_WRITE")):
+        explained = client.fid.command("explain", {"update": coll.name, "updates": [statement]})
+        assert explained["queryPlanner"]["winningPlan"]["stage"] == stage
+    assert coll.count_documents({"y": 1}) == 0  # (explained, not run)
 
 
 def test_indexes_through_mongos_reach_every_shard_and_unique_ones_must_start_with_the_key(

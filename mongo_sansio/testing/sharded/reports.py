@@ -43,11 +43,17 @@ def db_stats(router: Router, ctx: Context, body: dict[str, Any]) -> dict[str, An
 
 def explain(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
     """mongos's explain of a command on a sharded collection: each targeted shard's plan
-    under a SINGLE_SHARD or SHARD_MERGE stage."""
+    under a SINGLE_SHARD stage, or SHARD_MERGE (a read) / SHARD_WRITE (a write) over several;
+    a write is targeted by its statement's filter."""
     inner = body["explain"]
     if next(iter(inner), "") == "aggregate":
         return explain_aggregate(router, ctx, inner, ns)
-    query = inner.get("filter", inner.get("query", inner.get("q")))
+    name = next(iter(inner), "")
+    statements = inner.get({"update": "updates", "delete": "deletes"}.get(name, ""))
+    if isinstance(statements, list) and len(statements) == 1 and isinstance(statements[0], Mapping):
+        query = statements[0].get("q")  # (a write's explain names one statement)
+    else:
+        query = inner.get("filter", inner.get("query"))
     shards = router.cluster.catalog.shards_for_filter(ns, query)
     plans: list[dict[str, Any]] = []
     stats: list[dict[str, Any]] = []
@@ -59,7 +65,8 @@ def explain(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict
         plans.append({"shardName": shard, "connectionString": router.cluster.catalog.shards[shard], **planner})
         if "executionStats" in reply:
             stats.append({"shardName": shard, **reply["executionStats"]})
-    stage = "SINGLE_SHARD" if len(shards) == 1 else "SHARD_MERGE"
+    writes = name in ("update", "delete", "findAndModify", "findandmodify")
+    stage = "SINGLE_SHARD" if len(shards) == 1 else "SHARD_WRITE" if writes else "SHARD_MERGE"
     out: dict[str, Any] = {"queryPlanner": {"mongosPlannerVersion": 1, "winningPlan": {"stage": stage, "shards": plans}}}
     if stats:
         out["executionStats"] = {
