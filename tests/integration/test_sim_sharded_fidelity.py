@@ -4,8 +4,10 @@ user starts it, and each answer compared with the shape mongod 7.0's mongos give
 drivers read (n, nModified, upserted, writeErrors' codes and indexes, cursor ns/firstBatch/id,
 codes and codeNames).  Scenarios test_sim_sharded.py already covers are not repeated here.
 
-One CLI cluster serves the module (plus one ``--sharded --load-balanced`` front for the
-last test); each test uses collections of its own.
+One CLI cluster serves the module; the everyday scenario also runs through
+``--sharded --load-balanced`` and ``--load-balanced`` (started once each, with PyMongo and our
+blocking client), and one test stops a router in process (``SimulatedShardedCluster``: the CLI
+cannot).  Each test uses collections of its own.
 """
 
 from __future__ import annotations
@@ -172,6 +174,11 @@ def test_explain_of_an_aggregate_shows_the_split_pipeline_and_every_shard(client
     plan = coll.find({"x": 1}).explain()["queryPlanner"]["winningPlan"]
     assert plan["stage"] == "SHARD_MERGE" and sorted(s["shardName"] for s in plan["shards"]) == ["shard0", "shard1"]
     assert coll.find({"_id": 3}).explain()["queryPlanner"]["winningPlan"]["stage"] == "SINGLE_SHARD"
+    for statement, stage in (({"q": {"_id": 3}, "u": {"$set": {"y": 1}}}, "SINGLE_SHARD"),
+                             ({"q": {"x": 1}, "u": {"$set": {"y": 1}}, "multi": True}, "SHARD_WRITE")):
+        explained = client.fid.command("explain", {"update": coll.name, "updates": [statement]})
+        assert explained["queryPlanner"]["winningPlan"]["stage"] == stage
+    assert coll.count_documents({"y": 1}) == 0  # (explained, not run)
 
 
 def test_indexes_through_mongos_reach_every_shard_and_unique_ones_must_start_with_the_key(
@@ -182,6 +189,13 @@ def test_indexes_through_mongos_reach_every_shard_and_unique_ones_must_start_wit
     client.admin.command("moveChunk", coll.full_name, find={"k": 10, "j": 0}, to="shard1")
     coll.insert_many([{"k": i, "j": i} for i in range(20)])
     assert coll.create_index([("x", 1)]) == "x_1"
+    reply = client.fid.command("createIndexes", coll.name, indexes=[{"key": {"y": 1}, "name": "y_1"}])
+    assert sorted(host.partition("/")[0] for host in reply["raw"]) == ["shard0", "shard1"]
+    assert all(r["numIndexesAfter"] == r["numIndexesBefore"] + 1 == 4 and r["ok"] == 1.0 for r in reply["raw"].values())
+    client.fid.drop_collection("plainidx")
+    plain = client.fid.command("createIndexes", "plainidx", indexes=[{"key": {"y": 1}, "name": "y_1"}])
+    assert len(plain["raw"]) == 1 and next(iter(plain["raw"].values()))["createdCollectionAutomatically"] is True
+    coll.drop_index("y_1")
     assert coll.create_index([("k", 1), ("j", 1), ("z", 1)], unique=True) == "k_1_j_1_z_1"
     assert coll.create_index([("_id", 1), ("z", 1)], unique=True) == "_id_1_z_1"
     for key in ([("z", 1)], [("k", 1)], [("j", 1), ("k", 1)]):
@@ -330,6 +344,17 @@ def test_what_mongos_answers_about_itself(client: MongoClient[Any]) -> None:
     assert raised.value.code == 2 and raised.value.details["codeName"] == "BadValue"
 
 
+def test_what_mongos_refuses_to_shard(client: MongoClient[Any]) -> None:
+    client.fid.command("create", "fidview", viewOn="fidbase", pipeline=[])
+    client.fid.create_collection("fidcapped", capped=True, size=4096)
+    for ns, code in (("fid.fidview", 166), ("fid.fidcapped", 72), ("fid.system.x", 20), ("config.x", 20),
+                     ("admin.x", 20)):
+        with pytest.raises(OperationFailure) as raised:
+            client.admin.command("shardCollection", ns, key={"_id": 1})
+        assert raised.value.code == code, ns
+        assert client.config.collections.find_one({"_id": ns}) is None
+
+
 def test_sessions_causal_reads_and_a_write_conflict_across_shards(client: MongoClient[Any], uri: str) -> None:
     coll = _sharded(client, {"_id": "hashed"})
     seen: list[dict[str, Any]] = []
@@ -404,3 +429,172 @@ def test_gridfs_through_mongos_with_its_chunks_sharded(client: MongoClient[Any])
     assert "files_id_1_n_1" in client.fidfs.fs.chunks.index_information()
     bucket.delete(file_id)
     assert client.fidfs.fs.chunks.count_documents({}) == 0 and client.fidfs.fs.files.count_documents({}) == 0
+
+
+def test_coll_stats_through_mongos_sums_the_shards(client: MongoClient[Any]) -> None:
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "pad": "x" * 50} for i in range(20)])
+    stats = client.fid.command("collStats", coll.name)
+    assert stats["sharded"] is True and stats["ns"] == coll.full_name and stats["nchunks"] == 2
+    assert sorted(stats["shards"]) == ["shard0", "shard1"]
+    assert stats["count"] == 20 == sum(s["count"] for s in stats["shards"].values())
+    assert stats["size"] == sum(s["size"] for s in stats["shards"].values()) and stats["avgObjSize"] > 50
+    assert sorted(stats["indexSizes"]) == ["_id_", "_id_hashed"] and stats["nindexes"] == 2
+    client.fid.plainstats.insert_many([{"_id": i} for i in range(3)])
+    plain = client.fid.command("collStats", "plainstats")
+    assert plain["sharded"] is False and plain["count"] == 3 and len(plain["shards"]) == 1
+
+
+# --- the same scenario through every front, with PyMongo and our blocking client --------------
+
+
+@pytest.fixture(scope="module")
+def fronts(uri: str) -> Iterator[dict[str, str]]:
+    """The module's cluster, plus ``--sharded --load-balanced`` and ``--load-balanced`` (a
+    replica set behind the front) started as a user starts them."""
+    with cli_process("sim", "--sharded", "--shards", "2", "--mongos", "2", "--load-balanced", "--port", "0") as sharded_lb, \
+            cli_process("sim", "--load-balanced", "--port", "0") as replica_lb:
+        yield {"sharded": uri, "sharded-lb": first_line_uri(sharded_lb), "lb": first_line_uri(replica_lb)}
+        _stop(sharded_lb)
+        _stop(replica_lb)
+
+
+def _driver(kind: str, uri: str) -> Any:
+    if kind == "pymongo":
+        return MongoClient(uri, **OPTIONS)
+    from mongo_sansio.adapters.blocking import MongoClient as OurClient
+
+    return OurClient(uri, **OPTIONS)
+
+
+@pytest.mark.parametrize(("front", "kind"), [("sharded", "ours"), ("sharded-lb", "pymongo"), ("sharded-lb", "ours"),
+                                             ("lb", "pymongo"), ("lb", "ours")])
+def test_the_everyday_scenario_through_every_front(fronts: dict[str, str], front: str, kind: str) -> None:
+    client = _driver(kind, fronts[front])
+    try:
+        sharded = front != "lb"
+        expected = {"sharded": "Sharded", "sharded-lb": "LoadBalanced", "lb": "LoadBalanced"}[front]
+        client.admin.command("ping")
+        assert client.topology_description.topology_type_name == expected
+        assert client.admin.command("isdbgrid")["isdbgrid"] == 1  # every front serves routers
+        assert client.admin.command("serverStatus")["process"] == "mongos"
+        name = f"e{next(_names)}{kind}"
+        coll = client.every[name]
+        if sharded:
+            client.admin.command("shardCollection", f"every.{name}", key={"_id": "hashed"})
+        coll.insert_many([{"_id": i, "x": i % 3} for i in range(30)])
+        assert coll.find_one_and_delete({"x": 2}, sort=[("_id", -1)]) == {"_id": 29, "x": 2}
+        assert [d["_id"] for d in coll.find({"x": 0}, sort=[("_id", -1)], batch_size=2, limit=5)] == [27, 24, 21, 18, 15]
+        assert coll.count_documents({}) == 29 and coll.estimated_document_count() == 29
+        coll.aggregate([{"$match": {"x": 1}}, {"$out": f"{name}_out"}])
+        assert client.every[f"{name}_out"].count_documents({}) == 10
+        with client.start_session() as session:
+            with session.start_transaction():
+                coll.insert_many([{"_id": 100 + i} for i in range(4)], session=session)
+                coll.update_many({"x": 0}, {"$set": {"t": 1}}, session=session)
+            session.start_transaction()
+            coll.insert_one({"_id": 200}, session=session)
+            session.abort_transaction()
+        assert coll.count_documents({"t": 1}) == 10 and coll.count_documents({"_id": {"$gte": 100}}) == 4
+        with pytest.raises(Exception) as raised:  # (each driver's own BulkWriteError)
+            coll.insert_many([{"_id": 300}, {"_id": 1}, {"_id": 301}], ordered=False)
+        details = raised.value.details  # type: ignore[attr-defined]
+        assert [(e["index"], e["code"]) for e in details["writeErrors"]] == [(1, 11000)] and details["nInserted"] == 2
+        if sharded:
+            with pytest.raises(Exception) as raised:
+                coll.update_many({"x": 7}, {"$set": {"y": 1}}, upsert=True)
+            assert getattr(raised.value, "code", None) == 61
+        with coll.watch(max_await_time_ms=100) as stream:
+            coll.insert_many([{"_id": 400 + i} for i in range(4)])
+            keys = [stream.next()["documentKey"]["_id"] for _ in range(4)]
+        assert keys == [400, 401, 402, 403]
+        coll.rename(f"{name}_renamed")
+        assert client.every[f"{name}_renamed"].count_documents({}) == 39
+    finally:
+        client.close()
+
+
+def test_a_view_over_a_sharded_collection_reads_every_shard(client: MongoClient[Any]) -> None:
+    """mongos reads a view over a sharded collection as an aggregate over that collection (a
+    shard alone answers 169 with the resolved view), so every shard's documents are seen."""
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "x": i % 3, "tags": [f"t{i % 4}"]} for i in range(30)])
+    client.fid.command("create", f"{coll.name}_v", viewOn=coll.name, pipeline=[{"$match": {"x": 0}}])
+    client.fid.command("create", f"{coll.name}_vv", viewOn=f"{coll.name}_v", pipeline=[{"$project": {"tags": 0}}])
+    view, nested = client.fid[f"{coll.name}_v"], client.fid[f"{coll.name}_vv"]
+    assert view.count_documents({}) == 10 and view.estimated_document_count() == 10
+    assert [d["_id"] for d in view.find({"_id": {"$gte": 10}}, sort=[("_id", -1)], skip=1, limit=3)] == [24, 21, 18]
+    assert nested.find_one({"_id": 3}) == {"_id": 3, "x": 0}
+    assert view.distinct("tags") == ["t0", "t1", "t2", "t3"]
+    assert list(view.aggregate([{"$group": {"_id": None, "n": {"$sum": 1}}}])) == [{"_id": None, "n": 10}]
+    reply = client.fid.command("find", view.name, filter={}, batchSize=2, singleBatch=True)
+    assert reply["cursor"]["ns"] == view.full_name and len(reply["cursor"]["firstBatch"]) == 2
+    with pytest.raises(OperationFailure) as raised:
+        view.insert_one({"_id": 100})
+    assert raised.value.code == 166
+
+
+def test_a_write_outside_a_transaction_waits_for_the_transaction_holding_its_document(
+    client: MongoClient[Any],
+) -> None:
+    """mongod holds a write back while another session's transaction holds the document (until
+    the transaction ends, or the write's maxTimeMS); mongos waits for the shard."""
+    import threading
+    import time
+
+    coll = _sharded(client, {"_id": "hashed"})
+    coll.insert_many([{"_id": i, "n": 0} for i in range(4)])
+    with client.start_session() as session:
+        session.start_transaction()
+        coll.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=session)
+        started = time.monotonic()
+        with pytest.raises(OperationFailure) as raised:
+            client.fid.command("update", coll.name, updates=[{"q": {"_id": 1}, "u": {"$inc": {"n": 10}}}], maxTimeMS=300)
+        assert raised.value.code == 50 and time.monotonic() - started >= 0.25
+        done: list[Any] = []
+        outside = threading.Thread(target=lambda: done.append(coll.update_one({"_id": 1}, {"$inc": {"n": 100}})))
+        outside.start()
+        outside.join(0.5)
+        assert outside.is_alive() and not done  # held back, the transaction untouched
+        coll.update_one({"_id": 2}, {"$inc": {"n": 1}})  # another document: not held back
+        session.commit_transaction()
+        outside.join(5)
+    assert done and done[0].modified_count == 1
+    assert coll.find_one({"_id": 1}) == {"_id": 1, "n": 101}
+
+
+def test_a_retried_bulk_of_increments_over_both_shards_is_applied_once(sc: Any) -> None:
+    """In process (the CLI cannot stop a router): shard0 applies its part of a retryable batch
+    and the answer is lost; PyMongo retries the whole batch through the other mongos, and each
+    shard answers the statements it already applied from its record.  Then, with that mongos
+    stopped, batches still go through (retried on the running one).  Every $inc once."""
+    sent: list[str] = []
+
+    class Listener(pymongo.monitoring.CommandListener):
+        def started(self, event: Any) -> None:
+            if event.command_name == "update":
+                sent.append(f"{event.connection_id[0]}:{event.connection_id[1]}")
+
+        def succeeded(self, event: Any) -> None: ...
+        def failed(self, event: Any) -> None: ...
+
+    with MongoClient(sc.uri, event_listeners=[Listener()], **OPTIONS) as client:
+        client.admin.command("shardCollection", "fidretry.n", key={"_id": "hashed"})
+        coll = client.fidretry.n
+        coll.insert_many([{"_id": i, "n": 0} for i in range(8)])
+        primary = sc.primary("shard0")
+        sc.configure_failpoint(primary, {"configureFailPoint": "onPrimaryTransactionalWrite",
+                                         "mode": {"times": 1}, "data": {"closeConnection": True}})
+        try:
+            result = coll.bulk_write([UpdateOne({"_id": i}, {"$inc": {"n": 1}}) for i in range(8)])
+        finally:
+            sc.failpoint_off(primary, "onPrimaryTransactionalWrite")
+        assert result.modified_count == 8
+        assert len(sent) == 2 and sent[0] != sent[1]  # (the first answer was lost: retried elsewhere)
+        sc.stop_mongos(sent[1])
+        try:
+            for _ in range(3):
+                assert coll.bulk_write([UpdateOne({"_id": i}, {"$inc": {"n": 1}}) for i in range(8)]).modified_count == 8
+        finally:
+            sc.restart_mongos(sent[1])
+        assert sorted(d["n"] for d in coll.find()) == [4] * 8

@@ -46,7 +46,7 @@ from mongo_sansio.testing.server.context import (
 )
 from mongo_sansio.testing.server.dispatch import change_stream_labels, error_reply, execute, finish
 from mongo_sansio.testing.server.handshake import MAX_MESSAGE_SIZE_BYTES
-from mongo_sansio.testing.server.load_balancer import follow_primary
+from mongo_sansio.testing.server.load_balancer import balanced_execute, follow_primary
 from mongo_sansio.wire import (
     CLOSED,
     MORE_TO_COME,
@@ -195,7 +195,7 @@ class ServerConnection:
         if self.state.via_load_balancer:
             follow_primary(self)
         ctx = Context(self.cluster, self.member, self.state, request, now)
-        self._deliver(ctx, execute(ctx))
+        self._deliver(ctx, balanced_execute(ctx) if self.state.via_load_balancer else execute(ctx))
 
     def _request(self, message: Any) -> Request | None:
         if isinstance(message, OpMsg):

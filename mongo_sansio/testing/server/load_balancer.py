@@ -30,7 +30,9 @@ port does (:func:`balanced_hello`):
   CloseConnectionError category);
 * the first hello's reply carries ``serviceId``: the router's (an ObjectId that does not
   change while the router runs);
-* every reply on it is a router's: ``msg: "isdbgrid"``, writable, no replica set fields.
+* every reply on it is a router's: ``msg: "isdbgrid"``, writable, no replica set fields;
+  ``isdbgrid`` answers 1 and serverStatus says ``process: "mongos"``
+  (:func:`balanced_execute`).
 
 Inputs: the wrapped cluster, the front's address, its services, ``now``.  Outputs: the
 connections of the socket server; hello reply documents.  No sockets, clocks or randomness.
@@ -48,7 +50,7 @@ from mongo_sansio.testing.server.replset import PRIMARY
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.server.connection import ServerConnection
-    from mongo_sansio.testing.server.context import ConnectionState
+    from mongo_sansio.testing.server.context import ConnectionState, Context, Outcome
     from mongo_sansio.testing.server.replset import Member, ReplicaSet
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "LoadBalancerFront",
     "PrimaryRouters",
     "Services",
+    "balanced_execute",
     "balanced_hello",
 ]
 
@@ -194,4 +197,18 @@ def balanced_hello(
     if first:
         out["serviceId"] = state.service_id if state.service_id is not None else member.process_id
     return out
+
+
+def balanced_execute(ctx: Context) -> Outcome:
+    """A command on a connection that came through the balancer, answered as the router
+    behind it answers: ``isdbgrid`` (which a replica set member does not know) and
+    serverStatus's ``process`` are the router's; everything else is the member's."""
+    from mongo_sansio.testing.server.dispatch import execute, finish  # (an import cycle)
+
+    if ctx.request.name == "isdbgrid":
+        return finish(ctx, {"isdbgrid": 1, "hostname": ctx.member.address, "ok": 1.0})
+    outcome = execute(ctx)
+    if ctx.request.name == "serverStatus" and isinstance(outcome, dict) and outcome.get("ok") == 1.0:
+        outcome["process"] = "mongos"
+    return outcome
 

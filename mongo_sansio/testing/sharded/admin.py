@@ -21,16 +21,17 @@ from mongo_sansio.testing.engine import CommandError
 from mongo_sansio.testing.engine.order import hashable_key
 from mongo_sansio.testing.server.context import Context
 from mongo_sansio.testing.server.oplog import wall_datetime
+from mongo_sansio.testing.sharded import reports
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.sharded.router import Router
 
-__all__ = ["ROUTER_COMMANDS", "rename_collection", "run"]
+__all__ = ["ROUTER_COMMANDS", "create_indexes", "rename_collection", "run"]
 
 ROUTER_COMMANDS = frozenset({
     "enableSharding", "enablesharding", "shardCollection", "shardcollection", "split", "moveChunk", "movechunk",
     "addShard", "addshard", "listShards", "listshards", "flushRouterConfig", "balancerStatus", "balancerStart",
-    "balancerStop", "isdbgrid", "checkMetadataConsistency",
+    "balancerStop", "isdbgrid", "checkMetadataConsistency", "collStats", "collstats",
 })
 
 
@@ -87,6 +88,7 @@ def _shard_collection(router: Router, ctx: Context) -> dict[str, Any]:
     database, _, name = ns.partition(".")
     primary = catalog.primary_shard(database)
     shard = router.cluster.shards[primary]
+    _check_shardable(shard, database, name)
     collection = shard.collection(database, name)
     if collection is None:
         reply = router.cluster.call(shard, database, {"create": name}, ctx.now, user=ctx.state.user)
@@ -218,7 +220,7 @@ _HANDLERS: dict[str, Any] = {
     "enablesharding": _enable_sharding, "shardcollection": _shard_collection, "split": _split,
     "movechunk": _move_chunk, "addshard": _add_shard, "listshards": _list_shards, "flushrouterconfig": _ok,
     "balancerstatus": _balancer_status, "balancerstart": _ok, "balancerstop": _ok, "isdbgrid": _isdbgrid,
-    "checkmetadataconsistency": _check_metadata_consistency,
+    "checkmetadataconsistency": _check_metadata_consistency, "collstats": reports.coll_stats,
 }
 
 
@@ -293,12 +295,42 @@ def rename_collection(router: Router, ctx: Context, body: dict[str, Any]) -> dic
     return reply
 
 
+def _check_shardable(shard: Any, database: str, name: str) -> None:
+    """What mongod refuses to shard: system namespaces, the config and admin databases'
+    collections (but config.system.sessions), views and capped collections."""
+    ns = f"{database}.{name}"
+    if database in ("admin", "config", "local") and ns != "config.system.sessions":
+        raise CommandError(20, "IllegalOperation", f"can't shard {ns}: only special collections in the {database} "
+                                                   "database may be sharded")
+    if name.startswith("system.") and ns != "config.system.sessions":
+        raise CommandError(20, "IllegalOperation", "can't shard system namespaces")
+    views = shard.collection(database, "system.views")
+    if views is not None and views.find({"_id": ns}, None, limit=1):
+        raise CommandError(166, "CommandNotSupportedOnView", f"Namespace {ns} is a view, not a collection")
+    if ns in shard.capped:
+        raise CommandError(72, "InvalidOptions", "can't shard a capped collection")
+
+
 def _starts_with_key(index: Any, key: Mapping[str, Any]) -> bool:
     """Whether an index's key pattern can serve a shard key: its fields first, hashed where
     the shard key is hashed, ascending elsewhere."""
     if not isinstance(index, Mapping) or list(index)[:len(key)] != list(key):
         return False
     return all(index[field] == "hashed" if value == "hashed" else index[field] == 1 for field, value in key.items())
+
+
+def create_indexes(router: Router, ctx: Context, body: dict[str, Any], shards: list[str]) -> dict[str, Any]:
+    """createIndexes through mongos: on every shard owning the collection (its primary shard
+    when unsharded), each shard's reply under ``raw`` by its connection string, as mongos
+    answers; the first failure as it is."""
+    raw: dict[str, Any] = {}
+    for shard in shards:
+        reply = router.send(ctx, shard, body)
+        if reply.get("ok") != 1.0:
+            return reply
+        raw[router.cluster.catalog.shards[shard]] = {k: v for k, v in reply.items()
+                                                     if k not in ("$clusterTime", "operationTime")}
+    return {"raw": raw, "ok": 1.0}
 
 
 def _list_databases(router: Router, ctx: Context) -> dict[str, Any]:

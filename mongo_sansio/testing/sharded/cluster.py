@@ -160,8 +160,9 @@ class ShardedCluster:
                 return shard.connect(address, now)
         raise LocalProtocolError(f"{address!r} is not a member of the sharded cluster")
 
-    def call(self, cluster: ReplicaSet, db: str, body: Any, now: float, *, user: str | None = None) -> dict[str, Any]:
-        return call(cluster, db, body, now, user=user)
+    def call(self, cluster: ReplicaSet, db: str, body: Any, now: float, *, user: str | None = None,
+             may_block: bool = False) -> dict[str, Any]:
+        return call(cluster, db, body, now, user=user, may_block=may_block)
 
     def wake(self, now: float) -> None:
         """A shard wrote: the routers' waiting getMores look again."""

@@ -44,7 +44,7 @@ from mongo_sansio.testing.engine import CommandError, Projection, run_pipeline, 
 from mongo_sansio.testing.engine.collation import parse_collation
 from mongo_sansio.testing.engine.order import hashable_key
 from mongo_sansio.testing.server.commands_crud import lsid_key
-from mongo_sansio.testing.server.context import Close, Context, Outcome, Request
+from mongo_sansio.testing.server.context import Close, Context, Outcome, Request, Waiting
 from mongo_sansio.testing.server.dispatch import (
     COMMANDS,
     _held_back,
@@ -55,7 +55,15 @@ from mongo_sansio.testing.server.dispatch import (
     failpoint_target,
     finish,
 )
-from mongo_sansio.testing.sharded import admin, reports, streams, transactions, writing_stages
+from mongo_sansio.testing.sharded import (
+    admin,
+    reports,
+    shards,
+    streams,
+    transactions,
+    views,
+    writing_stages,
+)
 from mongo_sansio.testing.sharded.catalog import check_unique_indexes, equality_point
 
 if TYPE_CHECKING:
@@ -75,6 +83,10 @@ _ROUTER_FIELDS = frozenset({"$db", "$clusterTime", "$readPreference", "recoveryT
 # Stages a shard may run on its own documents before the merge (each document alone).
 # First stages each shard answers about itself ($collStats, $indexStats: one document per shard).
 _PER_SHARD_STAGES = frozenset({"$collStats", "$indexStats"})
+# A write command's statements (a command of one statement may wait for a lock and be sent
+# again whole; see Router._wait_for_lock).
+_STATEMENTS = {"insert": "documents", "update": "updates", "delete": "deletes"}
+_WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify"})
 _DOCUMENT_STAGES = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot",
                               "$replaceWith", "$unwind", "$redact"})
 
@@ -86,6 +98,7 @@ class Router:
         self.cluster = cluster
         self.address = address
         self.transactions = transactions.RouterTransactions(self)
+        self._wrote = False  # a shard applied part of the command being routed
 
     # --- the pipeline --------------------------------------------------------------------------
 
@@ -102,7 +115,7 @@ class Router:
         if spec is None and name not in admin.ROUTER_COMMANDS:
             return error_reply(CommandError(59, "CommandNotFound", f"no such command: '{name}'"))
         if ctx.cluster.auth_enabled and ctx.state.user is None and (spec is None or spec.requires_auth):
-            return error_reply(CommandError(13, "Unauthorized", f"command {name} requires authentication"))
+            return error_reply(CommandError(13, "Unauthorized", f"Command {name} requires authentication"))
         action = ctx.member.failpoints.fail_command(failpoint_target(ctx))
         if action is not None:
             if action.block_ms > 0:
@@ -144,8 +157,11 @@ class Router:
         return _with_labels(ctx, spec, outcome, code if isinstance(code, int) else None)
 
     def _route_safely(self, ctx: Context) -> Outcome:
+        self._wrote = False
         try:
             return self.route(ctx)
+        except shards.Blocked:
+            return self._wait_for_lock(ctx)
         except CommandError as error:
             reply = error_reply(error)
             self.transactions.failed(ctx, reply)
@@ -153,6 +169,17 @@ class Router:
         except Exception as bug:  # noqa: BLE001 -- a routing bug must answer, not kill the connection
             return error_reply(CommandError(1, "InternalError", f"simulated mongos error in {ctx.request.name}: "
                                                                 f"{type(bug).__name__}: {bug}"))
+
+    def _wait_for_lock(self, ctx: Context) -> Waiting:
+        """A write a shard holds back behind another session's transaction (see
+        :func:`.shards.wait_for_lock`): routed again once the shard would take it."""
+
+        def answer(outcome: Outcome | CommandError) -> Outcome:
+            if isinstance(outcome, CommandError):
+                outcome = _with_labels(ctx, COMMANDS.get(ctx.request.name), error_reply(outcome), outcome.code)
+            return finish(ctx, self._concern_error(ctx, outcome))
+
+        return shards.wait_for_lock(ctx, lambda: self._route_safely(ctx), answer)
 
     def _local(self, ctx: Context) -> Outcome:
         body = {k: v for k, v in ctx.body.items() if k not in _TXN_FIELDS}
@@ -210,15 +237,21 @@ class Router:
     def _route_collection(self, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
         name = ctx.request.name
         sharded = self.cluster.catalog.sharded(ns) if ns else None
+        if sharded is None and name in views.READS and isinstance(body.get(name), str):
+            resolved = views.sharded_source(self, ctx.db, body[name])
+            if resolved is not None:
+                return views.read_sharded_view(self, ctx, body, body[name], *resolved)
         if sharded is None and name == "aggregate" and _reads_sharded(self, ctx.db, body.get("pipeline")):
             return _aggregate(self, ctx, body, ns)  # (the other collection is read through the router)
+        if name == "createIndexes":
+            if sharded is not None:
+                check_unique_indexes(sharded, body.get("indexes"))
+            return admin.create_indexes(self, ctx, body, self.cluster.catalog.shards_for_filter(ns, None))
         if sharded is None:
             shard = self.cluster.catalog.primary_shard(ctx.db)
             return self.cursor_reply(ctx, self.send(ctx, shard, body))
         handler = _SHARDED.get(name)
         if handler is None:
-            if name == "createIndexes":
-                check_unique_indexes(sharded, body.get("indexes"))
             reply = self.broadcast(ctx, body, self.cluster.catalog.shards_for_filter(ns, None))
             if name == "drop":
                 self.cluster.catalog.drop_collection(ns)
@@ -237,8 +270,12 @@ class Router:
     def send(self, ctx: Context, shard: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """``body`` run on ``shard`` (inside the client's transaction when there is one)."""
         body = self.transactions.for_shard(ctx, shard, body)
-        reply = self.cluster.call(self.cluster.shards[shard], ctx.db, body, ctx.now, user=ctx.state.user)
+        name = next(iter(body), "")
+        single = len(body.get(_STATEMENTS.get(name, ""), ())) <= 1
+        reply = self.cluster.call(self.cluster.shards[shard], ctx.db, body, ctx.now, user=ctx.state.user,
+                                  may_block=not self._wrote and single and body.get("autocommit") is not False)
         self.transactions.after_shard(ctx, shard, reply)
+        self._wrote = self._wrote or (name in _WRITES and reply.get("ok") == 1.0)
         return reply
 
     def broadcast(self, ctx: Context, body: Mapping[str, Any], shards: list[str] | None = None) -> dict[str, Any]:
@@ -395,7 +432,7 @@ def _aggregate(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> d
     pipeline = list(body.get("pipeline") or [])
     writer = pipeline[-1] if pipeline and isinstance(pipeline[-1], Mapping) \
         and next(iter(pipeline[-1]), "") in writing_stages.WRITING_STAGES else None
-    documents = _merged(router, ctx, body, ns, pipeline[:-1] if writer is not None else pipeline)
+    documents = merged_results(router, ctx, body, ns, pipeline[:-1] if writer is not None else pipeline)
     if writer is not None:
         writing_stages.write_results(router, ctx, body, writer, documents)
         documents = []
@@ -414,7 +451,7 @@ def split_pipeline(pipeline: list[Any]) -> tuple[int, bool]:
     return split, per_shard
 
 
-def _merged(router: Router, ctx: Context, body: dict[str, Any], ns: str, pipeline: list[Any]) -> list[Any]:
+def merged_results(router: Router, ctx: Context, body: dict[str, Any], ns: str, pipeline: list[Any]) -> list[Any]:
     """A pipeline's results: its leading document-wise stages run on the shards, the rest here."""
     split, per_shard = split_pipeline(pipeline)
     shard_body = {k: v for k, v in body.items() if k not in ("cursor", "explain")}

@@ -20,12 +20,20 @@ from typing import Any
 
 from mongo_sansio.bson import Timestamp
 from mongo_sansio.testing.engine import CommandError
+from mongo_sansio.testing.server import context as server_context
 from mongo_sansio.testing.server.context import Close, ConnectionState, Context, Request, Waiting
 from mongo_sansio.testing.server.dispatch import execute
 from mongo_sansio.testing.server.oplog import Oplog
 from mongo_sansio.testing.server.replset import ReplicaSet
 
-__all__ = ["ClusterClock", "ShardReplicaSet", "call", "use_clock"]
+__all__ = ["Blocked", "ClusterClock", "ShardReplicaSet", "call", "use_clock", "wait_for_lock"]
+
+_LOCK_POLL_SECONDS = 0.02
+
+
+class Blocked(Exception):  # noqa: N818 -- a signal to the router, not an error
+    """A shard's answer waits for another session's open transaction to end (its lock on a
+    document): the router waits too, as mongos waits for the shard."""
 
 
 class ClusterClock:
@@ -101,12 +109,15 @@ class ShardReplicaSet(ReplicaSet):
             self._wake(now)
 
 
-def call(cluster: ReplicaSet, db: str, body: Mapping[str, Any], now: float, *, user: str | None = None) -> dict[str, Any]:
+def call(cluster: ReplicaSet, db: str, body: Mapping[str, Any], now: float, *, user: str | None = None,
+         may_block: bool = False) -> dict[str, Any]:
     """Run the command ``body`` on ``db`` at ``cluster``'s primary, as a router does, and give
     its reply (``ok: 0`` replies included).  No primary: FailedToSatisfyReadPreference (133),
-    as mongos answers after its selection gives up.  A reply that would wait (a write held by
-    a transaction's lock, a blocking failpoint) is answered at once by its timeout path; a
-    failpoint that closes the connection is a HostUnreachable error (6) as the router sees it."""
+    as mongos answers after its selection gives up.  A reply that waits for an open
+    transaction's lock raises :class:`Blocked` when ``may_block`` (the router waits, then sends
+    the command again); any other reply that would wait (a blocking failpoint, or a lock when
+    the router cannot wait) is answered at once by its timeout path; a failpoint that closes
+    the connection is a HostUnreachable error (6) as the router sees it."""
     primary = cluster.primary
     if primary is None:
         raise CommandError(133, "FailedToSatisfyReadPreference",
@@ -115,6 +126,8 @@ def call(cluster: ReplicaSet, db: str, body: Mapping[str, Any], now: float, *, u
     state = ConnectionState(0, handshake_done=True, user=user if user is not None else ("__system" if cluster.auth_enabled else None))
     request = Request(next(iter(body)), db, body, {}, 0, secondary_ok=True)
     outcome: Any = execute(Context(cluster, member, state, request, now))
+    if isinstance(outcome, Waiting) and may_block and any(t.open for t in cluster.transactions.by_session.values()):
+        raise Blocked(f"{next(iter(body))} waits for a transaction on {cluster.set_name}")
     for _ in range(3):
         if not isinstance(outcome, Waiting):
             break
@@ -122,3 +135,44 @@ def call(cluster: ReplicaSet, db: str, body: Mapping[str, Any], now: float, *, u
     if isinstance(outcome, Close) or isinstance(outcome, Waiting) or not isinstance(outcome, dict):
         raise CommandError(6, "HostUnreachable", f"Connection to {primary} was closed")
     return outcome
+
+
+def wait_for_lock(ctx: Context, again: Callable[[], server_context.Outcome],
+                  answer: Callable[[server_context.Outcome | CommandError], server_context.Outcome]) -> Waiting:
+    """The router's wait for a shard that holds a write back behind another session's
+    transaction (:class:`Blocked`): as mongos waits for the shard, until the transaction ends
+    or the command's maxTimeMS (``answer`` gets 50 MaxTimeMSExpired), then ``again`` routes
+    the command anew (none of it was applied) and ``answer`` gets its outcome.  The holder
+    lives on a shard, not on the router, so the router looks again every few milliseconds."""
+    max_time = ctx.body.get("maxTimeMS")
+    limit = ctx.now + float(max_time) / 1000.0 if isinstance(max_time, int | float) and max_time > 0 else None
+
+    def next_look(now: float) -> float:
+        return min(now + _LOCK_POLL_SECONDS, limit) if limit is not None else now + _LOCK_POLL_SECONDS
+
+    waiting = Waiting(next_look(ctx.now), lambda now, timed_out: None)
+    busy: list[bool] = []  # a poll under way: the writes it routes wake the router's waiters,
+    # this one too, which must not answer the same request a second time
+
+    def look(now: float) -> server_context.Outcome | None:
+        ctx.now = now
+        if limit is not None and now >= limit:
+            return answer(CommandError(50, "MaxTimeMSExpired", "operation exceeded time limit"))
+        outcome = again()
+        if isinstance(outcome, Waiting):
+            waiting.deadline = next_look(now)
+            return None
+        return answer(outcome)
+
+    def poll(now: float, timed_out: bool) -> server_context.Outcome | None:
+        if busy:
+            return None
+        busy.append(True)
+        try:
+            return look(now)
+        finally:
+            busy.clear()
+
+    waiting.poll = poll
+    return waiting
+
