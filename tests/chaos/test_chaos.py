@@ -260,3 +260,13 @@ def test_a_statement_goes_only_to_its_pinned_mongos(known: bool) -> None:
     with pytest.raises(AutoReconnect):
         _pinned(core, operation, statement)  # type: ignore[arg-type]
     assert session.pinned_address is None  # (unpinned: the transaction is retried from the start)
+
+
+def test_seed_416_a_cancelled_command_answered_later_leaves_its_session_clean() -> None:
+    """Seed 416 (a transaction cancelled while its statement waited for the answer, which
+    still came and was read): the session went back to the pool and to the next transaction
+    while that statement and the background abort were in flight.  Not a cut: every command of
+    the session was answered.  The invariant counts a command as cut only when it failed with a
+    network error, or when it is still unanswered at quiescence."""
+    outcome = run_world(416)
+    assert outcome.ok, outcome.line()
