@@ -213,7 +213,8 @@ class World:
             self.sessions_held += 1
             session = acquire(*args)
             key = _lsid_key(session.session_id)
-            if self.commands.was_cut(key):
+            self.commands.acquired.append((self.commands.sequence, key))
+            if key in self.commands.cut_sessions:
                 # the server may still run the cut command under it (a transaction statement,
                 # a retryable write): mongod would see two operations' state mixed in one session
                 self.violate(f"server session {key}, whose command was cut before its answer, was handed out again")
@@ -345,6 +346,8 @@ class World:
             self.violate(f"pool connections still checked out at quiescence: {in_use}")
         if self.sessions_held:
             self.violate(f"{self.sessions_held} server sessions still held at quiescence")
+        for key in self.commands.abandoned_then_reused():
+            self.violate(f"server session {key}, whose command was cut before its answer, was handed out again")
         # every transaction the client began, it ended (committed or aborted, maybe in the
         # background) before it used the session again, and none is open on the server at
         # quiescence -- unless the client's abort came first and was answered NoSuchTransaction
@@ -528,14 +531,23 @@ class _Commands(CommandListener):
         self.cluster_time_regressions: list[str] = []
         #: sessions (lsid keys) a command of which failed with a network error
         self.cut_sessions: set[str] = set()
-        self._sessions: dict[int, str] = {}  # commands in flight (never answered: cancelled) -> lsid
+        #: commands in flight (at quiescence: never answered) -> (lsid, when they started)
+        self._sessions: dict[int, tuple[str, int]] = {}
+        self.sequence = 0  # commands started so far (orders acquisitions and commands)
+        self.acquired: list[tuple[int, str]] = []  # (sequence, lsid) of each session handed out
         #: session (lsid key) -> the afterClusterTime its last read carried
         self.after_cluster_time: dict[str, Any] = {}
 
-    def was_cut(self, lsid: str) -> bool:
-        """Whether a command of the session failed with a network error or was abandoned
-        (cancelled, timed out) before its answer."""
-        return lsid in self.cut_sessions or lsid in self._sessions.values()
+    def abandoned_then_reused(self) -> list[str]:
+        """Sessions handed out after one of their commands was abandoned (cancelled, timed
+        out): a command started and never answered.  (Known only at quiescence: a command
+        whose operation was cancelled may still be answered and read.)"""
+        return sorted({
+            lsid
+            for request, (lsid, started) in self._sessions.items()
+            for seq, taken in self.acquired
+            if taken == lsid and seq > started
+        })
 
     def started(self, event: Any) -> None:
         command = event.command
@@ -547,7 +559,8 @@ class _Commands(CommandListener):
             else:
                 self._cluster_time = sent
         if "lsid" in command:
-            self._sessions[event.request_id] = _lsid_key(command["lsid"])
+            self.sequence += 1
+            self._sessions[event.request_id] = (_lsid_key(command["lsid"]), self.sequence)
         concern = command.get("readConcern")
         if event.command_name == "find" and isinstance(concern, Mapping) and "afterClusterTime" in concern:
             self.after_cluster_time[_lsid_key(command.get("lsid"))] = concern["afterClusterTime"]
@@ -588,7 +601,7 @@ class _Commands(CommandListener):
     def failed(self, event: Any) -> None:
         key = self._aborts.pop(event.request_id, None)
         failure = getattr(event, "failure", None)
-        lsid = self._sessions.pop(event.request_id, None)
+        lsid, _ = self._sessions.pop(event.request_id, (None, 0))
         if lsid is not None and isinstance(failure, Mapping) and failure.get("errtype") in _NETWORK_ERRORS:
             self.cut_sessions.add(lsid)
         if key is not None and isinstance(failure, Mapping) and failure.get("code") == _NO_SUCH_TRANSACTION:

@@ -49,6 +49,7 @@ from mongo_sansio.client.selecting import select_known
 from mongo_sansio.client.sessions import TRANSIENT_TRANSACTION_ERROR
 from mongo_sansio.command import run_command_quietly
 from mongo_sansio.errors import (
+    AutoReconnect,
     InvalidOperation,
     LocalProtocolError,
     MongoError,
@@ -302,7 +303,13 @@ _TRANSACTION_ENDS = ("commitTransaction", "abortTransaction")
 def _pinned(core: ClientCore, operation: _Operation, request: SelectServer) -> ServerInfo | None:
     """The mongos a sharded transaction is pinned to, for its commands and its commit or
     abort (Transactions spec, "Mongos Pinning"); an operation outside a transaction unpins
-    the session.  None: select as usual (not pinned, or the mongos is not known as one now)."""
+    the session.  None: select as usual (not pinned; or a commit or abort whose mongos is not
+    known as one now: another mongos answers it from the recovery token).
+
+    A statement of the transaction never goes to another mongos, which does not know the
+    transaction: while its mongos is not known as one (marked Unknown after a network error),
+    the statement fails with a transient error (AutoReconnect, as PyMongo's "no longer
+    available"), the session unpins, and the transaction can be retried from the start."""
     session = operation.explicit
     if session is None or session.pinned_address is None:
         return None
@@ -310,10 +317,16 @@ def _pinned(core: ClientCore, operation: _Operation, request: SelectServer) -> S
         session.unpin()
         return None
     try:
-        info = core.server_info(core.sdam_address(session.pinned_address))
+        info: ServerInfo | None = core.server_info(core.sdam_address(session.pinned_address))
     except LocalProtocolError:
+        info = None
+    if info is not None and info.is_mongos:
+        return info
+    if request.operation in _TRANSACTION_ENDS:
         return None
-    return info if info.is_mongos else None
+    host, port = session.pinned_address
+    session.unpin()
+    raise AutoReconnect(f"the mongos {host}:{port} this transaction is pinned to is not available")
 
 
 def _pin(session: Session, server: ServerInfo, body: Mapping[str, Any], reply: Mapping[str, Any]) -> None:

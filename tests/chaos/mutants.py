@@ -124,5 +124,5 @@ MUTANTS: dict[str, tuple[Mutant, str, str, range, str]] = {
     "causal_read_without_after_cluster_time": (
         causal_read_without_after_cluster_time, "causal-reads", "all", range(0, 20), "replica-set"
     ),
-    "unpinned_transaction": (unpinned_transaction, "transactions", "all", range(0, 10), "sharded"),
+    "unpinned_transaction": (unpinned_transaction, "transactions", "none", range(0, 10), "sharded"),
 }

@@ -17,8 +17,10 @@ import pytest
 
 from mongo_sansio.adapters.chaos import KINDS, WORKLOADS, Fault, run_world, shrink
 from mongo_sansio.adapters.cli import main
+from mongo_sansio.client.execute import _pinned
 from mongo_sansio.cmap.errors import WaitQueueTimeoutError
-from mongo_sansio.errors import NetworkError, NetworkTimeout, OperationFailure
+from mongo_sansio.errors import AutoReconnect, NetworkError, NetworkTimeout, OperationFailure
+from mongo_sansio.flow import SelectServer
 from mongo_sansio.ops.transactions import abandon_commit, abort_transaction
 from mongo_sansio.selection import ServerSelectionTimeoutError
 from mongo_sansio.sessions import Session, TransactionOptions
@@ -211,3 +213,61 @@ def test_abandon_commit_marks_the_transaction_for_a_background_abort() -> None:
             next(flow)
     assert (unanswered.cut, answered.cut) == (1, 0)
 
+
+
+def test_seed_48_of_the_sharded_world_keeps_a_transaction_on_its_mongos() -> None:
+    """Found at seed 48 of the sharded world (a partition of m1 ending as a transaction began
+    there): a network error marked m1 Unknown between the transaction's first statement and
+    its second, and the second went to m0, which does not know the transaction (the pinning
+    invariant).  Now a statement whose mongos is not known fails with a transient error and
+    the transaction is retried from the start (execute._pinned)."""
+    outcome = run_world(48, deployment="sharded")
+    assert outcome.ok, outcome.line()
+
+
+class _Info:
+    def __init__(self, is_mongos: bool) -> None:
+        self.is_mongos = is_mongos
+
+
+class _Core:
+    def __init__(self, known: bool) -> None:
+        self.known = known
+
+    def sdam_address(self, address: tuple[str, int]) -> tuple[str, int]:
+        return address
+
+    def server_info(self, address: tuple[str, int]) -> _Info:
+        return _Info(is_mongos=self.known)
+
+
+class _Operation:
+    def __init__(self, session: Session) -> None:
+        self.explicit = session
+
+
+@pytest.mark.parametrize("known", [True, False])
+def test_a_statement_goes_only_to_its_pinned_mongos(known: bool) -> None:
+    session = Session(object(), implicit=False)
+    session.server_session = ServerSession({"id": b"lsid"}, 0.0)
+    session.start_transaction(TransactionOptions())
+    session.pinned_address = ("m1.sim", 27017)
+    operation, core = _Operation(session), _Core(known)
+    statement, commit = SelectServer(operation="update"), SelectServer(operation="commitTransaction")
+    if known:
+        assert _pinned(core, operation, statement).is_mongos  # type: ignore[arg-type, union-attr]
+        return
+    assert _pinned(core, operation, commit) is None  # type: ignore[arg-type]  # (any mongos: recovery token)
+    with pytest.raises(AutoReconnect):
+        _pinned(core, operation, statement)  # type: ignore[arg-type]
+    assert session.pinned_address is None  # (unpinned: the transaction is retried from the start)
+
+
+def test_seed_416_a_cancelled_command_answered_later_leaves_its_session_clean() -> None:
+    """Seed 416 (a transaction cancelled while its statement waited for the answer, which
+    still came and was read): the session went back to the pool and to the next transaction
+    while that statement and the background abort were in flight.  Not a cut: every command of
+    the session was answered.  The invariant counts a command as cut only when it failed with a
+    network error, or when it is still unanswered at quiescence."""
+    outcome = run_world(416)
+    assert outcome.ok, outcome.line()
