@@ -1,9 +1,9 @@
 """Batch reads: schema inference, ``_id``-range or chunk-range partitions and Arrow output.
 
 Runs in Spark's Python workers: :func:`infer` and :meth:`MongoBatchReader.partitions` on the
-planning side, :meth:`MongoBatchReader.read` on the executors.  Every one of them opens its own
-client from the options' URI and closes it before returning, so nothing holding a socket is
-ever pickled or inherited across a fork.
+planning side, :meth:`MongoBatchReader.read` on the executors.  Nothing holding a socket is
+pickled: each process makes its clients from the options' URI (:mod:`.clients`; a worker keeps
+its client between tasks).
 
 With ``filterPushdown=true`` (and Spark's ``spark.sql.python.filterPushdown.enabled``), filters become a ``$match``
 on the columns whose values compare on the server as they do in Spark (numbers, booleans,
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -53,6 +52,7 @@ from mongo_sansio.pipeline.schema import (
 )
 
 from .arrow import batches, spark_type
+from .clients import open_client, open_collection
 from .errors import MongoDataSourceError
 from .gc_passes import fewer_gc_passes
 from .options import SourceOptions
@@ -72,32 +72,6 @@ _log = logging.getLogger("mongo_sansio.spark")
 # Sampled _id values per wanted partition (more samples, evener partitions).
 SAMPLES_PER_PARTITION = 32
 _PUSHABLE = {Kind.INT, Kind.LONG, Kind.DOUBLE, Kind.BOOLEAN, Kind.STRING, Kind.DATE}
-
-
-def open_client(options: SourceOptions) -> Any:
-    """A client for the source's ``uri`` with its client-wide options (``readPreference``)."""
-    from ..blocking import MongoClient
-
-    # our value classes, whatever else the process imported (the schema and Arrow conversions
-    # know ours)
-    return MongoClient(options.uri, pymongo_types=False, **options.client_options())
-
-
-@contextmanager
-def open_collection(options: SourceOptions) -> Iterator[Any]:
-    """A client of its own for this call, closed on the way out (never pickled, fork-safe)."""
-    from mongo_sansio.ops.write_concern import WriteConcern
-
-    options.single_collection("batch reads and writes")
-    client = open_client(options)
-    try:
-        collection = client[options.database][options.collection]
-        concern = options.write_concern_document()
-        if concern is not None:
-            collection = collection.with_options(write_concern=WriteConcern(**concern))
-        yield collection
-    finally:
-        client.close()
 
 
 def infer(options: SourceOptions) -> tuple[StructType, Struct]:

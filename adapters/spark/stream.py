@@ -61,6 +61,7 @@ from mongo_sansio.pipeline.offsets import StreamOffset, TokenRange, Verdict, nex
 
 from .arrow import BATCH_ROWS, arrow_schema, batches, record_batch
 from .batch import open_client
+from .clients import reused_client
 from .errors import ChangeStreamHistoryLost, EndTokenNotReached, MongoDataSourceError
 from .gc_passes import fewer_gc_passes
 from .options import SourceOptions
@@ -447,7 +448,7 @@ def _range_events(options: SourceOptions, partition: StreamPartition) -> Iterato
     deadline = time.monotonic() + options.end_token_timeout_seconds
     resume = start.watch_options()
     try:
-        with open_client(options) as client:
+        with reused_client(options) as client:
             target, narrowing = stream_target(options, client)
             while True:
                 with target.watch([*narrowing, *pipeline], **watch, **resume) as stream:

@@ -16,7 +16,7 @@ import pyarrow as pa  # noqa: E402
 from mongo_sansio import monitoring  # noqa: E402
 from mongo_sansio.adapters.blocking import MongoClient  # noqa: E402
 from mongo_sansio.adapters.sim import SimulatedReplicaSet  # noqa: E402
-from mongo_sansio.adapters.spark import batch, stream, write  # noqa: E402
+from mongo_sansio.adapters.spark import batch, clients, stream, write  # noqa: E402
 from mongo_sansio.adapters.spark.errors import MongoDataSourceError  # noqa: E402
 from mongo_sansio.adapters.spark.options import parse_options  # noqa: E402
 
@@ -44,7 +44,7 @@ def rs() -> Iterator[SimulatedReplicaSet]:
 
 
 @pytest.fixture
-def recorded(monkeypatch: pytest.MonkeyPatch) -> Recorder:
+def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
     recorder = Recorder()
     real = batch.open_client
 
@@ -56,7 +56,10 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> Recorder:
 
     monkeypatch.setattr(batch, "open_client", listened)
     monkeypatch.setattr(stream, "open_client", listened)
-    return recorder
+    monkeypatch.setattr(clients, "open_client", listened)
+    clients.close_kept_clients()  # the executors' kept clients: made afresh, with the listener
+    yield recorder
+    clients.close_kept_clients()
 
 
 def _options(rs: SimulatedReplicaSet, **extra: str) -> Any:
@@ -120,7 +123,7 @@ def test_stream_commands_and_writes_carry_the_comment(rs: SimulatedReplicaSet, r
     assert changes and all(e.command.get("comment") == "cdc" for e in changes)
     writer_options = _options(rs, comment="cdc-write", collection="copies")
     table = pa.table({"_id": [1, 2, 3], "v": ["a", "b", "c"]})
-    # write_rows opens its own client through open_collection -> open_client (recorded)
+    # write_rows uses the worker's kept client, made by open_client (recorded)
     summary = write.write_rows(writer_options, iter(table.to_batches()))
     assert summary.rows == 3
     with MongoClient(rs.uri) as client:
