@@ -2,8 +2,9 @@
 green on the real client, and with teeth -- each injected bug of tests/chaos/mutants.py is
 found by a bounded sweep, shrunk, and reproduced from its shrunk schedule.
 
-Bounded: short worlds (``steps=8``), a few seeds per workload; the long sweeps are the
-command's (``mongo-sansio chaos --seeds 0..999``, docs/chaos.md).
+Bounded: short worlds (``steps=6`` or ``8``), 30 seeds per workload in the CI sweep (270 in
+all) and a few more per test; the long sweeps are the command's (``mongo-sansio chaos --seeds
+0..999``, docs/chaos.md).
 """
 
 from __future__ import annotations
@@ -48,6 +49,19 @@ def test_the_trace_does_not_depend_on_the_process() -> None:
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == run_world(4, steps=SHORT).line()
+
+
+#: the CI sweep: this many seeds of each workload, and of the sharded world's mixed one (270 in
+#: all, about 27 s of CPU), in shorter worlds
+CI_SEEDS = range(200, 230)
+
+
+@pytest.mark.parametrize(("workload", "deployment"), [
+    *((workload, "replica-set") for workload in sorted(WORKLOADS)), ("mixed", "sharded"),
+])
+def test_the_ci_sweep_of_a_few_hundred_seeds_passes(workload: str, deployment: str) -> None:
+    outcomes = [run_world(seed, steps=6, workload=workload, deployment=deployment) for seed in CI_SEEDS]
+    assert [o.line() for o in outcomes if not o.ok] == []
 
 
 @pytest.mark.parametrize("workload", sorted(WORKLOADS))
