@@ -537,8 +537,8 @@ def _statement_shards(router: Router, ctx: Context, ns: str, query: Any, many: b
         return router.cluster.catalog.shards_for_filter(ns, query)
     key = router.cluster.catalog.sharded(ns)
     seed = (equality_point(key.key, query) or {}) if key is not None and upsert else None
-    return _locate(router, ctx, ns, query, collation, seed if upsert else None,
-                   sort if isinstance(sort, Mapping) and sort else None)
+    plain = isinstance(sort, Mapping) and sort and all(not str(f).startswith("$") and v in (1, -1) for f, v in sort.items())
+    return _locate(router, ctx, ns, query, collation, seed if upsert else None, sort if plain else None)
 
 
 def _insert(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
