@@ -598,3 +598,26 @@ def test_a_retried_bulk_of_increments_over_both_shards_is_applied_once(sc: Any) 
         finally:
             sc.restart_mongos(sent[1])
         assert sorted(d["n"] for d in coll.find()) == [4] * 8
+
+
+def test_indexes_and_drops_reach_the_shards_that_own_no_chunk_yet(client: MongoClient[Any]) -> None:
+    """A ranged collection starts on its primary shard alone; an index made then is on the
+    other shard's copy too once a chunk moves there, and a drop leaves no copy behind (a new
+    collection of that name gets its own UUID everywhere)."""
+    hosts = {s["_id"]: s["host"] for s in client.admin.command("listShards")["shards"]}
+    name = f"c{next(_names)}"
+    client.admin.command("shardCollection", f"fid.{name}", key={"k": 1})
+    client.fid[name].create_index("z", name="z_index")
+    client.admin.command("split", f"fid.{name}", middle={"k": 5})
+    client.admin.command("moveChunk", f"fid.{name}", find={"k": 7}, to="shard1")
+    with MongoClient(f"mongodb://{hosts['shard1'].partition('/')[2]}/?replicaSet=shard1", **OPTIONS) as shard1:
+        assert "z_index" in shard1.fid[name].index_information()
+        client.fid[name].drop()
+        assert name not in shard1.fid.list_collection_names()
+        client.admin.command("shardCollection", f"fid.{name}", key={"k": 1})
+        client.admin.command("split", f"fid.{name}", middle={"k": 5})
+        client.admin.command("moveChunk", f"fid.{name}", find={"k": 7}, to="shard1")
+        client.fid[name].insert_many([{"k": i} for i in range(10)])
+        uuid = client.config.collections.find_one({"_id": f"fid.{name}"})["uuid"]
+        listed = shard1.fid.command("listCollections", filter={"name": name})["cursor"]["firstBatch"]
+        assert listed[0]["info"]["uuid"] == uuid and shard1.fid[name].count_documents({}) == 5

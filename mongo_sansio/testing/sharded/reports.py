@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongo_sansio.testing.engine import CommandError
 from mongo_sansio.testing.server.context import Context
+from mongo_sansio.testing.sharded import pipelines
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.sharded.router import Router
@@ -84,10 +85,8 @@ def explain_aggregate(router: Router, ctx: Context, inner: Mapping[str, Any], ns
     """mongos's explain of an aggregate on a sharded collection: the pipeline as it is split
     (``splitPipeline``: the shards' part and the merger's, null when one shard runs it all),
     where the merge runs, and each targeted shard's own explain under ``shards``."""
-    from mongo_sansio.testing.sharded.router import split_pipeline  # (a cycle)
-
     pipeline = list(inner.get("pipeline") or [])
-    split, _ = split_pipeline(pipeline)
+    split, _ = pipelines.split_pipeline(pipeline)
     query = pipeline[0].get("$match") if split and "$match" in pipeline[0] else None
     shards = router.cluster.catalog.shards_for_filter(ns, query)
     part = pipeline if len(shards) == 1 else pipeline[:split]

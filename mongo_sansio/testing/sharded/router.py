@@ -57,6 +57,7 @@ from mongo_sansio.testing.server.dispatch import (
 )
 from mongo_sansio.testing.sharded import (
     admin,
+    pipelines,
     reports,
     shards,
     streams,
@@ -80,15 +81,10 @@ SESSION_COMMANDS = frozenset({"endSessions", "killSessions", "killAllSessions"})
 _TXN_FIELDS = ("txnNumber", "autocommit", "startTransaction")
 # Fields the router keeps to itself (it sends its own read preference and cluster time).
 _ROUTER_FIELDS = frozenset({"$db", "$clusterTime", "$readPreference", "recoveryToken", "lsid$"})
-# Stages a shard may run on its own documents before the merge (each document alone).
-# First stages each shard answers about itself ($collStats, $indexStats: one document per shard).
-_PER_SHARD_STAGES = frozenset({"$collStats", "$indexStats"})
 # A write command's statements (a command of one statement may wait for a lock and be sent
 # again whole; see Router._wait_for_lock).
 _STATEMENTS = {"insert": "documents", "update": "updates", "delete": "deletes"}
 _WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify"})
-_DOCUMENT_STAGES = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot",
-                              "$replaceWith", "$unwind", "$redact"})
 
 
 class Router:
@@ -241,23 +237,33 @@ class Router:
             resolved = views.sharded_source(self, ctx.db, body[name])
             if resolved is not None:
                 return views.read_sharded_view(self, ctx, body, body[name], *resolved)
-        if sharded is None and name == "aggregate" and _reads_sharded(self, ctx.db, body.get("pipeline")):
+        if sharded is None and name == "aggregate" and pipelines.reads_sharded(self, ctx.db, body.get("pipeline")):
             return _aggregate(self, ctx, body, ns)  # (the other collection is read through the router)
         if name == "createIndexes":
             if sharded is not None:
                 check_unique_indexes(sharded, body.get("indexes"))
-            return admin.create_indexes(self, ctx, body, self.cluster.catalog.shards_for_filter(ns, None))
+            return admin.create_indexes(self, ctx, body, self._holding(ns) if sharded is not None
+                                        else self.cluster.catalog.shards_for_filter(ns, None))
         if sharded is None:
             shard = self.cluster.catalog.primary_shard(ctx.db)
             return self.cursor_reply(ctx, self.send(ctx, shard, body))
         handler = _SHARDED.get(name)
         if handler is None:
-            reply = self.broadcast(ctx, body, self.cluster.catalog.shards_for_filter(ns, None))
+            # (the catalogue's commands reach every shard holding the collection, chunks or not,
+            # as mongod's copies of a dropped or indexed collection go or change everywhere)
+            catalogue = name in ("drop", "dropIndexes", "collMod")
+            reply = self.broadcast(ctx, body, self._holding(ns) if catalogue else self.cluster.catalog.shards_for_filter(ns, None))
             if name == "drop":
                 self.cluster.catalog.drop_collection(ns)
             return self.cursor_reply(ctx, reply)
         result: dict[str, Any] = handler(self, ctx, body, ns)
         return result
+
+    def _holding(self, ns: str) -> list[str]:
+        """The shards holding a copy of the sharded collection ``ns`` (every shard it was
+        created on, whether or not it owns a chunk)."""
+        database, _, name = ns.partition(".")
+        return [shard for shard, rs in self.cluster.shards.items() if rs.collection(database, name) is not None]
 
     def body(self, ctx: Context) -> dict[str, Any]:
         """The command as the router sends it on: document sequences folded in, the router's
@@ -349,25 +355,6 @@ class Router:
         return out
 
 
-def _reads_sharded(router: Router, db: str, pipeline: Any) -> bool:
-    """Whether a pipeline's $lookup, $graphLookup or $unionWith reads a sharded collection."""
-    if not isinstance(pipeline, list):
-        return False
-    for stage in pipeline:
-        if not isinstance(stage, Mapping) or not stage:
-            continue
-        name, argument = next(iter(stage.items()))
-        if name not in ("$lookup", "$graphLookup", "$unionWith"):
-            continue
-        other = argument if isinstance(argument, str) else argument.get("from", argument.get("coll")) \
-            if isinstance(argument, Mapping) else None
-        if isinstance(other, str) and router.cluster.catalog.sharded(f"{db}.{other}") is not None:
-            return True
-        if isinstance(argument, Mapping) and _reads_sharded(router, db, argument.get("pipeline")):
-            return True
-    return False
-
-
 def _snapshot_time(router: Router, body: dict[str, Any]) -> Any:
     """A snapshot read outside a transaction reads every shard at one cluster time: the one
     it names, else the router's (which its reply then names, as mongos's)."""
@@ -439,21 +426,9 @@ def _aggregate(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> d
     return router.open_cursor(ctx, ns, documents)
 
 
-def split_pipeline(pipeline: list[Any]) -> tuple[int, bool]:
-    """Where a pipeline is cut between the shards' part and the router's, and whether its
-    first stage is one each shard answers about itself."""
-    split = 0
-    per_shard = bool(pipeline) and isinstance(pipeline[0], Mapping) and next(iter(pipeline[0]), "") in _PER_SHARD_STAGES
-    if per_shard:
-        split = 1  # each shard answers for itself; the documents name their shard
-    while split < len(pipeline) and isinstance(pipeline[split], Mapping) and next(iter(pipeline[split]), "") in _DOCUMENT_STAGES:
-        split += 1
-    return split, per_shard
-
-
 def merged_results(router: Router, ctx: Context, body: dict[str, Any], ns: str, pipeline: list[Any]) -> list[Any]:
     """A pipeline's results: its leading document-wise stages run on the shards, the rest here."""
-    split, per_shard = split_pipeline(pipeline)
+    split, per_shard = pipelines.split_pipeline(pipeline)
     shard_body = {k: v for k, v in body.items() if k not in ("cursor", "explain")}
     shard_body["pipeline"] = pipeline[:split]
     shard_body["cursor"] = {}
@@ -537,8 +512,8 @@ def _statement_shards(router: Router, ctx: Context, ns: str, query: Any, many: b
         return router.cluster.catalog.shards_for_filter(ns, query)
     key = router.cluster.catalog.sharded(ns)
     seed = (equality_point(key.key, query) or {}) if key is not None and upsert else None
-    return _locate(router, ctx, ns, query, collation, seed if upsert else None,
-                   sort if isinstance(sort, Mapping) and sort else None)
+    plain = isinstance(sort, Mapping) and sort and all(not str(f).startswith("$") and v in (1, -1) for f, v in sort.items())
+    return _locate(router, ctx, ns, query, collation, seed if upsert else None, sort if plain else None)
 
 
 def _insert(router: Router, ctx: Context, body: dict[str, Any], ns: str) -> dict[str, Any]:
