@@ -651,3 +651,14 @@ def test_add_shard_through_mongos_and_list_shards(client: MongoClient[Any]) -> N
     assert shards["extra"] == "extra/extra-0.invalid:27017,extra-1.invalid:27017"
     assert {"shard0", "shard1"} <= set(shards)
     assert client.config.shards.count_documents({"_id": "extra"}) == 1
+
+
+def test_a_tailable_cursor_through_mongos_gives_the_capped_collection_and_ends(client: MongoClient[Any]) -> None:
+    """The simulated mongos reads a shard's cursor whole and does not tail (a known
+    difference): what the capped collection holds, then the cursor ends -- it never hangs."""
+    name = f"capped{next(_names)}"
+    client.db.create_collection(name, capped=True, size=4096, max=3)
+    client.db[name].insert_many([{"_id": 1}, {"_id": 2}])
+    cursor = client.db[name].find(cursor_type=pymongo.CursorType.TAILABLE_AWAIT, batch_size=1)
+    assert [d["_id"] for d in cursor] == [1, 2]
+    assert not cursor.alive

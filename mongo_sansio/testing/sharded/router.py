@@ -30,8 +30,9 @@ statements at once.  A retryable write names its statements to the shards (``stm
 indexes in the client's command), so a retry through any router is answered from each shard's
 record of that run (:mod:`~mongo_sansio.testing.server.sessions`).
 
-Knowing difference from mongod: a single-document write without the shard key is placed by a
-read, then a write (mongod does the same in one internal transaction).
+Knowing differences from mongod: a single-document write without the shard key is placed by a
+read, then a write (mongod does the same in one internal transaction); a tailable cursor gives
+what its capped collection holds when opened, then ends (mongos keeps tailing the shard).
 """
 
 from __future__ import annotations
@@ -322,6 +323,13 @@ class Router:
             batch = following["cursor"]
             documents.extend(batch.get("nextBatch", []))
             cursor_id = int(batch.get("id", 0))
+            if cursor_id and not batch.get("nextBatch"):
+                # a tailable cursor at the end of its capped collection: it would never end
+                # (this router reads a cursor whole, it does not tail; see the module docs)
+                self.cluster.call(self.cluster.shards[shard], ctx.db,
+                                  {"killCursors": collection, "cursors": [Int64(cursor_id)]}, ctx.now,
+                                  user=ctx.state.user)
+                break
         return documents
 
     def cursor_reply(self, ctx: Context, reply: dict[str, Any], shard: str | None = None) -> dict[str, Any]:
