@@ -32,6 +32,8 @@ from mongo_sansio.testing.server.connection import ServerConnection
 from mongo_sansio.testing.server.replset import STOPPED, Member, ReplicaSet
 from mongo_sansio.testing.sharded import ShardedCluster
 
+from .faults import ELECTION_TIMEOUT
+
 if TYPE_CHECKING:
     from mongo_sansio.testing.engine import Collection
 
@@ -95,6 +97,8 @@ class ShardedDeployment:
         )
         self.parameters = _Parameters(self)
         self.oplog = _ClusterOplog(self.cluster)
+        for shard in self.cluster.shards.values():
+            shard.replication.election_timeout = ELECTION_TIMEOUT
         self._stepdowns = 0
 
     # -- what the network uses -------------------------------------------------------------------
@@ -150,11 +154,23 @@ class ShardedDeployment:
     def restart_shard_member(self, address: str, now: float) -> None:
         self.shard_of(address).restart(address, now)
 
+    def isolate(self, address: str, now: float) -> None:
+        """A shard member is cut off from its shard's other members (see ``shard-isolate``)."""
+        self.shard_of(address).isolate(address, now)
+
+    def reconnect(self, address: str, now: float) -> None:
+        self.shard_of(address).reconnect(address, now)
+
     # -- what the invariants read ----------------------------------------------------------------
 
     @property
     def oplogs(self) -> list[Any]:
         return [shard.oplog for shard in self.cluster.shards.values()]
+
+    @property
+    def rollbacks(self) -> list[Any]:
+        """Every shard's rollbacks."""
+        return [rollback for shard in self.cluster.shards.values() for rollback in shard.replication.rollbacks]
 
     @property
     def transaction_tables(self) -> list[Any]:

@@ -452,13 +452,14 @@ class World:
             self.spark.check(self)
 
     def rolled_back(self) -> set[Any]:
-        """The oplog timestamps of every entry a rollback undid (none in a sharded world: its
-        shards replicate without lag)."""
+        """The oplog timestamps of every entry a rollback undid (in a sharded world, its
+        shards' ``shard-isolate`` rollbacks)."""
         return {entry.ts for rollback in self._rollbacks() for entry in rollback.entries}
 
     def _rollbacks(self) -> list[Any]:
-        replication = getattr(self.cluster, "replication", None)
-        return [] if replication is None else list(replication.rollbacks)
+        if self.deployment == "sharded":
+            return list(self.cluster.rollbacks)  # (its shards')
+        return list(self.cluster.replication.rollbacks)
 
     def _rolled_back_writes(self) -> set[Any]:
         """The keys of the workloads' writes a rollback took back (a w:1 write may be lost

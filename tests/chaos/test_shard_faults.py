@@ -1,5 +1,6 @@
 """Faults inside the sharded world's shards (docs/chaos.md): a shard member crashes and
-restarts (``shard-crash``).  Each happens in a scripted sharded world where the invariants
+restarts (``shard-crash``); a shard's primary is cut off from its shard and what only it had
+is rolled back (``shard-isolate``).  Each happens in a scripted sharded world where the invariants
 hold, a short sweep draws it, and the replica-set worlds' draws do not change."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from mongo_sansio.adapters.chaos.faults import SHARD_KINDS
 from mongo_sansio.adapters.chaos.world import World
 from mongo_sansio.adapters.cli import main
 from mongo_sansio.testing.server.replset import STOPPED
+from mongo_sansio.testing.sharded import transactions
 
 S0A, S0B, S0C = "s0a.sim:27018", "s0b.sim:27018", "s0c.sim:27018"
 S1A = "s1a.sim:27018"
@@ -49,7 +51,32 @@ def test_a_shard_without_a_majority_has_no_primary_until_a_member_restarts() -> 
     assert any(not ok for *_, ok in world.writes) or False in world.transfers
 
 
-def test_a_short_sweep_of_shard_crashes_passes() -> None:
+def test_a_cut_off_shard_primary_is_replaced_and_its_w1_writes_roll_back() -> None:
+    """shard0's primary is cut off from its shard past the election timeout: the others elect
+    s0b, the old primary's w:1 writes (acknowledged, reaching nobody) are rolled back; no
+    w:majority write is lost, no retried write applied twice, no transfer half applied."""
+    world = _sharded(1, "mixed", Fault(1.0, "shard-isolate", S0C, 4.0))
+    shard0 = world.cluster.cluster.shards["shard0"]
+    assert shard0.primary == S0B and shard0.term == 2
+    assert shard0.replication.rollbacks and world._rolled_back_writes()
+    kept = {doc["_id"] for doc in world.cluster.databases["chaos"]["writes"].find({})}
+    lost = [key for kind, key, w, ok in world.writes if kind == "insert" and ok and key not in kept]
+    assert lost and all(w == "1" for kind, key, w, ok in world.writes if key in lost)
+
+
+def test_a_two_shard_commit_on_a_cut_off_primary_is_caught_without_the_prepare(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Teeth: a router that commits a two-shard transaction on a primary that cannot reach its
+    shard's majority (no w:majority prepare) leaves a part a rollback then undoes."""
+    monkeypatch.setattr(transactions, "_can_prepare", lambda shard: True)
+    world = World(0, steps=STEPS, workload="transactions", deployment="sharded",
+                  schedule=[Fault(1.0, "shard-isolate", S0C, 4.0)])
+    outcome = world.run()
+    assert not outcome.ok and "half-applied" in (outcome.violation or ""), outcome.line()
+
+
+def test_a_short_sweep_of_shard_faults_passes() -> None:
     outcomes = [run_world(seed, steps=6, workload="mixed", kinds=SHARD_KINDS, deployment="sharded")
                 for seed in range(300, 312)]
     assert [o.line() for o in outcomes if not o.ok] == []
