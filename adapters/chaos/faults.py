@@ -22,6 +22,15 @@ clock          a member's wall clock jumps forward or back (``+s``/``-s``), and 
 truncate       the oplog keeps only its newest ``keep`` entries until the fault ends (as a
                capped oplog that a burst of writes fills; never past the majority commit
                point): a change stream behind it cannot resume and must say so
+shard-crash    (sharded world only) a member of a shard stops and restarts after the
+               duration: a stopped primary's shard elects another member at once; the routers
+               reach the new primary, and a shard cursor or transaction that lived on the
+               stopped one is gone (mongos answers the error: CursorNotFound,
+               NoSuchTransaction); a shard with a majority stopped has no primary until one
+               restarts (mongos answers FailedToSatisfyReadPreference)
+shard-isolate  (sharded world only) the primary of a shard (the target's) is cut off from its
+               shard's other members past the election timeout: they elect a new primary,
+               and the writes only the old one had (``w:1``) are rolled back
 =============  ============================================================================
 
 Rollback needs writes a majority has not applied: the world's secondaries apply the oplog with
@@ -43,12 +52,21 @@ from .network import TO_CLIENT, TO_SERVER
 if TYPE_CHECKING:
     from .world import World
 
-__all__ = ["FAILPOINTS", "KINDS", "ROUTER_KINDS", "Fault", "draw_schedule", "end", "start"]
+__all__ = [
+    "FAILPOINTS", "KINDS", "ROUTER_KINDS", "SHARD_KINDS", "Fault", "draw_schedule", "draw_shard_schedule", "end",
+    "start",
+]
 
-KINDS = ("partition", "cut", "stall", "stepdown", "crash", "failpoint", "isolate", "rollback", "clock", "truncate")
-#: the kinds a sharded world carries out (on its routers, and stepdowns of its shards' primaries):
+KINDS = (
+    "partition", "cut", "stall", "stepdown", "crash", "failpoint", "isolate", "rollback", "clock", "truncate",
+    "shard-crash", "shard-isolate",
+)
+#: the kinds a sharded world carries out on its routers (and stepdowns of its shards' primaries):
 #: its shards replicate without lag and have no member-to-member network, clocks or truncation
 ROUTER_KINDS = ("partition", "cut", "stall", "stepdown", "crash", "failpoint")
+#: the kinds a sharded world carries out inside its shards (drawn from their own stream, so a
+#: sharded seed's router faults and every replica-set seed's faults stay what they were)
+SHARD_KINDS = ("shard-crash", "shard-isolate")
 #: what the replica set's election timeout is in the worlds (settings.electionTimeoutMillis)
 ELECTION_TIMEOUT = 2.0
 
@@ -120,6 +138,24 @@ def draw_schedule(
     return tuple(sorted(faults))
 
 
+def draw_shard_schedule(
+    rng: random.Random, shard_members: Sequence[str], kinds: Sequence[str], horizon: float
+) -> tuple[Fault, ...]:
+    """Up to two faults of ``kinds`` inside the shards within ``horizon`` virtual seconds."""
+    if not kinds:
+        return ()
+    faults = []
+    for _ in range(rng.randint(0, 2)):
+        kind = rng.choice(list(kinds))
+        at = round(rng.uniform(0.0, horizon), 4)
+        member = rng.choice(list(shard_members))
+        duration = round(rng.uniform(0.05, 6.0), 3)
+        if kind == "shard-isolate":  # long enough for the others to elect a new primary
+            duration = round(ELECTION_TIMEOUT + rng.uniform(0.5, 4.0), 3)
+        faults.append(Fault(at, kind, member, duration))
+    return tuple(sorted(faults))
+
+
 def start(world: World, fault: Fault) -> None:
     """Begin ``fault`` now."""
     network, cluster, now = world.network, world.cluster, world.loop.now
@@ -153,6 +189,13 @@ def start(world: World, fault: Fault) -> None:
         world.faults_on.add(fault)
     elif kind == "truncate":
         cluster.limit_oplog(int(fault.detail.split()[-1]))
+    elif kind == "shard-crash":
+        cluster.stop_shard_member(fault.target, now)
+    elif kind == "shard-isolate":
+        primary = cluster.shard_of(fault.target).primary
+        world.rollback_victims[fault] = primary
+        if primary is not None:
+            _isolate(world, primary)
     network.flush_all()
 
 
@@ -195,6 +238,12 @@ def end(world: World, fault: Fault) -> None:
         network.heal(fault.target)
     elif fault.kind == "crash":
         cluster.restart(fault.target, now)
+    elif fault.kind == "shard-crash":
+        cluster.restart_shard_member(fault.target, now)
+    elif fault.kind == "shard-isolate":
+        victim = world.rollback_victims.pop(fault, None)
+        if victim is not None:
+            _reconnect(world, victim)
     elif fault.kind == "isolate" and fault in world.faults_on:
         world.faults_on.discard(fault)
         _reconnect(world, fault.target)

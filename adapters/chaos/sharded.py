@@ -29,21 +29,25 @@ from typing import TYPE_CHECKING, Any
 from mongo_sansio.bson import Timestamp
 from mongo_sansio.errors import LocalProtocolError, OperationFailure
 from mongo_sansio.testing.server.connection import ServerConnection
-from mongo_sansio.testing.server.replset import STOPPED, Member
+from mongo_sansio.testing.server.replset import STOPPED, Member, ReplicaSet
 from mongo_sansio.testing.sharded import ShardedCluster
+
+from .faults import ELECTION_TIMEOUT
 
 if TYPE_CHECKING:
     from mongo_sansio.testing.engine import Collection
 
     from .world import World
 
-__all__ = ["MONGOS", "SHARDED_COLLECTIONS", "ShardedDeployment", "shard_collections"]
+__all__ = ["MONGOS", "SHARDED_COLLECTIONS", "SHARD_MEMBERS", "ShardedDeployment", "shard_collections"]
 
 MONGOS = ("m0.sim:27017", "m1.sim:27017")
 SHARDS = (
     ("s0a.sim:27018", "s0b.sim:27018", "s0c.sim:27018"),
     ("s1a.sim:27018", "s1b.sim:27018", "s1c.sim:27018"),
 )
+#: every shard member, in order (what a fault inside the shards targets)
+SHARD_MEMBERS = tuple(address for shard in SHARDS for address in shard)
 CONFIG = ("cfg.sim:27019",)
 #: the collections the setup shards on a hashed _id; the others stay on the primary shard
 SHARDED_COLLECTIONS = ("items", "feed", "events", "causal")
@@ -93,6 +97,8 @@ class ShardedDeployment:
         )
         self.parameters = _Parameters(self)
         self.oplog = _ClusterOplog(self.cluster)
+        for shard in self.cluster.shards.values():
+            shard.replication.election_timeout = ELECTION_TIMEOUT
         self._stepdowns = 0
 
     # -- what the network uses -------------------------------------------------------------------
@@ -133,11 +139,38 @@ class ShardedDeployment:
     def restart(self, address: str, now: float) -> None:
         self.cluster.restart_mongos(address, now)
 
+    def shard_of(self, address: str) -> ReplicaSet:
+        """The shard ``address`` is a member of."""
+        for shard in self.cluster.shards.values():
+            if address in shard.members:
+                return shard
+        raise LocalProtocolError(f"{address!r} is not a member of a shard")
+
+    def stop_shard_member(self, address: str, now: float) -> None:
+        """A shard member stops: a primary's shard elects the next member at once (a
+        majority still runs) or is left without a primary; the routers call the new one."""
+        self.shard_of(address).stop(address, now)
+
+    def restart_shard_member(self, address: str, now: float) -> None:
+        self.shard_of(address).restart(address, now)
+
+    def isolate(self, address: str, now: float) -> None:
+        """A shard member is cut off from its shard's other members (see ``shard-isolate``)."""
+        self.shard_of(address).isolate(address, now)
+
+    def reconnect(self, address: str, now: float) -> None:
+        self.shard_of(address).reconnect(address, now)
+
     # -- what the invariants read ----------------------------------------------------------------
 
     @property
     def oplogs(self) -> list[Any]:
         return [shard.oplog for shard in self.cluster.shards.values()]
+
+    @property
+    def rollbacks(self) -> list[Any]:
+        """Every shard's rollbacks."""
+        return [rollback for shard in self.cluster.shards.values() for rollback in shard.replication.rollbacks]
 
     @property
     def transaction_tables(self) -> list[Any]:

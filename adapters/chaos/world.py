@@ -47,7 +47,7 @@ from .faults import Fault
 from .loop import Loop, VirtualTask
 from .network import Network
 from .runtime import ChaosMongoClient, VirtualRuntime
-from .sharded import MONGOS, ShardedDeployment, shard_collections
+from .sharded import MONGOS, SHARD_MEMBERS, ShardedDeployment, shard_collections
 from .spark import SparkLedger
 from .workloads import WORKLOADS, setup
 
@@ -114,11 +114,17 @@ class World:
         # replication lag (seconds a secondary applies each entry late): w:1 writes are then
         # acknowledged before a majority has them, and a crashed primary's may be rolled back
         self.lags = tuple(plan.choice((0.0, 0.0, 0.05, 0.4, 1.5)) for _ in MEMBERS)
+        shard_kinds = [kind for kind in kinds if kind in _faults.SHARD_KINDS]
         if deployment == "sharded":
             kinds = [kind for kind in kinds if kind in _faults.ROUTER_KINDS]
+        else:
+            kinds = [kind for kind in kinds if kind not in _faults.SHARD_KINDS]
         draws = random.Random(f"mongo-sansio chaos faults {seed}")
         count = draws.randint(1, 6)
         drawn = _faults.draw_schedule(draws, members, kinds, count, HORIZON)
+        if deployment == "sharded":
+            inside = random.Random(f"mongo-sansio chaos shard faults {seed}")
+            drawn = tuple(sorted(drawn + _faults.draw_shard_schedule(inside, SHARD_MEMBERS, shard_kinds, HORIZON)))
         self.schedule: tuple[Fault, ...] = tuple(drawn if schedule is None else schedule)
         self.rng = random.Random(f"mongo-sansio chaos run {seed}")
         self.loop = Loop(self.rng)
@@ -446,13 +452,14 @@ class World:
             self.spark.check(self)
 
     def rolled_back(self) -> set[Any]:
-        """The oplog timestamps of every entry a rollback undid (none in a sharded world: its
-        shards replicate without lag)."""
+        """The oplog timestamps of every entry a rollback undid (in a sharded world, its
+        shards' ``shard-isolate`` rollbacks)."""
         return {entry.ts for rollback in self._rollbacks() for entry in rollback.entries}
 
     def _rollbacks(self) -> list[Any]:
-        replication = getattr(self.cluster, "replication", None)
-        return [] if replication is None else list(replication.rollbacks)
+        if self.deployment == "sharded":
+            return list(self.cluster.rollbacks)  # (its shards')
+        return list(self.cluster.replication.rollbacks)
 
     def _rolled_back_writes(self) -> set[Any]:
         """The keys of the workloads' writes a rollback took back (a w:1 write may be lost

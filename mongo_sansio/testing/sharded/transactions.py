@@ -171,10 +171,25 @@ class RouterTransactions:
 
     def _check_all_open(self, ctx: Context, record: TxnRecord) -> None:
         """Before committing anywhere: a participant whose part was aborted (a lifetime limit,
-        a stepdown) aborts the whole transaction."""
+        a stepdown) aborts the whole transaction.  So does, in a transaction of several
+        shards, a participant whose primary cannot reach a majority of its shard: mongos's
+        two-phase commit prepares on every participant with ``w:majority`` first, and such a
+        prepare fails (the primary steps down at its election timeout; here at once), so the
+        coordinator decides abort and no participant commits a part a rollback could undo."""
+        several = len(record.participants) > 1
         for shard in record.participants:
-            txn = self.router.cluster.shards[shard].transactions.by_session.get(record.session)
-            if txn is None or txn.number != record.number or txn.state == "aborted":
+            replica_set = self.router.cluster.shards[shard]
+            txn = replica_set.transactions.by_session.get(record.session)
+            aborted = txn is None or txn.number != record.number or txn.state == "aborted"
+            if aborted or (several and not _can_prepare(replica_set)):
                 record.aborted = True
                 self._abort_everywhere(ctx, record)
                 raise _no_such_transaction(record.number)
+
+
+def _can_prepare(shard: Any) -> bool:
+    """Whether ``shard``'s primary sees a majority of its members (a ``w:majority`` prepare
+    can be acknowledged)."""
+    primary = shard.primary
+    replication = shard.replication
+    return primary is not None and bool(replication.has_majority(replication.side(primary)))
