@@ -291,10 +291,15 @@ class World:
         try:
             return self._run_world()
         finally:
-            for task in self.loop.tasks:  # the world is over: its last background tasks too
-                if not task.done:
-                    task.coro.close()
+            self.discard()  # the world is over: its last background tasks too
             gc.enable()
+
+    def discard(self) -> None:
+        """Close the coroutines of the tasks that did not end (a world built only to read its
+        schedule has the client's, never started)."""
+        for task in self.loop.tasks:
+            if not task.done:
+                task.coro.close()
 
     def _run_world(self) -> Outcome:
         loop = self.loop
