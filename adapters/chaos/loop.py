@@ -132,28 +132,50 @@ class Loop:
 
         return Trap(arm)
 
-    def join(self, task: VirtualTask, timeout: float | None = None) -> Trap:
-        """Wait for ``task`` to end (answer True), or ``timeout`` seconds (answer False)."""
+    def park(
+        self,
+        hook: Callable[[Waiter], Callable[[], None] | None],
+        timeout: float | None,
+        timed_out: Callable[[], Any],
+    ) -> Trap:
+        """Park the awaiting task: ``hook(waiter)`` puts the waiter where it will be woken and
+        returns what takes it out again (None: it woke it already); after ``timeout`` seconds
+        it is woken with ``timed_out()`` instead."""
 
         def arm(waiter: Waiter) -> None:
-            if task.done:
-                waiter.wake(True)
+            unhook = hook(waiter)
+            if unhook is None:
                 return
-            hook = lambda _task: waiter.wake(True)  # noqa: E731
-            task.on_exit.append(hook)
             flag = None
             if timeout is not None:
-                flag = self.call_at(self.now + timeout, lambda: waiter.wake(False))
+                flag = self.call_at(self.now + timeout, lambda: waiter.wake(timed_out()))
 
             def disarm() -> None:
-                if hook in task.on_exit:
-                    task.on_exit.remove(hook)
+                unhook()
                 if flag is not None:
                     flag[0] = True
 
             waiter.on_done = disarm
 
         return Trap(arm)
+
+    def join(self, task: VirtualTask, timeout: float | None = None) -> Trap:
+        """Wait for ``task`` to end (answer True), or ``timeout`` seconds (answer False)."""
+
+        def hook(waiter: Waiter) -> Callable[[], None] | None:
+            if task.done:
+                waiter.wake(True)
+                return None
+            on_exit = lambda _task: waiter.wake(True)  # noqa: E731
+            task.on_exit.append(on_exit)
+
+            def unhook() -> None:
+                if on_exit in task.on_exit:
+                    task.on_exit.remove(on_exit)
+
+            return unhook
+
+        return self.park(hook, timeout, lambda: False)
 
     # -- running -------------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from mongo_sansio.errors import NetworkError
 
 from .._async_api.client import AsyncMongoClientBase
 from .._async_engine import AsyncEngine
-from .loop import Loop, Trap, VirtualTask, Waiter
+from .loop import Loop, VirtualTask, Waiter
 from .network import Network, VirtualStream
 
 __all__ = ["ChaosMongoClient", "VirtualEngine", "VirtualEvent", "VirtualRuntime"]
@@ -46,23 +46,17 @@ class VirtualEvent:
     async def wait(self, timeout: float | None) -> bool:
         if self._set:
             return True
-        loop = self._loop
 
-        def arm(waiter: Waiter) -> None:
+        def hook(waiter: Waiter) -> Callable[[], None]:
             self._waiters.append(waiter)
-            flag = None
-            if timeout is not None:
-                flag = loop.call_at(loop.now + timeout, lambda: waiter.wake(self._set))
 
-            def disarm() -> None:
+            def unhook() -> None:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
-                if flag is not None:
-                    flag[0] = True
 
-            waiter.on_done = disarm
+            return unhook
 
-        result: bool = await Trap(arm)
+        result: bool = await self._loop.park(hook, timeout, lambda: self._set)
         return result
 
 
