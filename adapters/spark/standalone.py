@@ -28,7 +28,8 @@ class StandaloneClusterError(RuntimeError):
     """The cluster did not start: the message holds the end of each process's log."""
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nothing listens on now (for a Spark process to listen on)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -77,7 +78,7 @@ def standalone_cluster(
         root = Path(folder)
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1",
                "PYSPARK_PYTHON": os.environ["PYSPARK_PYTHON"], "SPARK_LOG_DIR": str(root)}
-        port, webui = _free_port(), _free_port()
+        port, webui = free_port(), free_port()
         master_url = f"spark://127.0.0.1:{port}"
 
         def start(name: str, *arguments: str) -> None:

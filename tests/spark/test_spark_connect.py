@@ -24,14 +24,9 @@ pytest.importorskip("grpc", reason="the Spark Connect client is not installed (p
 
 from mongo_sansio.adapters.blocking import MongoClient  # noqa: E402
 from mongo_sansio.adapters.sim import SimulatedReplicaSet  # noqa: E402
+from mongo_sansio.adapters.spark.standalone import free_port  # noqa: E402
 
 START_SECONDS = 120
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _listening(port: int) -> bool:
@@ -48,7 +43,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     home = _find_spark_home()
     folder = tmp_path_factory.mktemp("connect")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "SPARK_HOME": home, "SPARK_LOG_DIR": str(folder), "SPARK_PID_DIR": str(folder),
            "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "SPARK_IDENT_STRING": f"mongo-sansio-{port}"}
