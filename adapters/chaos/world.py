@@ -176,7 +176,7 @@ class World:
 
     def _watch_oplog(self) -> None:
         """Note the feed's inserts as they are logged (the oplog itself may be truncated)."""
-        for oplog in getattr(self.cluster, "oplogs", None) or [self.cluster.oplog]:
+        for oplog in self._oplogs():
             oplog.append = functools.partial(self._watched_append, oplog.append)
 
     def _watched_append(self, append: Any, **fields: Any) -> Any:
@@ -187,6 +187,10 @@ class World:
                 self.feed_committed.append(op.document_key["_id"])
                 self.feed_timestamps.append(entry.ts)
         return entry
+
+    def _oplogs(self) -> list[Any]:
+        """The server's oplogs: the replica set's, or each shard's."""
+        return getattr(self.cluster, "oplogs", None) or [self.cluster.oplog]
 
     def _transaction_tables(self) -> list[Any]:
         """The server's transactions: the replica set's, or each shard's."""
@@ -413,7 +417,7 @@ class World:
     def _check_clocks(self) -> None:
         """Cluster time never goes back, whatever the members' wall clocks do: the oplog's
         timestamps rise, and the client gossips the newest cluster time it was given."""
-        for oplog in getattr(self.cluster, "oplogs", None) or [self.cluster.oplog]:
+        for oplog in self._oplogs():
             stamps = [entry.ts for entry in oplog.entries]
             if any(later <= earlier for earlier, later in zip(stamps, stamps[1:], strict=False)):
                 self.violate("the oplog's timestamps went back")

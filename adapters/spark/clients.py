@@ -108,10 +108,8 @@ def close_kept_clients() -> None:
     """Close every kept client of this process that no task is using (tests, shutdown)."""
     with _lock:
         pid = os.getpid()
-        mine = [key for key, kept in _kept.items() if kept.users == 0]
-        retired = [_kept.pop(key).client for key in mine if _kept[key].pid == pid]
-        for key in mine:
-            _kept.pop(key, None)
+        idle = [_kept.pop(key) for key, kept in list(_kept.items()) if kept.users == 0]
+        retired = [kept.client for kept in idle if kept.pid == pid]  # (another process's: dropped)
     _close(retired)
 
 
